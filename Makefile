@@ -1,0 +1,78 @@
+# svc-collector: build, test, demo and benchmark the svc-otelcol distribution.
+# Every tool this Makefile needs is installed by it into .tools/ (ocb) or is a `go tool`
+# dependency of the root module (mdatagen), so a fresh machine with Go needs nothing else.
+
+SHELL        := /bin/bash
+.SHELLFLAGS  := -eu -o pipefail -c
+GO           ?= go
+OCB_VERSION  := v0.164.0
+TOOLS_DIR    := $(CURDIR)/.tools
+OCB          := $(TOOLS_DIR)/builder
+BIN          := $(CURDIR)/bin/svc-otelcol
+BUILD_DIR    := $(CURDIR)/build
+# Every Go module of the repository, in dependency order.
+MODULES      := pkg svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector testbed benchmarks .
+# Modules with an mdatagen metadata.yaml.
+COMPONENTS   := svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector
+GO_TEST_FLAGS ?= -count=1
+
+.PHONY: all tools build run demo test fmt-check vet unit-test e2e-test generate bench faults lint clean
+
+all: build
+
+$(OCB):
+	mkdir -p $(TOOLS_DIR)
+	GOBIN=$(TOOLS_DIR) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+
+tools: $(OCB)
+
+## generate: regenerate each component's internal/metadata and generated tests with mdatagen.
+generate:
+	for c in $(COMPONENTS); do (cd $$c && $(GO) tool mdatagen metadata.yaml); done
+
+## build: the svc-otelcol distribution from builder-config.yaml into bin/svc-otelcol.
+# ocb writes a module of its own under build/, outside the workspace (GOWORK=off); flock keeps two
+# builds started at once from writing the same sources.
+build: $(OCB)
+	mkdir -p $(BUILD_DIR) $(dir $(BIN))
+	flock $(BUILD_DIR)/.lock env GOWORK=off $(OCB) --config builder-config.yaml
+	cp $(BUILD_DIR)/svc-otelcol/svc-otelcol $(BIN)
+	$(BIN) components | grep -q 'name: svc' && echo "built $(BIN)"
+
+## run: the default gateway config; needs SVC_ENDPOINT, SVC_PUBLIC_KEY and SVC_SECRET_KEY.
+run: build
+	$(BIN) --config distribution/config.yaml
+
+## demo: build, start the local svc platform and the collector, send GenAI traces and scores, show what arrived.
+demo: build
+	$(GO) run ./testbed/cmd/demo --collector $(BIN)
+
+## test: formatting, vet, unit tests of every module, the distribution build and the end-to-end tests.
+test: fmt-check vet unit-test build e2e-test
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './build/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
+
+unit-test:
+	for m in $(MODULES); do (cd $$m && $(GO) test $(GO_TEST_FLAGS) ./...); done
+
+## e2e-test: the built binary against the local svc platform (testbed/e2e).
+e2e-test:
+	cd testbed && SVC_OTELCOL_BIN=$(BIN) $(GO) test $(GO_TEST_FLAGS) -timeout 30m -v ./e2e/... 2>&1 | tee $(BUILD_DIR)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)' ; \
+	  exit $${PIPESTATUS[0]}
+
+## bench: Go benchmarks of the components beside contrib, then the testbed's load runs.
+bench: build
+	cd benchmarks && $(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee $(BUILD_DIR)/bench-go.txt
+
+faults: build
+	cd testbed && SVC_OTELCOL_BIN=$(BIN) SVC_FAULTS=long $(GO) test -count=1 -timeout 60m -v -run 'Fault' ./e2e/...
+
+lint: fmt-check vet
+
+clean:
+	rm -rf $(BUILD_DIR) bin

@@ -1,0 +1,247 @@
+// Package scorerecord is the one definition of a score record: the log record that carries an
+// evaluation score from the svcscore connector (or straight from an application) to the svc
+// exporter, and its mapping onto the platform's CreateScoreRequest (SPEC.md 2.2, 4.1, 7.2).
+//
+// A score record is a plog.LogRecord whose event name is EventName and whose attributes are the
+// Attr* names below. Its TraceID is the score's traceId; its SpanID, when set, the observationId
+// (an observation-level score); an empty SpanID makes a trace-level score, and an empty TraceID a
+// run-level one. Its Timestamp is the score's timestamp.
+//
+// The connector writes records with Write; the exporter reads them with Read and validates them
+// with Request.Validate. Nothing else defines these names.
+package scorerecord
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+)
+
+// EventName is the event name of a score record, and of the span or log event an application
+// emits to create a score with full fidelity.
+const EventName = "svc.score"
+
+// Attribute names of a score record and of a `svc.score` event.
+const (
+	AttrID          = "svc.score.id"
+	AttrName        = "svc.score.name"
+	AttrValue       = "svc.score.value" // a number (int or double) or a string
+	AttrDataType    = "svc.score.data_type"
+	AttrComment     = "svc.score.comment"
+	AttrConfigID    = "svc.score.config_id"
+	AttrEnvironment = "svc.score.environment"
+	// AttrMetadataPrefix starts one attribute per metadata key: svc.score.metadata.<key>.
+	AttrMetadataPrefix = "svc.score.metadata."
+	// AttrTarget on a `svc.score` span event says what the score is about: TargetObservation
+	// (the span, the default) or TargetTrace (the whole trace, like span.score_trace()).
+	AttrTarget = "svc.score.target"
+)
+
+// Values of AttrTarget.
+const (
+	TargetObservation = "observation"
+	TargetTrace       = "trace"
+)
+
+// Score data types of the platform.
+const (
+	DataTypeNumeric     = "NUMERIC"
+	DataTypeCategorical = "CATEGORICAL"
+	DataTypeBoolean     = "BOOLEAN"
+)
+
+// MaxBatchSize is the most scores one POST /api/public/scores request may carry (SPEC.md 8).
+const MaxBatchSize = 100
+
+// Score is what a producer knows of one score. Value must be a number or a string value; the
+// producer does not validate it: the exporter does (SPEC.md 7.2), so that a bad score is logged
+// and dropped at one place.
+type Score struct {
+	ID            string
+	TraceID       pcommon.TraceID
+	ObservationID pcommon.SpanID // empty for a trace-level or run-level score
+	Name          string
+	Value         pcommon.Value
+	DataType      string // empty: inferred from the value when the request is built
+	Comment       string
+	ConfigID      string
+	Environment   string
+	Metadata      pcommon.Map // may be the zero Map
+	Timestamp     pcommon.Timestamp
+}
+
+// Write fills lr (a fresh record) with the score record for s.
+func Write(lr plog.LogRecord, s Score) {
+	lr.SetEventName(EventName)
+	lr.SetTraceID(s.TraceID)
+	lr.SetSpanID(s.ObservationID)
+	lr.SetTimestamp(s.Timestamp)
+	attrs := lr.Attributes()
+	attrs.EnsureCapacity(8)
+	attrs.PutStr(AttrID, s.ID)
+	attrs.PutStr(AttrName, s.Name)
+	s.Value.CopyTo(attrs.PutEmpty(AttrValue))
+	putIfSet(attrs, AttrDataType, s.DataType)
+	putIfSet(attrs, AttrComment, s.Comment)
+	putIfSet(attrs, AttrConfigID, s.ConfigID)
+	putIfSet(attrs, AttrEnvironment, s.Environment)
+	if s.Metadata != (pcommon.Map{}) {
+		s.Metadata.Range(func(k string, v pcommon.Value) bool {
+			v.CopyTo(attrs.PutEmpty(AttrMetadataPrefix + k))
+			return true
+		})
+	}
+}
+
+func putIfSet(attrs pcommon.Map, key, value string) {
+	if value != "" {
+		attrs.PutStr(key, value)
+	}
+}
+
+// Request is the platform's CreateScoreRequest, as sent in the JSON array of
+// POST /api/public/scores (camelCase names, SPEC.md 2.2).
+type Request struct {
+	ID            string         `json:"id,omitempty"`
+	TraceID       string         `json:"traceId,omitempty"`
+	ObservationID string         `json:"observationId,omitempty"`
+	Name          string         `json:"name"`
+	Value         any            `json:"value"` // float64 or string once validated
+	DataType      string         `json:"dataType,omitempty"`
+	Comment       string         `json:"comment,omitempty"`
+	ConfigID      string         `json:"configId,omitempty"`
+	Environment   string         `json:"environment,omitempty"`
+	Metadata      map[string]any `json:"metadata,omitempty"`
+	Timestamp     string         `json:"timestamp,omitempty"`
+}
+
+// Read maps a score record onto the request the exporter sends. It never fails: whatever it
+// cannot map shows in Validate.
+func Read(lr plog.LogRecord) Request {
+	attrs := lr.Attributes()
+	req := Request{}
+	if tid := lr.TraceID(); !tid.IsEmpty() {
+		req.TraceID = hex.EncodeToString(tid[:])
+	}
+	if sid := lr.SpanID(); !sid.IsEmpty() {
+		req.ObservationID = hex.EncodeToString(sid[:])
+	}
+	ts := lr.Timestamp()
+	if ts == 0 {
+		ts = lr.ObservedTimestamp()
+	}
+	if ts != 0 {
+		req.Timestamp = ts.AsTime().UTC().Format(time.RFC3339Nano)
+	}
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		switch k {
+		case AttrID:
+			req.ID = v.AsString()
+		case AttrName:
+			req.Name = v.AsString()
+		case AttrValue:
+			req.Value = scoreValue(v)
+		case AttrDataType:
+			req.DataType = v.AsString()
+		case AttrComment:
+			req.Comment = v.AsString()
+		case AttrConfigID:
+			req.ConfigID = v.AsString()
+		case AttrEnvironment:
+			req.Environment = v.AsString()
+		default:
+			if key, ok := strings.CutPrefix(k, AttrMetadataPrefix); ok && key != "" {
+				if req.Metadata == nil {
+					req.Metadata = make(map[string]any)
+				}
+				req.Metadata[key] = v.AsRaw()
+			}
+		}
+		return true
+	})
+	if req.DataType == "" {
+		switch req.Value.(type) {
+		case float64:
+			req.DataType = DataTypeNumeric
+		case string:
+			req.DataType = DataTypeCategorical
+		}
+	}
+	return req
+}
+
+// invalidValue marks a value of a type the platform does not take; Validate rejects it.
+type invalidValue struct{ typ pcommon.ValueType }
+
+func scoreValue(v pcommon.Value) any {
+	switch v.Type() {
+	case pcommon.ValueTypeDouble:
+		return v.Double()
+	case pcommon.ValueTypeInt:
+		return float64(v.Int())
+	case pcommon.ValueTypeStr:
+		return v.Str()
+	default:
+		return invalidValue{typ: v.Type()}
+	}
+}
+
+// Errors of Validate, for callers that count drops by reason.
+var (
+	ErrEmptyName      = errors.New("score name is empty")
+	ErrNonFiniteValue = errors.New("score value is not a finite number")
+	ErrInvalidValue   = errors.New("score value is neither a number nor a string")
+)
+
+// Validate applies the client-side validation of SPEC.md 7.2: a score with an empty name, or a
+// value that is a non-finite number or neither number nor string, must be dropped.
+func (r Request) Validate() error {
+	if r.Name == "" {
+		return ErrEmptyName
+	}
+	switch v := r.Value.(type) {
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return ErrNonFiniteValue
+		}
+	case string:
+	case invalidValue:
+		return fmt.Errorf("%w (got %s)", ErrInvalidValue, v.typ)
+	default:
+		return fmt.Errorf("%w (missing)", ErrInvalidValue)
+	}
+	return nil
+}
+
+// DeterministicID derives a stable score id from what identifies the scoring event, so that a
+// resent batch replaces its scores at the platform instead of duplicating them (the batch
+// response carries no ids, SPEC.md 2.2). The id has the 8-4-4-4-12 UUID layout (version 8).
+func DeterministicID(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	sum[6] = (sum[6] & 0x0f) | 0x80 // version 8: custom
+	sum[8] = (sum[8] & 0x3f) | 0x80 // RFC 4122 variant
+	var out [36]byte
+	hex.Encode(out[0:8], sum[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], sum[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], sum[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], sum[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], sum[10:16])
+	return string(out[:])
+}

@@ -1,0 +1,92 @@
+// Package svcattr names the span attributes of the svc platform's contract (SPEC.md 2.4, 9.2)
+// and the one rule that tells whether a span's metadata is already in the new JSON encoding.
+// The components and the local platform import these; nothing else spells them.
+package svcattr
+
+import (
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// Span attributes of the platform.
+const (
+	ObservationMetadataPrefix = "svc.observation.metadata."
+	TraceMetadataPrefix       = "svc.trace.metadata."
+	// ObservationMetadata and TraceMetadata are the bare forms (a map, or a JSON object string)
+	// that older SDKs and hand-written instrumentation set; the svcmetadata processor flattens them.
+	ObservationMetadata = "svc.observation.metadata"
+	TraceMetadata       = "svc.trace.metadata"
+
+	ObservationInput  = "svc.observation.input"
+	ObservationOutput = "svc.observation.output"
+	ObservationType   = "svc.observation.type"
+	TraceInput        = "svc.trace.input"
+	TraceOutput       = "svc.trace.output"
+	TraceName         = "svc.trace.name"
+	Environment       = "svc.environment"
+
+	ExperimentPrefix      = "svc.experiment."
+	ExperimentItemVersion = "svc.experiment.item.version"
+	// EnvironmentExperiment is the svc.environment value of experiment spans (SPEC.md 9.2.4).
+	EnvironmentExperiment = "sdk-experiment"
+)
+
+// SDKScopeName is the instrumentation scope of the platform's own SDKs.
+const SDKScopeName = "svc-sdk"
+
+// MetadataEncodingKey is a resource attribute the svcmetadata processor sets to
+// MetadataEncodingJSON on every resource whose spans it has brought into the new encoding, so
+// that the platform decodes metadata of third-party spans to typed values as it does for the
+// new SDKs' spans.
+const (
+	MetadataEncodingKey  = "svc.metadata.encoding"
+	MetadataEncodingJSON = "json"
+)
+
+// Resource attribute that names the SDK's language (OpenTelemetry semantic conventions).
+const TelemetrySDKLanguage = "telemetry.sdk.language"
+
+// newEncodingMajor is the first SDK major, by telemetry.sdk.language, whose metadata values
+// are JSON-encoded (SPEC.md 9.2.2: JS/TS v6, Python v5).
+var newEncodingMajor = map[string]int{
+	"nodejs":     6,
+	"javascript": 6,
+	"webjs":      6,
+	"python":     5,
+}
+
+// IsNewSDKEncoding reports whether spans of this scope and resource come from a svc SDK whose
+// metadata values are already JSON text (JS/TS >= 6, Python >= 5).
+func IsNewSDKEncoding(resource pcommon.Resource, scope pcommon.InstrumentationScope) bool {
+	if scope.Name() != SDKScopeName {
+		return false
+	}
+	lang, ok := resource.Attributes().Get(TelemetrySDKLanguage)
+	if !ok {
+		return false
+	}
+	minMajor, known := newEncodingMajor[strings.ToLower(lang.AsString())]
+	if !known {
+		return false
+	}
+	major, ok := majorVersion(scope.Version())
+	return ok && major >= minMajor
+}
+
+// IsJSONEncoded reports whether the metadata of spans of this resource and scope is JSON text:
+// a new SDK's spans, or spans the svcmetadata processor has encoded.
+func IsJSONEncoded(resource pcommon.Resource, scope pcommon.InstrumentationScope) bool {
+	if v, ok := resource.Attributes().Get(MetadataEncodingKey); ok && v.AsString() == MetadataEncodingJSON {
+		return true
+	}
+	return IsNewSDKEncoding(resource, scope)
+}
+
+func majorVersion(version string) (int, bool) {
+	version = strings.TrimPrefix(strings.TrimSpace(version), "v")
+	head, _, _ := strings.Cut(version, ".")
+	major, err := strconv.Atoi(head)
+	return major, err == nil
+}
