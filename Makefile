@@ -36,7 +36,7 @@ generate:
 build: $(OCB)
 	mkdir -p $(BUILD_DIR) $(dir $(BIN))
 	flock $(BUILD_DIR)/.lock env GOWORK=off $(OCB) --config builder-config.yaml
-	cp $(BUILD_DIR)/svc-otelcol/svc-otelcol $(BIN)
+	cp $(BUILD_DIR)/svc-otelcol/svc-otelcol $(BIN).tmp && mv -f $(BIN).tmp $(BIN)
 	$(BIN) components | grep -q 'name: svc' && echo "built $(BIN)"
 
 ## run: the default gateway config; needs SVC_ENDPOINT, SVC_PUBLIC_KEY and SVC_SECRET_KEY.

@@ -5,7 +5,8 @@
 // A score record is a plog.LogRecord whose event name is EventName and whose attributes are the
 // Attr* names below. Its TraceID is the score's traceId; its SpanID, when set, the observationId
 // (an observation-level score); an empty SpanID makes a trace-level score, and an empty TraceID a
-// run-level one. Its Timestamp is the score's timestamp.
+// score of what AttrDatasetRunID (a run-level score) or AttrSessionID names. Its Timestamp is the
+// score's timestamp.
 //
 // The connector writes records with Write; the exporter reads them with Read and validates them
 // with Request.Validate. Nothing else defines these names.
@@ -17,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +39,11 @@ const (
 	AttrComment     = "svc.score.comment"
 	AttrConfigID    = "svc.score.config_id"
 	AttrEnvironment = "svc.score.environment"
+	// AttrSessionID and AttrDatasetRunID name what a score without a trace is about: a session,
+	// or an experiment run (a run-level score, SPEC.md 9.2.4). The platform refuses a score
+	// that names none of trace, session and dataset run.
+	AttrSessionID    = "svc.score.session_id"
+	AttrDatasetRunID = "svc.score.dataset_run_id"
 	// AttrMetadataPrefix starts one attribute per metadata key: svc.score.metadata.<key>.
 	AttrMetadataPrefix = "svc.score.metadata."
 	// AttrTarget on a `svc.score` span event says what the score is about: TargetObservation
@@ -73,6 +80,8 @@ type Score struct {
 	Comment       string
 	ConfigID      string
 	Environment   string
+	SessionID     string
+	DatasetRunID  string
 	Metadata      pcommon.Map // may be the zero Map
 	Timestamp     pcommon.Timestamp
 }
@@ -87,11 +96,17 @@ func Write(lr plog.LogRecord, s Score) {
 	attrs.EnsureCapacity(8)
 	attrs.PutStr(AttrID, s.ID)
 	attrs.PutStr(AttrName, s.Name)
-	s.Value.CopyTo(attrs.PutEmpty(AttrValue))
+	// A score without a value (the zero Value) is still written, without the value attribute,
+	// so that Validate reports it as missing where the exporter validates.
+	if s.Value != (pcommon.Value{}) {
+		s.Value.CopyTo(attrs.PutEmpty(AttrValue))
+	}
 	putIfSet(attrs, AttrDataType, s.DataType)
 	putIfSet(attrs, AttrComment, s.Comment)
 	putIfSet(attrs, AttrConfigID, s.ConfigID)
 	putIfSet(attrs, AttrEnvironment, s.Environment)
+	putIfSet(attrs, AttrSessionID, s.SessionID)
+	putIfSet(attrs, AttrDatasetRunID, s.DatasetRunID)
 	if s.Metadata != (pcommon.Map{}) {
 		s.Metadata.Range(func(k string, v pcommon.Value) bool {
 			v.CopyTo(attrs.PutEmpty(AttrMetadataPrefix + k))
@@ -112,6 +127,8 @@ type Request struct {
 	ID            string         `json:"id,omitempty"`
 	TraceID       string         `json:"traceId,omitempty"`
 	ObservationID string         `json:"observationId,omitempty"`
+	SessionID     string         `json:"sessionId,omitempty"`
+	DatasetRunID  string         `json:"datasetRunId,omitempty"`
 	Name          string         `json:"name"`
 	Value         any            `json:"value"` // float64 or string once validated
 	DataType      string         `json:"dataType,omitempty"`
@@ -156,6 +173,10 @@ func Read(lr plog.LogRecord) Request {
 			req.ConfigID = v.AsString()
 		case AttrEnvironment:
 			req.Environment = v.AsString()
+		case AttrSessionID:
+			req.SessionID = v.AsString()
+		case AttrDatasetRunID:
+			req.DatasetRunID = v.AsString()
 		default:
 			if key, ok := strings.CutPrefix(k, AttrMetadataPrefix); ok && key != "" {
 				if req.Metadata == nil {
@@ -222,15 +243,27 @@ func (r Request) Validate() error {
 
 // DeterministicID derives a stable score id from what identifies the scoring event, so that a
 // resent batch replaces its scores at the platform instead of duplicating them (the batch
-// response carries no ids, SPEC.md 2.2). The id has the 8-4-4-4-12 UUID layout (version 8).
+// response carries no ids, SPEC.md 2.2). The id has the 8-4-4-4-12 UUID layout (version 8): the
+// first 16 bytes of the SHA-256 of the parts, each followed by a zero byte.
 func DeterministicID(parts ...string) string {
-	h := sha256.New()
+	// The parts are hashed from one buffer, on the stack for ids of ordinary size, because the
+	// connector derives an id for most scores it emits.
+	var stack [256]byte
+	buf := stack[:0]
 	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
+		buf = appendPart(buf, p)
 	}
-	var sum [32]byte
-	h.Sum(sum[:0])
+	return idOf(buf)
+}
+
+func appendPart(buf []byte, p string) []byte {
+	buf = append(buf, p...)
+	return append(buf, 0)
+}
+
+// idOf formats the SHA-256 of the encoded parts as a version 8 UUID.
+func idOf(encodedParts []byte) string {
+	sum := sha256.Sum256(encodedParts)
 	sum[6] = (sum[6] & 0x0f) | 0x80 // version 8: custom
 	sum[8] = (sum[8] & 0x3f) | 0x80 // RFC 4122 variant
 	var out [36]byte
@@ -244,4 +277,27 @@ func DeterministicID(parts ...string) string {
 	out[23] = '-'
 	hex.Encode(out[24:36], sum[10:16])
 	return string(out[:])
+}
+
+// EventID is the id of a score made from an event that carries no id of its own: the
+// DeterministicID of the trace id and span id (lower-case hex, "" when empty), the event name,
+// the event's own time (decimal Unix nanoseconds, 0 when it has none), the event's index in its
+// span (a log record: its index among its scope's records) and the score name. The same span
+// resent yields the same ids; two scores of one span differ by index or name.
+func EventID(traceID pcommon.TraceID, spanID pcommon.SpanID, eventName string, eventTime pcommon.Timestamp, index int, name string) string {
+	var stack [256]byte
+	buf := stack[:0]
+	if !traceID.IsEmpty() {
+		buf = hex.AppendEncode(buf, traceID[:])
+	}
+	buf = append(buf, 0)
+	if !spanID.IsEmpty() {
+		buf = hex.AppendEncode(buf, spanID[:])
+	}
+	buf = append(buf, 0)
+	buf = appendPart(buf, eventName)
+	buf = append(strconv.AppendUint(buf, uint64(eventTime), 10), 0)
+	buf = append(strconv.AppendInt(buf, int64(index), 10), 0)
+	buf = appendPart(buf, name)
+	return idOf(buf)
 }

@@ -33,6 +33,14 @@ const (
 	EnvironmentExperiment = "sdk-experiment"
 )
 
+// OpenTelemetry GenAI content attributes (semantic conventions): message and instruction
+// content that masking covers beside svc's own input and output.
+const (
+	GenAIInputMessages      = "gen_ai.input.messages"
+	GenAIOutputMessages     = "gen_ai.output.messages"
+	GenAISystemInstructions = "gen_ai.system_instructions"
+)
+
 // SDKScopeName is the instrumentation scope of the platform's own SDKs.
 const SDKScopeName = "svc-sdk"
 

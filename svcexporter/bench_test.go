@@ -1,0 +1,161 @@
+package svcexporter
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configcompression"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/svc/svc-collector/pkg/scorerecord"
+	"github.com/svc/svc-collector/svcexporter/internal/metadata"
+)
+
+// The benchmarks push through the exporter built by the factory (no queue, so each Consume
+// call returns after the HTTP exchange) to a loopback server that discards the body. The
+// "baseline" sub-benchmarks POST the same payload, encoded beforehand, through the exporter's
+// own HTTP client: the exporter's cost is the ratio between the two of the same run.
+//
+//	go test -run '^$' -bench . -benchmem ./...
+
+const (
+	benchScoresPerPush = 1000
+	benchSpansPerPush  = 1000
+)
+
+func discardServer(b *testing.B) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+func benchConfig(b *testing.B, endpoint string, compression configcompression.Type) *Config {
+	for _, name := range compressionEnvVars {
+		b.Setenv(name, "")
+	}
+	cfg := testConfig(endpoint)
+	cfg.ClientConfig.Compression = compression
+	cfg.ServerVersionCheck = VersionCheckOff
+	fastRetry(cfg)
+	return cfg
+}
+
+// reportPerItem adds items/s and allocs per item, measured over the timed loop.
+func reportPerItem(b *testing.B, unit string, itemsPerOp int, before *runtime.MemStats) {
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	items := float64(b.N * itemsPerOp)
+	b.ReportMetric(items/b.Elapsed().Seconds(), unit+"/s")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/items, "allocs/"+unit)
+}
+
+func BenchmarkScores(b *testing.B) {
+	srv := discardServer(b)
+	cfg := benchConfig(b, srv.URL, "")
+	set := exportertest.NewNopSettings(metadata.Type)
+
+	b.Run("baseline_raw_post", func(b *testing.B) {
+		exp := startBenchExporter(b, cfg, set)
+		ld := makeScores(benchScoresPerPush)
+		reqs, _ := exp.readScores(context.Background(), ld)
+		var bodies [][]byte
+		for _, c := range evenChunks(len(reqs), scorerecord.MaxBatchSize) {
+			body, err := json.Marshal(reqs[c.lo:c.hi])
+			require.NoError(b, err)
+			bodies = append(bodies, body)
+		}
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b.ResetTimer()
+		for b.Loop() {
+			for _, body := range bodies {
+				if _, err := exp.post(context.Background(), exp.plainClient, exp.scoresURL, contentTypeJSON, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		reportPerItem(b, "scores", benchScoresPerPush, &before)
+	})
+
+	b.Run("exporter", func(b *testing.B) {
+		logs, err := NewFactory().CreateLogs(context.Background(), set, cfg)
+		require.NoError(b, err)
+		startComponent(b, logs)
+		ld := makeScores(benchScoresPerPush)
+		ld.MarkReadOnly()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b.ResetTimer()
+		for b.Loop() {
+			if err := logs.ConsumeLogs(context.Background(), ld); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportPerItem(b, "scores", benchScoresPerPush, &before)
+	})
+}
+
+func BenchmarkTraces(b *testing.B) {
+	srv := discardServer(b)
+	set := exportertest.NewNopSettings(metadata.Type)
+	td := makeTraces(4, 5, benchSpansPerPush/20, 200)
+	td.MarkReadOnly()
+
+	for _, compression := range []configcompression.Type{"gzip", "none"} {
+		cfg := benchConfig(b, srv.URL, compression)
+		b.Run(string(compression)+"/baseline_raw_post", func(b *testing.B) {
+			exp := startBenchExporter(b, cfg, set)
+			body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+			require.NoError(b, err)
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := exp.post(context.Background(), exp.tracesClient, exp.tracesURL, contentTypeProtobuf, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPerItem(b, "spans", benchSpansPerPush, &before)
+		})
+		b.Run(string(compression)+"/exporter", func(b *testing.B) {
+			traces, err := NewFactory().CreateTraces(context.Background(), set, cfg)
+			require.NoError(b, err)
+			startComponent(b, traces)
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b.ResetTimer()
+			for b.Loop() {
+				if err := traces.ConsumeTraces(context.Background(), td); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPerItem(b, "spans", benchSpansPerPush, &before)
+		})
+	}
+}
+
+func startBenchExporter(b *testing.B, cfg *Config, set exporter.Settings) *svcExporter {
+	exp, err := newSvcExporter(cfg, set)
+	require.NoError(b, err)
+	require.NoError(b, exp.start(context.Background(), componenttest.NewNopHost()))
+	b.Cleanup(func() { _ = exp.shutdown(context.Background()) })
+	return exp
+}
+
+func startComponent(b *testing.B, c component.Component) {
+	require.NoError(b, c.Start(context.Background(), componenttest.NewNopHost()))
+	b.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+}

@@ -1,0 +1,130 @@
+package svcexporter // import "github.com/svc/svc-collector/svcexporter"
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configcompression"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+)
+
+// ServerVersionCheck says what the exporter does at start when the platform is older than
+// MinServerVersion.
+type ServerVersionCheck string
+
+const (
+	// VersionCheckEnforce fails Start when the platform reports an older version.
+	VersionCheckEnforce ServerVersionCheck = "enforce"
+	// VersionCheckWarn logs a warning and starts anyway.
+	VersionCheckWarn ServerVersionCheck = "warn"
+	// VersionCheckOff sends no health request at all.
+	VersionCheckOff ServerVersionCheck = "off"
+)
+
+// MinServerVersion is the oldest platform version the new SDK majors, and so this exporter,
+// support (SPEC.md 1, 8, 9.1).
+const MinServerVersion = "4.59.0"
+
+// Config is the configuration of the svc exporter.
+type Config struct {
+	// ClientConfig is the collector's standard HTTP client: endpoint (the platform base URL),
+	// TLS, proxy, timeout (per HTTP request), extra headers, compression.
+	ClientConfig confighttp.ClientConfig                                  `mapstructure:",squash"`
+	QueueConfig  configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	RetryConfig  configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
+
+	// PublicKey and SecretKey are the project's API key pair, sent as Basic auth.
+	PublicKey string              `mapstructure:"public_key"`
+	SecretKey configopaque.String `mapstructure:"secret_key"`
+
+	// ServerVersionCheck: enforce (default), warn or off.
+	ServerVersionCheck ServerVersionCheck `mapstructure:"server_version_check"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+var _ component.Config = (*Config)(nil)
+
+// Validate checks the settings this exporter adds; the embedded sections validate themselves.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if err := validateEndpoint(cfg.ClientConfig.Endpoint); err != nil {
+		errs = append(errs, err)
+	}
+	if strings.TrimSpace(cfg.PublicKey) == "" {
+		errs = append(errs, errors.New("public_key must be set (the project's public API key, pk-...)"))
+	}
+	if strings.TrimSpace(string(cfg.SecretKey)) == "" {
+		errs = append(errs, errors.New("secret_key must be set (the project's secret API key, sk-...)"))
+	}
+	switch cfg.ServerVersionCheck {
+	case VersionCheckEnforce, VersionCheckWarn, VersionCheckOff:
+	default:
+		errs = append(errs, fmt.Errorf("server_version_check must be one of enforce, warn, off; got %q", string(cfg.ServerVersionCheck)))
+	}
+	if !supportedCompression(cfg.ClientConfig.Compression) {
+		errs = append(errs, fmt.Errorf("compression must be gzip or none (the platform accepts no other); got %q", string(cfg.ClientConfig.Compression)))
+	}
+	return errors.Join(errs...)
+}
+
+func validateEndpoint(endpoint string) error {
+	if endpoint == "" {
+		return errors.New("endpoint must be set to the svc platform base URL, e.g. https://cloud.svc.example")
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("endpoint must be an absolute http:// or https:// URL (the platform base URL); got %q", endpoint)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("endpoint must be the platform base URL without query or fragment; got %q", endpoint)
+	}
+	return nil
+}
+
+// supportedCompression: the empty value means "not set in the config" and lets the environment
+// decide (see resolveCompression).
+func supportedCompression(c configcompression.Type) bool {
+	switch c {
+	case "", configcompression.TypeGzip, compressionNone:
+		return true
+	}
+	return false
+}
+
+var _ confmap.Unmarshaler = (*Config)(nil)
+
+// Unmarshal decodes the exporter's section. It first decodes the section into strictConfig to
+// reject unknown keys: since confighttp.ClientConfig (squashed into Config) has an Unmarshal method
+// of its own, the collector's decoder ignores every unknown key of a config that embeds it, so a
+// misspelt `secret_kye` or `tls::insecure_skip_verfy` would otherwise pass unnoticed.
+func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
+	if err := conf.Unmarshal(&strictConfig{}); err != nil {
+		return err
+	}
+	return conf.Unmarshal(cfg)
+}
+
+// strictClientConfig has the fields of confighttp.ClientConfig but none of its methods, so that
+// decoding into it checks every key, nested ones included.
+type strictClientConfig confighttp.ClientConfig
+
+// strictConfig is Config with ClientConfig replaced by strictClientConfig; a test keeps the two
+// in step.
+type strictConfig struct {
+	ClientConfig       strictClientConfig                                       `mapstructure:",squash"`
+	QueueConfig        configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	RetryConfig        configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
+	PublicKey          string                                                   `mapstructure:"public_key"`
+	SecretKey          configopaque.String                                      `mapstructure:"secret_key"`
+	ServerVersionCheck ServerVersionCheck                                       `mapstructure:"server_version_check"`
+}

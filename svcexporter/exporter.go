@@ -1,0 +1,294 @@
+package svcexporter // import "github.com/svc/svc-collector/svcexporter"
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configcompression"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.uber.org/zap"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/svc/svc-collector/svcexporter/internal/metadata"
+)
+
+// Paths of the platform's public API below `endpoint` (DESIGN.md 2.1, SPEC.md 4.1).
+const (
+	tracesPath = "/api/public/otel/v1/traces"
+	scoresPath = "/api/public/scores"
+	healthPath = "/api/public/health"
+)
+
+// sdkName is sent as x-svc-sdk-name, so that the platform can tell the gateway's traffic apart
+// from the SDKs'.
+const sdkName = "svc-otelcol"
+
+const (
+	contentTypeProtobuf = "application/x-protobuf"
+	contentTypeJSON     = "application/json"
+	// maxResponseBytes bounds what is read of a response: bodies are small status documents.
+	maxResponseBytes = 64 * 1024
+	// maxErrorMessageBytes bounds the part of a server message quoted in an error.
+	maxErrorMessageBytes = 512
+)
+
+type svcExporter struct {
+	cfg       *Config
+	settings  component.TelemetrySettings
+	logger    *zap.Logger
+	telemetry *metadata.TelemetryBuilder
+
+	// compression of span batches, resolved from the config and the environment.
+	compression configcompression.Type
+	tracesURL   string
+	scoresURL   string
+	healthURL   string
+
+	// authorization is the Basic credential; it is only ever put in a request header.
+	authorization string
+	sdkVersion    string
+	userAgent     string
+
+	// tracesClient compresses as configured; plainClient never compresses: the SDKs compress
+	// span batches only (SPEC.md 8), so scores and the health check go out as plain JSON.
+	tracesClient *http.Client
+	plainClient  *http.Client
+}
+
+func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
+	compression, err := resolveCompression(cfg.ClientConfig.Compression, nil)
+	if err != nil {
+		return nil, err
+	}
+	telemetry, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	base := strings.TrimRight(cfg.ClientConfig.Endpoint, "/")
+	version := set.BuildInfo.Version
+	if version == "" {
+		version = "unknown"
+	}
+	credentials := cfg.PublicKey + ":" + string(cfg.SecretKey)
+	return &svcExporter{
+		cfg:           cfg,
+		settings:      set.TelemetrySettings,
+		logger:        set.Logger,
+		telemetry:     telemetry,
+		compression:   compression,
+		tracesURL:     base + tracesPath,
+		scoresURL:     base + scoresPath,
+		healthURL:     base + healthPath,
+		authorization: "Basic " + base64.StdEncoding.EncodeToString([]byte(credentials)),
+		sdkVersion:    version,
+		userAgent:     fmt.Sprintf("%s/%s (%s/%s)", sdkName, version, runtime.GOOS, runtime.GOARCH),
+	}, nil
+}
+
+// start builds the HTTP clients (only now are the host's extensions, e.g. auth, known) and checks
+// the platform's version.
+func (e *svcExporter) start(ctx context.Context, host component.Host) error {
+	tracesCfg := e.cfg.ClientConfig
+	tracesCfg.Compression = e.compression
+	client, err := tracesCfg.ToClient(ctx, host.GetExtensions(), e.settings)
+	if err != nil {
+		return err
+	}
+	e.tracesClient = client
+
+	plainCfg := e.cfg.ClientConfig
+	plainCfg.Compression = compressionNone
+	if e.plainClient, err = plainCfg.ToClient(ctx, host.GetExtensions(), e.settings); err != nil {
+		return err
+	}
+	return e.checkServerVersion(ctx)
+}
+
+func (e *svcExporter) shutdown(context.Context) error {
+	for _, c := range []*http.Client{e.tracesClient, e.plainClient} {
+		if c != nil {
+			c.CloseIdleConnections()
+		}
+	}
+	e.telemetry.Shutdown()
+	return nil
+}
+
+// newRequest makes a request to the platform with the credentials and the svc headers.
+// Headers set in the config (`headers`) are added by the client afterwards and win.
+func (e *svcExporter) newRequest(ctx context.Context, method, url, contentType string, body []byte) (*http.Request, error) {
+	var reader io.Reader
+	if body != nil {
+		reader = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, reader)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", e.authorization)
+	req.Header.Set("x-svc-public-key", e.cfg.PublicKey)
+	req.Header.Set("x-svc-sdk-name", sdkName)
+	req.Header.Set("x-svc-sdk-version", e.sdkVersion)
+	req.Header.Set("User-Agent", e.userAgent)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	return req, nil
+}
+
+// response is what the exporter keeps of a successful (2xx) answer.
+type response struct {
+	code        int
+	contentType string
+	body        []byte
+}
+
+// post sends body and returns the 2xx response, or an error classified for the exporterhelper:
+// retryable (network errors, 429, 5xx; with the Retry-After delay when the server gives one),
+// a *statusError with code 413 (the caller splits), or permanent (every other status).
+func (e *svcExporter) post(ctx context.Context, client *http.Client, url, contentType string, body []byte) (response, error) {
+	req, err := e.newRequest(ctx, http.MethodPost, url, contentType, body)
+	if err != nil {
+		return response{}, consumererror.NewPermanent(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return response{}, fmt.Errorf("sending to the svc platform failed: %w", err)
+	}
+	defer func() {
+		_, _ = io.CopyN(io.Discard, resp.Body, maxResponseBytes)
+		_ = resp.Body.Close()
+	}()
+	respBody, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		if readErr != nil {
+			// The platform took the data; only its answer was cut.
+			e.logger.Debug("Reading the svc platform's response failed", zap.String("url", url), zap.Error(readErr))
+		}
+		return response{code: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: respBody}, nil
+	}
+	return response{}, e.classify(url, resp, respBody)
+}
+
+// statusError is a non-2xx answer of the platform.
+type statusError struct {
+	code    int
+	url     string
+	message string
+}
+
+func (se *statusError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "svc platform answered HTTP %d %s to %s", se.code, http.StatusText(se.code), se.url)
+	if se.message != "" {
+		b.WriteString(": ")
+		b.WriteString(se.message)
+	}
+	return b.String()
+}
+
+func (e *svcExporter) classify(url string, resp *http.Response, body []byte) error {
+	se := &statusError{code: resp.StatusCode, url: url, message: e.serverMessage(resp.Header.Get("Content-Type"), body)}
+	switch code := resp.StatusCode; {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		se.message = strings.TrimSpace(fmt.Sprintf("the platform refused the credentials of public key %q; check public_key and secret_key. %s", e.cfg.PublicKey, se.message))
+		return consumererror.NewPermanent(se)
+	case code == http.StatusRequestEntityTooLarge:
+		return se
+	case code == http.StatusTooManyRequests || code >= 500:
+		if delay, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+			return exporterhelper.NewThrottleRetry(se, delay)
+		}
+		return se
+	default:
+		return consumererror.NewPermanent(se)
+	}
+}
+
+// retryAfter reads a Retry-After header: delay-seconds or an HTTP date.
+func retryAfter(value string) (time.Duration, bool) {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return 0, false
+	}
+	if seconds, err := strconv.Atoi(value); err == nil && seconds >= 0 {
+		return time.Duration(seconds) * time.Second, true
+	}
+	if date, err := http.ParseTime(value); err == nil {
+		return max(time.Until(date), 0), true
+	}
+	return 0, false
+}
+
+// serverMessage extracts a short, printable message from an error body: the message of an OTLP
+// Status (protobuf), else the text itself. The secret is blanked in case a server echoes it.
+func (e *svcExporter) serverMessage(contentType string, body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	msg := ""
+	if strings.HasPrefix(contentType, contentTypeProtobuf) {
+		st := &status.Status{}
+		if err := proto.Unmarshal(body, st); err == nil {
+			msg = st.GetMessage()
+		}
+	} else {
+		msg = string(body)
+	}
+	msg = strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return ' '
+	}, msg)
+	msg = strings.TrimSpace(msg)
+	msg = e.redact(msg)
+	if len(msg) > maxErrorMessageBytes {
+		msg = strings.ToValidUTF8(msg[:maxErrorMessageBytes], "") + "…"
+	}
+	return msg
+}
+
+// redact blanks the secret and the encoded credentials in a text that came from the server, in
+// case the server echoes what it received.
+func (e *svcExporter) redact(text string) string {
+	encoded := strings.TrimPrefix(e.authorization, "Basic ")
+	for _, secret := range []string{encoded, string(e.cfg.SecretKey)} {
+		if secret != "" {
+			text = strings.ReplaceAll(text, secret, "[REDACTED]")
+		}
+	}
+	return text
+}
+
+// outcome turns what happened to the items of a push into its result. Requests refused for good
+// are logged here with the number of items lost, whatever the queue settings, and make a
+// permanent error; a retryable error wins over them, since what it covers can still be
+// delivered: retryRest makes the error that hands the items from `from` on back to the retry.
+func (e *svcExporter) outcome(res deliveryResult, total int, what string, retryRest func(err error, from int) error) error {
+	var permanent error
+	if len(res.permanent) > 0 {
+		permanent = consumererror.NewPermanent(fmt.Errorf("svc platform refused %d of %d %s, not retried: %w",
+			res.permanentItems, total, what, errors.Join(res.permanent...)))
+		e.logger.Error("svc platform refused "+what+" for good; they are dropped",
+			zap.Int("dropped", res.permanentItems), zap.Int("batch_size", total), zap.Error(permanent))
+	}
+	if res.retryErr != nil {
+		return retryRest(res.retryErr, res.undeliveredFrom)
+	}
+	return permanent
+}

@@ -1,0 +1,74 @@
+package svcexporter // import "github.com/svc/svc-collector/svcexporter"
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/svc/svc-collector/svcexporter/internal/metadata"
+)
+
+// NewFactory returns the factory of the svc exporter (type `svc`).
+func NewFactory() exporter.Factory {
+	return exporter.NewFactory(
+		metadata.Type,
+		createDefaultConfig,
+		exporter.WithTraces(createTraces, metadata.TracesStability),
+		exporter.WithLogs(createLogs, metadata.LogsStability),
+	)
+}
+
+func createDefaultConfig() component.Config {
+	clientConfig := confighttp.NewDefaultClientConfig()
+	clientConfig.Timeout = 30 * time.Second
+	// Compression stays unset here: the environment decides when the config does not
+	// (resolveCompression), and gzip is the default after that.
+	clientConfig.WriteBufferSize = 512 * 1024
+	return &Config{
+		ClientConfig:       clientConfig,
+		QueueConfig:        configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
+		RetryConfig:        configretry.NewDefaultBackOffConfig(),
+		ServerVersionCheck: VersionCheckEnforce,
+	}
+}
+
+func createTraces(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Traces, error) {
+	c := cfg.(*Config)
+	exp, err := newSvcExporter(c, set)
+	if err != nil {
+		return nil, err
+	}
+	return exporterhelper.NewTraces(ctx, set, cfg, exp.pushTraces,
+		exporterhelper.WithStart(exp.start),
+		exporterhelper.WithShutdown(exp.shutdown),
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+		// The HTTP client's `timeout` bounds each request; a push may make several (413 split,
+		// 100-score chunks), so the helper's own per-push timeout is off, as in otlphttp.
+		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
+		exporterhelper.WithRetry(c.RetryConfig),
+		exporterhelper.WithQueue(c.QueueConfig),
+	)
+}
+
+func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
+	c := cfg.(*Config)
+	exp, err := newSvcExporter(c, set)
+	if err != nil {
+		return nil, err
+	}
+	return exporterhelper.NewLogs(ctx, set, cfg, exp.pushScores,
+		exporterhelper.WithStart(exp.start),
+		exporterhelper.WithShutdown(exp.shutdown),
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
+		exporterhelper.WithRetry(c.RetryConfig),
+		exporterhelper.WithQueue(c.QueueConfig),
+	)
+}

@@ -1,0 +1,89 @@
+package svcexporter // import "github.com/svc/svc-collector/svcexporter"
+
+import (
+	"errors"
+	"net/http"
+
+	"go.opentelemetry.io/collector/consumer/consumererror"
+)
+
+// itemRange is the half-open range [lo, hi) of the items (spans or scores) of one push that one
+// HTTP request carries.
+type itemRange struct{ lo, hi int }
+
+func (r itemRange) len() int { return r.hi - r.lo }
+
+// tooLargeItem is an item the platform refused with 413 even in a request of its own.
+type tooLargeItem struct {
+	index int
+	err   error
+}
+
+// deliveryResult says what happened to the items of one push.
+type deliveryResult struct {
+	// undeliveredFrom is the first item not yet handled when a retryable error stopped the
+	// delivery (retryErr); every item from there on is still to be sent. Items before it were
+	// delivered, dropped as too large, or refused for good. It equals the item count when
+	// the delivery ran to the end.
+	undeliveredFrom int
+	retryErr        error
+	// permanent holds the requests the platform refused for good (4xx other than 413 and 429),
+	// with the number of items each carried.
+	permanent      []error
+	permanentItems int
+	tooLarge       []tooLargeItem
+	splits         int
+}
+
+// deliver sends the items of chunks (in order, covering [0, n) without gaps) through send.
+// A request the platform refuses as too large (413) is split in halves that are sent in its
+// place, recursively, so a 413 never loses more than the single items that are too large on
+// their own. Delivery stops at the first retryable error, so that a retry of
+// [undeliveredFrom, n) resends nothing the platform already has: requests go out left to
+// right, hence everything before the failed request has been handled.
+func deliver(n int, chunks []itemRange, send func(itemRange) error) deliveryResult {
+	res := deliveryResult{undeliveredFrom: n}
+	// A stack, the next request on top.
+	pending := make([]itemRange, 0, len(chunks)+8)
+	for i := len(chunks) - 1; i >= 0; i-- {
+		pending = append(pending, chunks[i])
+	}
+	for len(pending) > 0 {
+		r := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
+		err := send(r)
+		switch {
+		case err == nil:
+		case isTooLarge(err):
+			if r.len() == 1 {
+				res.tooLarge = append(res.tooLarge, tooLargeItem{index: r.lo, err: err})
+				continue
+			}
+			mid := r.lo + r.len()/2
+			pending = append(pending, itemRange{mid, r.hi}, itemRange{r.lo, mid})
+			res.splits++
+		case consumererror.IsPermanent(err):
+			res.permanent = append(res.permanent, err)
+			res.permanentItems += r.len()
+		default:
+			res.undeliveredFrom = r.lo
+			res.retryErr = err
+			return res
+		}
+	}
+	return res
+}
+
+func isTooLarge(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.code == http.StatusRequestEntityTooLarge
+}
+
+// evenChunks cuts [0, n) into consecutive ranges of at most size items.
+func evenChunks(n, size int) []itemRange {
+	chunks := make([]itemRange, 0, (n+size-1)/size)
+	for lo := 0; lo < n; lo += size {
+		chunks = append(chunks, itemRange{lo, min(lo+size, n)})
+	}
+	return chunks
+}

@@ -1,0 +1,153 @@
+package svcexporter // import "github.com/svc/svc-collector/svcexporter"
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"go.uber.org/zap"
+)
+
+// spanRef locates one span in a ptrace.Traces.
+type spanRef struct{ resource, scope, span int }
+
+// pushTraces sends td as one OTLP/protobuf request. When the platform answers 413 the spans are
+// split in halves and resent (see deliver); a span refused even alone is dropped and logged with
+// its trace and span id, and the rest is delivered.
+func (e *svcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
+	total := td.SpanCount()
+	if total == 0 {
+		return nil
+	}
+	var refs []spanRef // only needed, and built, once the platform answers 413
+	res := deliver(total, []itemRange{{0, total}}, func(r itemRange) error {
+		if r.len() == total {
+			return e.sendSpans(ctx, td) // the common case: no copy
+		}
+		if refs == nil {
+			refs = spanRefs(td)
+		}
+		return e.sendSpans(ctx, tracesOf(td, refs[r.lo:r.hi]))
+	})
+	if res.splits > 0 {
+		e.telemetry.ExporterSvcRequestsSplit.Add(ctx, int64(res.splits))
+	}
+	if len(res.tooLarge) > 0 {
+		if refs == nil {
+			refs = spanRefs(td)
+		}
+		e.dropTooLargeSpans(ctx, td, refs, res.tooLarge)
+	}
+	return e.outcome(res, total, "spans", func(err error, from int) error {
+		if from == 0 {
+			return err // the retry resends td as it is
+		}
+		// Only what was not sent yet goes back to the retry.
+		return consumererror.NewTraces(err, tracesOf(td, refs[from:]))
+	})
+}
+
+func (e *svcExporter) sendSpans(ctx context.Context, td ptrace.Traces) error {
+	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	if err != nil {
+		return consumererror.NewPermanent(fmt.Errorf("encoding spans as OTLP protobuf: %w", err))
+	}
+	resp, err := e.post(ctx, e.tracesClient, e.tracesURL, contentTypeProtobuf, body)
+	if err != nil {
+		return err
+	}
+	e.logPartialSuccess(ctx, resp)
+	return nil
+}
+
+// logPartialSuccess reports the spans a 2xx answer says were rejected (OTLP partial success).
+func (e *svcExporter) logPartialSuccess(ctx context.Context, resp response) {
+	if len(resp.body) == 0 {
+		return
+	}
+	er := ptraceotlp.NewExportResponse()
+	var err error
+	switch {
+	case strings.HasPrefix(resp.contentType, contentTypeProtobuf):
+		err = er.UnmarshalProto(resp.body)
+	case strings.HasPrefix(resp.contentType, contentTypeJSON):
+		err = er.UnmarshalJSON(resp.body)
+	default:
+		return
+	}
+	if err != nil {
+		e.logger.Debug("svc platform's trace response is not an OTLP ExportTraceServiceResponse", zap.Error(err))
+		return
+	}
+	ps := er.PartialSuccess()
+	if ps.RejectedSpans() == 0 && ps.ErrorMessage() == "" {
+		return
+	}
+	e.telemetry.ExporterSvcSpansRejected.Add(ctx, ps.RejectedSpans())
+	e.logger.Warn("svc platform accepted the spans partially",
+		zap.Int64("rejected_spans", ps.RejectedSpans()),
+		zap.String("message", e.serverMessage("text/plain", []byte(ps.ErrorMessage()))))
+}
+
+func (e *svcExporter) dropTooLargeSpans(ctx context.Context, td ptrace.Traces, refs []spanRef, items []tooLargeItem) {
+	if len(items) == 0 {
+		return
+	}
+	e.telemetry.ExporterSvcSpansDroppedTooLarge.Add(ctx, int64(len(items)))
+	for _, it := range items {
+		span := spanAt(td, refs[it.index])
+		e.logger.Error("svc platform refused a span as too large even on its own; the span is dropped, the rest of its batch is delivered",
+			zap.String("trace_id", span.TraceID().String()),
+			zap.String("span_id", span.SpanID().String()),
+			zap.String("span_name", span.Name()),
+			zap.Error(it.err))
+	}
+}
+
+func spanRefs(td ptrace.Traces) []spanRef {
+	refs := make([]spanRef, 0, td.SpanCount())
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			for k := 0; k < sss.At(j).Spans().Len(); k++ {
+				refs = append(refs, spanRef{i, j, k})
+			}
+		}
+	}
+	return refs
+}
+
+func spanAt(td ptrace.Traces, r spanRef) ptrace.Span {
+	return td.ResourceSpans().At(r.resource).ScopeSpans().At(r.scope).Spans().At(r.span)
+}
+
+// tracesOf copies the spans refs points at (in order) into a new ptrace.Traces, each under a
+// copy of its own resource and scope.
+func tracesOf(td ptrace.Traces, refs []spanRef) ptrace.Traces {
+	out := ptrace.NewTraces()
+	var rs ptrace.ResourceSpans
+	var ss ptrace.ScopeSpans
+	last := spanRef{-1, -1, -1}
+	for _, r := range refs {
+		src := td.ResourceSpans().At(r.resource)
+		if r.resource != last.resource {
+			rs = out.ResourceSpans().AppendEmpty()
+			src.Resource().CopyTo(rs.Resource())
+			rs.SetSchemaUrl(src.SchemaUrl())
+			last.scope = -1
+		}
+		srcScope := src.ScopeSpans().At(r.scope)
+		if r.scope != last.scope {
+			ss = rs.ScopeSpans().AppendEmpty()
+			srcScope.Scope().CopyTo(ss.Scope())
+			ss.SetSchemaUrl(srcScope.SchemaUrl())
+		}
+		srcScope.Spans().At(r.span).CopyTo(ss.Spans().AppendEmpty())
+		last = r
+	}
+	return out
+}

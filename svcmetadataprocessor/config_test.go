@@ -1,0 +1,68 @@
+package svcmetadataprocessor
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/svc/svc-collector/svcmetadataprocessor/internal/metadata"
+)
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+
+	full := createDefaultConfig()
+	full.Promote = PromoteConfig{OpenInference: true, VercelAI: false, OpenLLMetry: true}
+	full.UpgradeTraceIO = false
+	full.Masking = MaskingConfig{
+		BuiltinRules: []string{"email", "card_number", "api_key", "bearer_token"},
+		Rules: []MaskRule{
+			{Name: "employee-id", Pattern: `EMP-\d{4}`, Replacement: "EMP-****"},
+			{Pattern: `(?i)secret=\S+`},
+		},
+		Keys:           []string{"password", "ssn"},
+		KeyReplacement: "[REDACTED]",
+	}
+
+	tests := []struct {
+		name      string
+		want      *Config
+		unmarshal string // part of the error when the YAML does not fit the struct
+		validate  string // part of the error of Validate
+	}{
+		{name: "", want: createDefaultConfig()}, // svcmetadata with no settings
+		{name: "full", want: full},
+		{name: "unknown_key", unmarshal: "rulez"},
+		{name: "unknown_builtin", validate: `masking.builtin_rules: unknown rule "phone" (known: api_key, bearer_token, card_number, email)`},
+		{name: "bad_pattern", validate: "masking.rules[0] broken: invalid pattern"},
+		{name: "empty_pattern", validate: "masking.rules[0] empty: pattern must not be empty"},
+		{name: "empty_key", validate: "masking.keys[1]: key must not be empty"},
+		{name: "limit_not_configurable", unmarshal: "trace_metadata_max_length"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sub, err := cm.Sub(component.NewIDWithName(metadata.Type, tt.name).String())
+			require.NoError(t, err)
+			cfg := NewFactory().CreateDefaultConfig()
+			err = sub.Unmarshal(cfg)
+			if tt.unmarshal != "" {
+				require.ErrorContains(t, err, tt.unmarshal)
+				return
+			}
+			require.NoError(t, err)
+			err = confmap.Validate(cfg)
+			if tt.validate != "" {
+				require.ErrorContains(t, err, tt.validate)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, cfg)
+		})
+	}
+}

@@ -1,0 +1,165 @@
+package svcmetadataprocessor // import "github.com/svc/svc-collector/svcmetadataprocessor"
+
+import (
+	"encoding/base64"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// This file is the one place that writes metadata values as JSON text (SPEC.md 2.4, 9.2.2).
+// The output is what JSON.stringify / json.dumps(ensure_ascii=False) would write for the same
+// typed value: no insignificant whitespace, non-ASCII characters left as they are, map entries
+// in their OTLP order.
+
+// encodeValue returns the JSON text of an OTLP attribute value, keeping its type:
+//
+//	Str    "prod"          -> "prod" (a JSON string, with its quotes)
+//	Int    5               -> 5
+//	Double 2.5             -> 2.5 (NaN, +Inf, -Inf -> "NaN", "Infinity", "-Infinity")
+//	Bool   true            -> true
+//	Map    {a: 1}          -> {"a":1}
+//	Slice  [1, "x"]        -> [1,"x"]
+//	Bytes  0x01 0x02       -> "AQI=" (standard base64, as OTLP/JSON writes bytes)
+//	Empty                  -> null
+func encodeValue(v pcommon.Value) string {
+	return string(appendValueJSON(nil, v))
+}
+
+func appendValueJSON(b []byte, v pcommon.Value) []byte {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return appendJSONString(b, v.Str())
+	case pcommon.ValueTypeInt:
+		return strconv.AppendInt(b, v.Int(), 10)
+	case pcommon.ValueTypeDouble:
+		return appendJSONFloat(b, v.Double())
+	case pcommon.ValueTypeBool:
+		return strconv.AppendBool(b, v.Bool())
+	case pcommon.ValueTypeMap:
+		b = append(b, '{')
+		first := true
+		for k, mv := range v.Map().All() {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendValueJSON(b, mv)
+		}
+		return append(b, '}')
+	case pcommon.ValueTypeSlice:
+		b = append(b, '[')
+		s := v.Slice()
+		for i := 0; i < s.Len(); i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendValueJSON(b, s.At(i))
+		}
+		return append(b, ']')
+	case pcommon.ValueTypeBytes:
+		raw := v.Bytes().AsRaw()
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, raw)
+		return append(b, '"')
+	default: // pcommon.ValueTypeEmpty
+		return append(b, "null"...)
+	}
+}
+
+// appendJSONFloat writes a float the way encoding/json and JavaScript do; JSON has no
+// literal for NaN and the infinities, so those become the strings JavaScript prints for them.
+func appendJSONFloat(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Infinity"`...)
+	}
+	return appendFloatText(b, f)
+}
+
+// appendFloatText writes a finite float in the shortest form that reads back exactly, in
+// exponent form only for very small or very large magnitudes (ES6 Number.prototype.toString).
+func appendFloatText(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// 1e-07 -> 1e-7, as JavaScript writes it.
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString writes s as a JSON string. Invalid UTF-8 becomes U+FFFD, as in encoding/json;
+// U+2028 and U+2029 are escaped so the text is also valid JavaScript.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if j := skipJSONSafeASCII(s, i); j > i {
+			i = j
+			continue
+		}
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,258 @@
+package svcmetadataprocessor // import "github.com/svc/svc-collector/svcmetadataprocessor"
+
+import (
+	"context"
+	"strings"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/svc/svc-collector/pkg/svcattr"
+	"github.com/svc/svc-collector/svcmetadataprocessor/internal/metadata"
+)
+
+// maxPropagatedMetadataLength is the platform's limit on a propagated metadata value, in
+// characters of its JSON text (SPEC.md 8): a string keeps at most 198 characters.
+const maxPropagatedMetadataLength = 200
+
+type metadataProcessor struct {
+	cfg       *Config
+	logger    *zap.Logger
+	telemetry *metadata.TelemetryBuilder
+	masker    *masker // nil when masking is off
+	// relevant are the attribute kinds this configuration acts on; spans with none are skipped.
+	relevant attrKind
+}
+
+// counts of what one batch went through, recorded as the component's metrics.
+type counts struct {
+	encoded, promoted, droppedForLength, masked, placeholders int64
+}
+
+func newMetadataProcessor(cfg *Config, set component.TelemetrySettings) (*metadataProcessor, error) {
+	m, err := newMasker(cfg.Masking)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
+		return nil, err
+	}
+	p := &metadataProcessor{cfg: cfg, logger: set.Logger, telemetry: tb, masker: m}
+	p.relevant = kindsMetadataKey | kindsBare
+	if cfg.Promote.OpenInference {
+		p.relevant |= kindOpenInferenceMetadata
+	}
+	if cfg.Promote.VercelAI {
+		p.relevant |= kindVercelAIMetadata
+	}
+	if cfg.Promote.OpenLLMetry {
+		p.relevant |= kindOpenLLMetryProperty
+	}
+	if cfg.UpgradeTraceIO {
+		p.relevant |= kindTraceIO
+	}
+	if m != nil {
+		p.relevant |= kindsMasked
+	}
+	return p, nil
+}
+
+func (p *metadataProcessor) shutdown(context.Context) error {
+	p.telemetry.Shutdown()
+	return nil
+}
+
+func (p *metadataProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	var c counts
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		resource := rs.Resource()
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j)
+			alreadyEncoded := svcattr.IsJSONEncoded(resource, ss.Scope())
+			spans := ss.Spans()
+			for k := 0; k < spans.Len(); k++ {
+				p.processSpan(spans.At(k), alreadyEncoded, &c)
+			}
+		}
+		// Every span of this resource is now in the new encoding: mark it, so the platform
+		// decodes its metadata to typed values and a second pass leaves it alone.
+		if v, ok := resource.Attributes().Get(svcattr.MetadataEncodingKey); !ok || v.Str() != svcattr.MetadataEncodingJSON {
+			resource.Attributes().PutStr(svcattr.MetadataEncodingKey, svcattr.MetadataEncodingJSON)
+		}
+	}
+	p.record(ctx, c)
+	return td, nil
+}
+
+func (p *metadataProcessor) record(ctx context.Context, c counts) {
+	if c.encoded > 0 {
+		p.telemetry.ProcessorSvcmetadataValuesEncoded.Add(ctx, c.encoded)
+	}
+	if c.promoted > 0 {
+		p.telemetry.ProcessorSvcmetadataValuesPromoted.Add(ctx, c.promoted)
+	}
+	if c.droppedForLength > 0 {
+		p.telemetry.ProcessorSvcmetadataValuesDroppedForLength.Add(ctx, c.droppedForLength)
+	}
+	if c.masked > 0 {
+		p.telemetry.ProcessorSvcmetadataValuesMasked.Add(ctx, c.masked)
+	}
+	if c.placeholders > 0 {
+		p.telemetry.ProcessorSvcmetadataValuesReplacedByPlaceholder.Add(ctx, c.placeholders)
+	}
+}
+
+// processSpan runs the steps in order: encode per-key metadata, flatten bare metadata, promote,
+// enforce the propagated-metadata limit, upgrade trace input/output, mask. Steps after the first
+// write values that are already encoded.
+func (p *metadataProcessor) processSpan(span ptrace.Span, alreadyEncoded bool, c *counts) {
+	attrs := span.Attributes()
+	var found attrKind
+	for k := range attrs.All() {
+		found |= classify(k)
+	}
+	if found&p.relevant == 0 {
+		return
+	}
+	if found&kindsMetadataKey != 0 {
+		c.encoded += encodeMetadataAttributes(attrs, alreadyEncoded)
+	}
+	if found&kindBareObservationMetadata != 0 {
+		c.encoded += flatten(attrs, svcattr.ObservationMetadata, svcattr.ObservationMetadataPrefix)
+	}
+	if found&kindBareTraceMetadata != 0 {
+		c.encoded += flatten(attrs, svcattr.TraceMetadata, svcattr.TraceMetadataPrefix)
+	}
+	if found&p.relevant&kindOpenInferenceMetadata != 0 {
+		c.promoted += promoteOpenInference(attrs)
+	}
+	if found&p.relevant&kindVercelAIMetadata != 0 {
+		c.promoted += promotePrefixed(attrs, vercelAIMetadataPrefix)
+	}
+	if found&p.relevant&kindOpenLLMetryProperty != 0 {
+		c.promoted += promotePrefixed(attrs, openLLMetryPropertiesPrefix)
+	}
+	if found&(kindTraceMetadataKey|kindBareTraceMetadata) != 0 {
+		c.droppedForLength += p.dropLongPropagatedMetadata(span)
+	}
+	if found&p.relevant&kindTraceIO != 0 && span.ParentSpanID().IsEmpty() {
+		upgradeTraceIO(attrs)
+	}
+	if p.masker != nil && found&(kindsMasked|kindsPromotion) != 0 {
+		p.maskAttributes(attrs, c)
+	}
+}
+
+// encodeMetadataAttributes brings every svc.observation.metadata.<key> and
+// svc.trace.metadata.<key> value into the JSON encoding. Strings of spans that are already
+// encoded are left exactly as they are; values of any other OTLP type are always encoded
+// (JSON text is always a string attribute).
+func encodeMetadataAttributes(attrs pcommon.Map, alreadyEncoded bool) int64 {
+	var n int64
+	var scratch [128]byte
+	for k, v := range attrs.All() {
+		if classify(k)&kindsMetadataKey == 0 {
+			continue
+		}
+		if alreadyEncoded && v.Type() == pcommon.ValueTypeStr {
+			continue
+		}
+		text := string(appendValueJSON(scratch[:0], v))
+		v.SetStr(text)
+		n++
+	}
+	return n
+}
+
+// dropLongPropagatedMetadata removes svc.trace.metadata.<key> values whose JSON text is longer
+// than the platform accepts, with a warning naming the key and the trace.
+func (p *metadataProcessor) dropLongPropagatedMetadata(span ptrace.Span) int64 {
+	var n int64
+	span.Attributes().RemoveIf(func(k string, v pcommon.Value) bool {
+		if !strings.HasPrefix(k, svcattr.TraceMetadataPrefix) {
+			return false
+		}
+		text := v.AsString()
+		if len(text) <= maxPropagatedMetadataLength {
+			return false
+		}
+		length := utf8.RuneCountInString(text)
+		if length <= maxPropagatedMetadataLength {
+			return false
+		}
+		p.logger.Warn("Dropped propagated metadata value longer than the platform accepts",
+			zap.String("key", k[len(svcattr.TraceMetadataPrefix):]),
+			zap.String("trace_id", span.TraceID().String()),
+			zap.String("span_id", span.SpanID().String()),
+			zap.Int("length", length),
+			zap.Int("limit", maxPropagatedMetadataLength))
+		n++
+		return true
+	})
+	return n
+}
+
+// upgradeTraceIO moves svc.trace.input / svc.trace.output of a root span to the root
+// observation's svc.observation.input / svc.observation.output (SPEC.md 4.5). When the
+// observation has its own value, that value stays and the trace-level one is left in place.
+func upgradeTraceIO(attrs pcommon.Map) {
+	for _, pair := range [...][2]string{
+		{svcattr.TraceInput, svcattr.ObservationInput},
+		{svcattr.TraceOutput, svcattr.ObservationOutput},
+	} {
+		from, to := pair[0], pair[1]
+		v, ok := attrs.Get(from)
+		if !ok {
+			continue
+		}
+		if _, exists := attrs.Get(to); exists {
+			continue
+		}
+		moved := pcommon.NewValueEmpty()
+		v.CopyTo(moved)
+		attrs.Remove(from)
+		moved.CopyTo(attrs.PutEmpty(to))
+	}
+}
+
+// maskAttributes masks observation metadata, input/output and GenAI content in place.
+func (p *metadataProcessor) maskAttributes(attrs pcommon.Map, c *counts) {
+	m := p.masker
+	for k, v := range attrs.All() {
+		kind := classify(k)
+		if kind&kindsMasked == 0 {
+			continue
+		}
+		var res maskResult
+		switch {
+		case kind == kindObservationMetadataKey && v.Type() == pcommon.ValueTypeStr:
+			var out string
+			out, res = m.maskMetadataJSON(k[len(svcattr.ObservationMetadataPrefix):], v.Str())
+			if res != unchanged {
+				v.SetStr(out)
+			}
+		case v.Type() == pcommon.ValueTypeStr:
+			var out string
+			out, res = m.maskText(v.Str())
+			if res != unchanged {
+				v.SetStr(out)
+			}
+		default:
+			res = m.maskValue(v)
+		}
+		switch res {
+		case masked:
+			c.masked++
+		case placeholder:
+			c.masked++
+			c.placeholders++
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package svcmetadataprocessor
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/svc/svc-collector/pkg/svcattr"
+	"github.com/svc/svc-collector/svcmetadataprocessor/internal/metadatatest"
+)
+
+func maskingTestConfig() *Config {
+	cfg := createDefaultConfig()
+	cfg.Masking.BuiltinRules = []string{"email", "card_number", "api_key"}
+	cfg.Masking.Rules = []MaskRule{{Name: "employee-id", Pattern: `EMP-\d{4}`, Replacement: "EMP-****"}}
+	cfg.Masking.Keys = []string{"password", "api_key"}
+	return cfg
+}
+
+// goldenCases pairs each testdata/golden/<name>.input.json with the configuration it runs under.
+var goldenCases = []struct {
+	name string
+	cfg  func() *Config
+}{
+	{"encoding_types", createDefaultConfig},
+	{"encoding_sdk_versions", createDefaultConfig},
+	{"flatten", createDefaultConfig},
+	{"promote", createDefaultConfig},
+	{"promote_disabled", func() *Config {
+		cfg := createDefaultConfig()
+		cfg.Promote = PromoteConfig{}
+		return cfg
+	}},
+	{"limit", createDefaultConfig},
+	{"trace_io", createDefaultConfig},
+	{"trace_io_disabled", func() *Config {
+		cfg := createDefaultConfig()
+		cfg.UpgradeTraceIO = false
+		return cfg
+	}},
+	{"masking", maskingTestConfig},
+}
+
+func TestGolden(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := readTraces(t, filepath.Join("testdata", "golden", tc.name+".input.json"))
+			checkGolden(t, tc.name, runProcessor(t, tc.cfg(), in))
+		})
+	}
+}
+
+// Processing a batch twice gives the same result as processing it once, for every golden input.
+func TestIdempotent(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := readTraces(t, filepath.Join("testdata", "golden", tc.name+".input.json"))
+			once := runProcessor(t, tc.cfg(), in)
+			onceJSON := tracesJSON(t, once)
+			twice := runProcessor(t, tc.cfg(), once)
+			require.Equal(t, string(onceJSON), string(tracesJSON(t, twice)))
+		})
+	}
+}
+
+func TestMetricsAndDropWarning(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	set := metadatatest.NewSettings(tel)
+	core, logs := observer.New(zap.WarnLevel)
+	set.Logger = zap.New(core)
+
+	sink := new(consumertest.TracesSink)
+	p, err := NewFactory().CreateTraces(context.Background(), set, maskingTestConfig(), sink)
+	require.NoError(t, err)
+	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, p.Shutdown(context.Background())) })
+
+	td := ptrace.NewTraces()
+	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	traceID := pcommon.TraceID{0x5b, 0x8e, 0xff, 0xf7, 0x98, 0x03, 0x81, 0x03, 0xd2, 0x69, 0xb6, 0x33, 0x81, 0x3f, 0xc6, 0x0c}
+	span.SetTraceID(traceID)
+	attrs := span.Attributes()
+	attrs.PutStr("svc.observation.metadata.contact", "jane@example.com") // encoded, masked
+	attrs.PutInt("svc.observation.metadata.count", 5)                    // encoded
+	attrs.PutStr("svc.trace.metadata.huge", strings.Repeat("x", 199))    // encoded, dropped
+	attrs.PutStr("ai.telemetry.metadata.user", "u-1")                    // promoted
+	attrs.PutStr("traceloop.association.properties.mail", "a@b.io")      // promoted, masked
+	attrs.PutStr("svc.observation.input", `{"q": "what is 2+2?"}`)       // nothing to mask
+	attrs.PutStr("svc.observation.output", strings.Repeat("[", 200)+"]") // too deep: placeholder
+
+	require.NoError(t, p.ConsumeTraces(context.Background(), td))
+	require.Len(t, sink.AllTraces(), 1)
+
+	got := sink.AllTraces()[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw()
+	assert.Equal(t, map[string]any{
+		"svc.observation.metadata.contact": `"[EMAIL]"`,
+		"svc.observation.metadata.count":   "5",
+		"svc.observation.metadata.user":    `"u-1"`,
+		"svc.observation.metadata.mail":    `"[EMAIL]"`,
+		"svc.observation.input":            `{"q": "what is 2+2?"}`,
+		"svc.observation.output":           MaskPlaceholder,
+	}, got)
+
+	metadatatest.AssertEqualProcessorSvcmetadataValuesEncoded(t, tel, []metricdata.DataPoint[int64]{{Value: 3}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorSvcmetadataValuesPromoted(t, tel, []metricdata.DataPoint[int64]{{Value: 2}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorSvcmetadataValuesDroppedForLength(t, tel, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorSvcmetadataValuesMasked(t, tel, []metricdata.DataPoint[int64]{{Value: 3}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorSvcmetadataValuesReplacedByPlaceholder(t, tel, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
+
+	warnings := logs.FilterMessageSnippet("propagated metadata").All()
+	require.Len(t, warnings, 1)
+	fields := warnings[0].ContextMap()
+	assert.Equal(t, "huge", fields["key"])
+	assert.Equal(t, "5b8efff798038103d269b633813fc60c", fields["trace_id"])
+	assert.Equal(t, int64(201), fields["length"])
+}
+
+// A span that carries nothing the processor acts on passes unchanged; its resource gets the
+// encoding marker, since all of its (absent) metadata is in the new encoding.
+func TestSpanWithoutMetadataPassesUnchanged(t *testing.T) {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	span := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	span.SetName("db.query")
+	span.Attributes().PutStr("db.statement", "select jane@example.com")
+	span.Attributes().PutInt("svc.other", 1)
+	want := ptrace.NewTraces()
+	td.CopyTo(want)
+
+	out := runProcessor(t, maskingTestConfig(), td)
+	outRS := out.ResourceSpans().At(0)
+	assert.Equal(t, want.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw(),
+		outRS.ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw())
+	marker, ok := outRS.Resource().Attributes().Get(svcattr.MetadataEncodingKey)
+	require.True(t, ok)
+	assert.Equal(t, svcattr.MetadataEncodingJSON, marker.Str())
+}
+
+// A resource that arrives with the marker is treated as encoded: its strings are not encoded a
+// second time even by a second gateway.
+func TestMarkedResourceIsNotEncodedAgain(t *testing.T) {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr(svcattr.MetadataEncodingKey, svcattr.MetadataEncodingJSON)
+	span := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	span.Attributes().PutStr("svc.observation.metadata.env", `"prod"`)
+	span.Attributes().PutInt("svc.observation.metadata.count", 5)
+
+	out := runProcessor(t, createDefaultConfig(), td)
+	assert.Equal(t, map[string]any{
+		"svc.observation.metadata.env":   `"prod"`,
+		"svc.observation.metadata.count": "5",
+	}, out.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw())
+}

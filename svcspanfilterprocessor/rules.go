@@ -1,0 +1,213 @@
+package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfilterprocessor"
+
+import (
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/pkg/sampling"
+	"github.com/svc/svc-collector/pkg/svcattr"
+)
+
+// genAIAttributePrefix: SPEC.md 9.2.7, the dot is part of it (`gen_ai_custom` is not GenAI).
+const genAIAttributePrefix = "gen_ai."
+
+// decision is the outcome of the filter for one span, and the reason the metrics report.
+type decision uint8
+
+const (
+	keptSvcSDKScope decision = iota
+	keptKnownScope
+	keptGenAIAttribute
+	keptKeepRule
+	droppedNotGenAI
+	droppedDropRule
+	droppedSampledOut
+
+	numDecisions
+)
+
+func (d decision) kept() bool { return d < droppedNotGenAI }
+
+// reason is the value of the `reason` attribute of the spans_kept / spans_dropped metrics.
+func (d decision) reason() string {
+	return [...]string{
+		keptSvcSDKScope:    "svc_sdk_scope",
+		keptKnownScope:     "known_scope",
+		keptGenAIAttribute: "gen_ai_attribute",
+		keptKeepRule:       "keep_rule",
+		droppedNotGenAI:    "not_genai",
+		droppedDropRule:    "drop_rule",
+		droppedSampledOut:  "sampled_out",
+	}[d]
+}
+
+// spanFilter is the compiled configuration: the default filter, the keep and drop rules and the sampler.
+type spanFilter struct {
+	defaultFilter bool
+
+	keepScopes        scopeMatcher
+	keepAttrPrefixes  []string
+	keepSpanNames     map[string]struct{}
+	dropScopes        scopeMatcher
+	dropAttrPrefixes  []string
+	dropSpanNames     map[string]struct{}
+	dropScopeSpanName []scopeSpanNameRule
+
+	sampler sampling.Ratio
+}
+
+type scopeSpanNameRule struct {
+	scope    scopeMatcher
+	spanName string
+}
+
+func newSpanFilter(cfg *Config) *spanFilter {
+	f := &spanFilter{
+		defaultFilter:    cfg.DefaultFilter,
+		keepScopes:       newScopeMatcher(cfg.Keep.InstrumentationScopes),
+		keepAttrPrefixes: cfg.Keep.AttributePrefixes,
+		keepSpanNames:    nameSet(cfg.Keep.SpanNames),
+		dropScopes:       newScopeMatcher(cfg.Drop.InstrumentationScopes),
+		dropAttrPrefixes: cfg.Drop.AttributePrefixes,
+		dropSpanNames:    nameSet(cfg.Drop.SpanNames),
+		sampler:          sampling.NewRatio(cfg.SampleRate),
+	}
+	for _, p := range cfg.Drop.ScopeSpanNames {
+		f.dropScopeSpanName = append(f.dropScopeSpanName, scopeSpanNameRule{
+			scope:    newScopeMatcher([]string{p.InstrumentationScope}),
+			spanName: p.SpanName,
+		})
+	}
+	return f
+}
+
+func nameSet(names []string) map[string]struct{} {
+	if len(names) == 0 {
+		return nil
+	}
+	set := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		set[n] = struct{}{}
+	}
+	return set
+}
+
+// scopeVerdict is what the filter knows from the instrumentation scope alone; it is computed once per
+// ScopeSpans, not per span.
+type scopeVerdict struct {
+	dropAll bool
+	// keep is the keep decision that the scope alone gives (valid when hasKeep).
+	keep    decision
+	hasKeep bool
+	// dropSpanNames are the span names that scope_span_names drop in this scope.
+	dropSpanNames []string
+}
+
+// forScope computes the scope's verdict into v, reusing v's slice so the hot path does not allocate.
+func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdict) {
+	name := scope.Name()
+	*v = scopeVerdict{dropSpanNames: v.dropSpanNames[:0]}
+	v.dropAll = f.dropScopes.match(name)
+	for _, r := range f.dropScopeSpanName {
+		if r.scope.match(name) {
+			v.dropSpanNames = append(v.dropSpanNames, r.spanName)
+		}
+	}
+	switch {
+	case f.defaultFilter && name == svcattr.SDKScopeName:
+		v.keep, v.hasKeep = keptSvcSDKScope, true
+	case f.defaultFilter && defaultScopes.match(name):
+		v.keep, v.hasKeep = keptKnownScope, true
+	case f.keepScopes.match(name):
+		v.keep, v.hasKeep = keptKeepRule, true
+	}
+}
+
+// decide is the per-span decision. It does not allocate: it is on the path of every span.
+func (f *spanFilter) decide(v *scopeVerdict, span ptrace.Span) decision {
+	if v.dropAll {
+		return droppedDropRule
+	}
+	name := span.Name()
+	if _, ok := f.dropSpanNames[name]; ok {
+		return droppedDropRule
+	}
+	for _, n := range v.dropSpanNames {
+		if n == name {
+			return droppedDropRule
+		}
+	}
+
+	sampledIn := f.sampler.Keep(span.TraceID())
+	keep, hasKeep := v.keep, v.hasKeep
+	if !hasKeep {
+		if _, ok := f.keepSpanNames[name]; ok {
+			keep, hasKeep = keptKeepRule, true
+		}
+	}
+	// The attributes are read only when they can change the outcome.
+	needAttrKeep := !hasKeep && (f.defaultFilter || len(f.keepAttrPrefixes) > 0)
+	if needAttrKeep || len(f.dropAttrPrefixes) > 0 || !sampledIn {
+		scan := f.scanAttributes(span.Attributes(), needAttrKeep, !sampledIn)
+		if scan.drop {
+			return droppedDropRule
+		}
+		if !hasKeep && scan.hasKeep {
+			keep, hasKeep = scan.keep, true
+		}
+		if !sampledIn && scan.experiment {
+			sampledIn = true // SPEC.md 9.2.4: experiments must not be sampled
+		}
+	}
+	switch {
+	case !hasKeep:
+		return droppedNotGenAI
+	case !sampledIn:
+		return droppedSampledOut
+	}
+	return keep
+}
+
+type attrScan struct {
+	drop       bool
+	keep       decision // keptGenAIAttribute or keptKeepRule, when hasKeep
+	hasKeep    bool
+	experiment bool
+}
+
+func (f *spanFilter) scanAttributes(attrs pcommon.Map, wantKeep, wantExperiment bool) attrScan {
+	var s attrScan
+	for k, val := range attrs.All() {
+		if hasAnyPrefix(k, f.dropAttrPrefixes) {
+			return attrScan{drop: true}
+		}
+		if wantKeep && !(s.hasKeep && s.keep == keptGenAIAttribute) {
+			// gen_ai. outranks a keep rule in the reported reason, as the default filter comes first.
+			if f.defaultFilter && strings.HasPrefix(k, genAIAttributePrefix) {
+				s.keep, s.hasKeep = keptGenAIAttribute, true
+			} else if !s.hasKeep && hasAnyPrefix(k, f.keepAttrPrefixes) {
+				s.keep, s.hasKeep = keptKeepRule, true
+			}
+		}
+		if wantExperiment && !s.experiment {
+			s.experiment = strings.HasPrefix(k, svcattr.ExperimentPrefix) ||
+				(k == svcattr.Environment && val.Type() == pcommon.ValueTypeStr && val.Str() == svcattr.EnvironmentExperiment)
+		}
+		keepSettled := !wantKeep || (s.hasKeep && (s.keep == keptGenAIAttribute || !f.defaultFilter))
+		if len(f.dropAttrPrefixes) == 0 && keepSettled && (!wantExperiment || s.experiment) {
+			break // nothing left to learn
+		}
+	}
+	return s
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}

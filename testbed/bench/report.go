@@ -1,0 +1,266 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Targets of the issue, reported against (never asserted).
+const (
+	targetCPUvsFloor = 1.5 // A/B
+	targetCPUvsPeer  = 0.5 // A/C
+	targetRSSvsPeer  = 1.5 // A/C
+)
+
+// Ratio is one comparison of build A with another build.
+type Ratio struct {
+	Name   string
+	Value  float64
+	Target string // empty when the issue sets none
+}
+
+// Ratios compares A with B and with C on every figure.
+func (r Report) Ratios() []Ratio {
+	a, okA := r.Result("A")
+	if !okA {
+		return nil
+	}
+	var out []Ratio
+	for _, other := range []string{"B", "C"} {
+		o, ok := r.Result(other)
+		if !ok {
+			continue
+		}
+		cpuTarget, rssTarget := "", ""
+		if other == "B" {
+			cpuTarget = fmt.Sprintf("≤ %.1f", targetCPUvsFloor)
+		} else {
+			cpuTarget = fmt.Sprintf("≤ %.1f", targetCPUvsPeer)
+			rssTarget = fmt.Sprintf("≤ %.1f", targetRSSvsPeer)
+		}
+		out = append(out,
+			Ratio{"CPU per input span A/" + other, ratio(a.CPUPer100k, o.CPUPer100k), cpuTarget},
+			Ratio{"sustained input rate A/" + other, ratio(a.Sustained, o.Sustained), ""},
+			Ratio{"peak RSS (fixed run) A/" + other, ratio(float64(a.PeakRSS), float64(o.PeakRSS)), rssTarget},
+			Ratio{"peak RSS (rate search) A/" + other, ratio(float64(a.LadderPeakRSS), float64(o.LadderPeakRSS)), ""},
+			Ratio{"bytes to the platform A/" + other, ratio(a.BytesPer100k, o.BytesPer100k), ""},
+		)
+	}
+	return out
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// Markdown is the report as a Markdown document.
+func (r Report) Markdown(chart string) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	cfg := r.Config
+	p("# Side-by-side load run: svc-otelcol against the forwarding floor and the OTTL peer")
+	p("")
+	p("Run %s, %s, on %s; load average %s at the start, %s at the end. "+
+		"The machine is shared: absolute figures are noisy, the ratios of builds measured one after another in the same run are what to read.",
+		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(1e9), r.Machine, r.LoadAvg[0], r.LoadAvg[1])
+	p("")
+	p("| build | what | CPU s per 100k input spans | sustained input rate (spans/s) | peak RSS, fixed run (MiB) | peak RSS, rate search (MiB) | MB to the platform per 100k input spans | delivered in the fixed run |")
+	p("|---|---|---:|---:|---:|---:|---:|---|")
+	for _, res := range r.Results {
+		delivered := fmt.Sprintf("%d spans", res.Account.Spans.Delivered)
+		if res.Build.Delivers == GenAISpansAndScores {
+			delivered += fmt.Sprintf(", %d scores", res.Account.Scores.Delivered)
+		}
+		if l := res.Account.Spans.Lost + res.Account.Scores.Lost; l > 0 {
+			delivered += fmt.Sprintf(" (%d LOST)", l)
+		}
+		p("| %s | %s | %.2f | %s | %.0f | %.0f | %.2f | %s |", res.Build.Name, res.Build.Title, res.CPUPer100k,
+			sustained(res), mib(res.PeakRSS), mib(res.LadderPeakRSS), res.BytesPer100k/1e6, delivered)
+	}
+	p("")
+	if chart != "" {
+		p("![chart](%s)", chart)
+		p("")
+	}
+	p("## Ratios")
+	p("")
+	p("| ratio | value | target |")
+	p("|---|---:|---|")
+	for _, q := range r.Ratios() {
+		target := q.Target
+		if target != "" {
+			target += " " + verdict(q.Value, q.Target)
+		}
+		p("| %s | %.2f | %s |", q.Name, q.Value, target)
+	}
+	p("")
+	if r.SameSpans != "" {
+		p("**Same filter decisions (A and C, fixed run):** %s.", r.SameSpans)
+		p("")
+	}
+	p("## Workload")
+	p("")
+	o := r.Workload
+	p("Agent traces of `testbed/workload` from seed %d (a pool of %d traces generated through the OpenTelemetry Go SDK, sent with fresh ids): "+
+		"%.1f spans per trace of which %.0f%% ordinary HTTP/database spans, LLM input and output %d B – %d KiB each (log-uniform), %d–%d metadata keys per LLM span, "+
+		"PII (e-mail, card number, API key) in %.0f%% of the traces, %.0f evaluation events per trace; %.0f KiB per trace encoded. "+
+		"Sent over OTLP/%s, %d requests in flight, whole traces of about 512 spans per request.",
+		o.Seed, r.Shape.Templates, r.Shape.SpansPerTrace, 100*r.Shape.PlainShare, o.IOMinBytes, o.IOMaxBytes>>10,
+		o.MetadataMinKeys, o.MetadataMaxKeys, 100*o.PIIShare, r.Shape.ScoresPerTrace, r.Shape.BytesPerTrace/1024,
+		strings.ToUpper(cfg.Protocol), cfg.Concurrency)
+	p("")
+	p("## How it was measured")
+	p("")
+	p("- **Builds.** A: `bin/svc-otelcol` with `distribution/config.yaml`. B: the same `svc-otelcol` binary (it contains the otlp receiver and the otlphttp exporter) with `testbed/peer/forward-config.yaml`: otlp → memory_limiter → otlphttp (gzip, Basic auth) to the platform's `/api/public/otel/v1/traces`. " +
+		"C: an ocb build of contrib's filter, redaction and transform processors (`testbed/peer/builder-config.yaml`) with `testbed/peer/peer-config.yaml`, run with `--feature-gates=" + LambdaGate + "`; that file lists where C differs from A (no trace integrity, no scores, masks every attribute). " +
+		"All three have the same queue (100,000 items), retry and memory limiter settings.")
+	p("- **Sustained input rate.** Steps of %s from %.0f spans/s, doubling until a step fails, then %d bisection steps. A step holds when the collector refused no request (HTTP 429/503, gRPC RESOURCE_EXHAUSTED/UNAVAILABLE) and answered every request, the sender kept 95%% of the rate, and the platform held every span and score the step should deliver %s after its end. A failed step restarts the collector. The value is the highest rate that held, a lower bound within the last bisection interval.",
+		cfg.StepDuration, cfg.StartRate, cfg.Refinements, cfg.DrainTimeout)
+	p("- **CPU, memory, bytes.** A fixed run per build, each with a fresh collector, on the same traces (same sequence numbers) at %.0f spans/s (half the lowest sustained rate, so that every build keeps up) for about %s. CPU is utime+stime from `/proc/<pid>/stat` from the first request until the platform held everything; peak RSS is `VmHWM` from `/proc/<pid>/status` at the end; bytes are the request bodies the platform received, as sent (gzip).",
+		fixedRate(r), cfg.FixedDuration)
+	p("- **Same spans.** The platform counts deliveries per (trace id, span id); every expected span id of every accepted trace is looked up, and the platform's count of distinct spans must equal the matches (nothing unexpected).")
+	p("- **The sender shares the machine.** The load generator and the local platform run in the driver process: it used %.1f s of CPU over the whole run. When a build's sustained rate is close to where the sender itself runs out of CPU, the rate ratio understates the difference between builds.", r.DriverCPU.Seconds())
+	p("")
+	p("## Rate search steps")
+	p("")
+	p("| build | asked (spans/s) | offered | accepted | held | why not |")
+	p("|---|---:|---:|---:|---|---|")
+	for _, res := range r.Results {
+		for _, st := range res.Steps {
+			p("| %s | %.0f | %.0f | %.0f | %v | %s |", res.Build.Name, st.Rate, st.Offered, st.Accepted, st.Held, st.Why)
+		}
+	}
+	p("")
+	p("## Fixed-run accounts")
+	p("")
+	p("| build | spans sent | accepted | expected | delivered | lost | duplicated | unexpected | scores expected | delivered | lost | duplicated |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, res := range r.Results {
+		s, c := res.Account.Spans, res.Account.Scores
+		p("| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |", res.Build.Name, s.Sent, s.Accepted, s.Expected, s.Delivered, s.Lost, s.Duplicated, s.Unexpected,
+			c.Expected, c.Delivered, c.Lost, c.Duplicated)
+	}
+	return b.String()
+}
+
+func fixedRate(r Report) float64 {
+	for _, res := range r.Results {
+		if res.FixedRate > 0 {
+			return res.FixedRate
+		}
+	}
+	return 0
+}
+
+func sustained(res Result) string {
+	if res.Sustained == 0 {
+		return "below the first step"
+	}
+	for _, st := range res.Steps {
+		if !st.Held {
+			return fmt.Sprintf("%.0f", res.Sustained)
+		}
+	}
+	return fmt.Sprintf("≥ %.0f (every step held)", res.Sustained)
+}
+
+func verdict(v float64, target string) string {
+	var limit float64
+	if _, err := fmt.Sscanf(strings.TrimPrefix(target, "≤ "), "%g", &limit); err != nil || math.IsNaN(v) {
+		return ""
+	}
+	if v <= limit {
+		return "(met)"
+	}
+	return "(missed)"
+}
+
+// SVG is a chart of the four figures, one panel each, a bar per build.
+func (r Report) SVG() string {
+	type panel struct {
+		title string
+		unit  string
+		value func(Result) float64
+	}
+	panels := []panel{
+		{"CPU per 100k input spans", "s", func(x Result) float64 { return x.CPUPer100k }},
+		{"Sustained input rate", "spans/s", func(x Result) float64 { return x.Sustained }},
+		{"Peak RSS (fixed run)", "MiB", func(x Result) float64 { return mib(x.PeakRSS) }},
+		{"To the platform per 100k input spans", "MB", func(x Result) float64 { return x.BytesPer100k / 1e6 }},
+	}
+	colors := map[string]string{"A": "#2b6cb0", "B": "#718096", "C": "#dd6b20"}
+	const pw, ph, top, bottom, left = 240, 260, 50, 40, 20
+	width := left + len(panels)*pw
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, ph+top+bottom+30)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">svc-otelcol (A) vs forwarding floor (B) vs contrib OTTL peer (C)</text>`+"\n", left)
+	for i, pn := range panels {
+		x0 := left + i*pw
+		maxV := 0.0
+		for _, res := range r.Results {
+			maxV = max(maxV, pn.value(res))
+		}
+		if maxV == 0 {
+			maxV = 1
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, top, html.EscapeString(pn.title))
+		barW := (pw - 40) / max(1, len(r.Results))
+		baseY := top + ph
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>`+"\n", x0, baseY, x0+pw-30, baseY)
+		for j, res := range r.Results {
+			v := pn.value(res)
+			h := int(float64(ph-50) * v / maxV)
+			x := x0 + 5 + j*barW
+			color := colors[res.Build.Name]
+			if color == "" {
+				color = "#4a5568"
+			}
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", x, baseY-h, barW-10, h, color)
+			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", x+(barW-10)/2, baseY-h-5, html.EscapeString(short(v)))
+			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", x+(barW-10)/2, baseY+16, html.EscapeString(res.Build.Name))
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555">%s</text>`+"\n", x0, baseY+34, html.EscapeString(pn.unit))
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555">%s</text>`+"\n", left, ph+top+bottom+22,
+		html.EscapeString(fmt.Sprintf("%s, %s; shared machine, compare ratios", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Machine)))
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func short(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// Write writes bench.md, bench.svg and bench.json into dir.
+func (r Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bench.svg"), []byte(r.SVG()), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bench.md"), []byte(r.Markdown("bench.svg")), 0o644); err != nil {
+		return err
+	}
+	raw, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "bench.json"), raw, 0o644)
+}

@@ -1,0 +1,242 @@
+// Package bench runs collector builds against the local svc platform under the load generator's
+// workload and accounts for every span and score: the side-by-side load runs of `make bench`
+// (Run) and the fault tests of testbed/e2e share it (Rig, Reckon).
+package bench
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/svc/svc-collector/testbed/collector"
+	"github.com/svc/svc-collector/testbed/loadgen"
+	"github.com/svc/svc-collector/testbed/platform"
+)
+
+// Keys of the local platform in load runs and fault tests.
+const (
+	PublicKey = "pk-lt-testbed"
+	SecretKey = "sk-lt-testbed"
+)
+
+// Delivery says what a build sends on to the platform.
+type Delivery int
+
+const (
+	// GenAISpansAndScores: the GenAI spans, and a score per evaluation event (svc-otelcol).
+	GenAISpansAndScores Delivery = iota
+	// AllSpans: every span, no scores (a forwarding collector).
+	AllSpans
+	// GenAISpans: the GenAI spans, no scores (the OTTL peer).
+	GenAISpans
+)
+
+// Build is a collector under test: a binary and its configuration.
+type Build struct {
+	// Name is the short name in reports (A, B, C); Title says what the build is.
+	Name, Title string
+	Binary      string
+	Configs     []string
+	Sets        []string
+	Env         []string
+	Delivers    Delivery
+}
+
+// PeerDir is testbed/peer: the peer's ocb manifest and the configs of builds B and C.
+func PeerDir() string { return filepath.Join(collector.RepoRoot(), "testbed", "peer") }
+
+// DefaultPeerBinary is where the peer's ocb manifest writes its binary.
+func DefaultPeerBinary() string {
+	return filepath.Join(collector.RepoRoot(), "build", "peer", "peer-otelcol")
+}
+
+// Gateway is build A: svc-otelcol with the default gateway pipeline of distribution/config.yaml.
+func Gateway(svcOtelcol string) Build {
+	return Build{
+		Name: "A", Title: "svc-otelcol, default gateway pipeline",
+		Binary: svcOtelcol, Configs: []string{collector.DefaultConfig()},
+		Delivers: GenAISpansAndScores,
+	}
+}
+
+// Forwarder is build B, the floor: svc-otelcol's own otlp receiver and otlphttp exporter with
+// nothing in between but the memory limiter (testbed/peer/forward-config.yaml).
+func Forwarder(svcOtelcol string) Build {
+	return Build{
+		Name: "B", Title: "forwarding only: otlp → otlphttp (gzip), svc-otelcol binary",
+		Binary: svcOtelcol, Configs: []string{filepath.Join(PeerDir(), "forward-config.yaml")},
+		Delivers: AllSpans,
+	}
+}
+
+// LambdaGate is the collector feature gate the peer's OTTL needs (Any, Filter, MapEach).
+const LambdaGate = "ottl.functions.enableLambda"
+
+// Peer is build C: contrib's filter, redaction and transform processors with OTTL, the nearest
+// equivalent of the gateway pipeline (testbed/peer/peer-config.yaml). binary must be run with
+// --feature-gates=LambdaGate: see GatedBinary.
+func Peer(binary string) Build {
+	return Build{
+		Name: "C", Title: "contrib OTTL peer: filter + redaction + transform",
+		Binary: binary, Configs: []string{filepath.Join(PeerDir(), "peer-config.yaml")},
+		Delivers: GenAISpans,
+	}
+}
+
+// GatedBinary writes into dir a script that runs binary with the lambda feature gate on, and
+// returns its path. testbed/collector passes only --config and --set; the script execs, so
+// the process it starts is the collector itself (its pid is the collector's).
+func GatedBinary(dir, binary string) (string, error) {
+	abs, err := filepath.Abs(binary)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("peer binary: %w (build it: make peer)", err)
+	}
+	path := filepath.Join(dir, "peer-otelcol-gated")
+	script := "#!/bin/sh\nexec " + strconv.Quote(abs) + " --feature-gates=" + LambdaGate + " \"$@\"\n"
+	return path, os.WriteFile(path, []byte(script), 0o755)
+}
+
+// RigOptions adjust a rig.
+type RigOptions struct {
+	// StatsOnly keeps only ids and counts at the platform (load runs).
+	StatsOnly bool
+	// Configs and Sets are added after the build's own (a test's overrides).
+	Configs, Sets []string
+	// StartTimeout bounds the collector's start; default 60s.
+	StartTimeout time.Duration
+}
+
+// Rig is a local platform and a collector build in front of it.
+type Rig struct {
+	Build     Build
+	Platform  *platform.Platform
+	Collector *collector.Process
+	opts      RigOptions
+}
+
+// StartRig starts a platform and the build's collector pointed at it.
+func StartRig(ctx context.Context, b Build, opts RigOptions) (*Rig, error) {
+	p, err := platform.Start(platform.Options{PublicKey: PublicKey, SecretKey: SecretKey, StatsOnly: opts.StatsOnly})
+	if err != nil {
+		return nil, err
+	}
+	r := &Rig{Build: b, Platform: p, opts: opts}
+	if err := r.StartCollector(ctx); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// StartCollector starts the build's collector (again, after Kill or StopCollector).
+func (r *Rig) StartCollector(ctx context.Context) error {
+	if r.Collector != nil {
+		select {
+		case <-r.Collector.Exited():
+		default:
+			return errors.New("bench: the collector is still running")
+		}
+	}
+	b := r.Build
+	c, err := collector.Start(ctx, collector.Options{
+		Binary:  b.Binary,
+		Configs: append(append([]string{}, b.Configs...), r.opts.Configs...),
+		Sets:    append(append([]string{}, b.Sets...), r.opts.Sets...),
+		Env: append([]string{
+			"SVC_ENDPOINT=" + r.Platform.URL(),
+			"SVC_PUBLIC_KEY=" + PublicKey,
+			"SVC_SECRET_KEY=" + SecretKey,
+			"SVC_BASIC_AUTH=" + base64.StdEncoding.EncodeToString([]byte(PublicKey+":"+SecretKey)),
+		}, b.Env...),
+		StartTimeout: r.opts.StartTimeout,
+	})
+	if err != nil {
+		return fmt.Errorf("build %s: %w", b.Name, err)
+	}
+	r.Collector = c
+	return nil
+}
+
+// Sender sends to the collector's OTLP receiver over the protocol (loadgen.ProtocolHTTP or
+// loadgen.ProtocolGRPC).
+func (r *Rig) Sender(protocol string) (loadgen.Sender, error) {
+	endpoint := r.Collector.OTLPHTTPEndpoint
+	if protocol == loadgen.ProtocolGRPC {
+		endpoint = r.Collector.OTLPGRPCEndpoint
+	}
+	return loadgen.NewSender(loadgen.SenderOptions{Protocol: protocol, Endpoint: endpoint})
+}
+
+// Usage reads the collector's CPU time and memory from /proc.
+func (r *Rig) Usage() (Usage, error) { return ReadUsage(r.Collector.PID()) }
+
+// Close stops the collector (SIGTERM: it drains its queues; SIGKILL after 30s) and the platform.
+func (r *Rig) Close() error {
+	var err error
+	if r.Collector != nil {
+		err = r.Collector.Stop()
+	}
+	return errors.Join(err, r.Platform.Close())
+}
+
+// Usage is what a process has used so far.
+type Usage struct {
+	// CPU is user plus system time.
+	CPU time.Duration
+	// PeakRSS is the high-water mark of the resident set (VmHWM); RSS the current one.
+	PeakRSS, RSS int64
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on every Linux ABI.
+const clockTicks = 100
+
+// ReadUsage reads /proc/<pid>/stat (utime, stime) and /proc/<pid>/status (VmHWM, VmRSS).
+func ReadUsage(pid int) (Usage, error) {
+	var u Usage
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return u, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces: count fields after it.
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return u, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64) // field 14 of the whole line
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64) // field 15
+	if err := errors.Join(err1, err2); err != nil {
+		return u, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	u.CPU = time.Duration(utime+stime) * time.Second / clockTicks
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return u, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "VmHWM":
+			u.PeakRSS = kb << 10
+		case "VmRSS":
+			u.RSS = kb << 10
+		}
+	}
+	return u, nil
+}

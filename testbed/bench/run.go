@@ -1,0 +1,405 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/svc/svc-collector/testbed/loadgen"
+	"github.com/svc/svc-collector/testbed/platform"
+)
+
+// Config of a side-by-side load run. Zero values take the defaults that fit `make bench` into
+// its 15-minute budget on two cores.
+type Config struct {
+	// Builds are measured one after another, in this order, on the same workload.
+	Builds   []Build
+	Workload loadgen.WorkloadOptions
+	// Protocol is loadgen.ProtocolHTTP (default) or loadgen.ProtocolGRPC.
+	Protocol string
+	// Concurrency is the sender's most requests in flight; default 4.
+	Concurrency int
+
+	// The sustained-rate search: steps of StepDuration from StartRate, doubling up to MaxRate
+	// until a step fails, then Refinements bisection steps between the last rate that held
+	// and the first that failed. A step holds when the collector refused nothing, answered
+	// fast enough for the sender to keep the rate, and the platform received every span and
+	// score it should within DrainTimeout of the step's end.
+	StartRate, MaxRate float64
+	StepDuration       time.Duration
+	Refinements        int
+	DrainTimeout       time.Duration
+
+	// The fixed run, the same for every build, measures CPU, memory and bytes: FixedDuration
+	// at FixedRate (default: half the lowest sustained rate, so that every build keeps up).
+	FixedRate     float64
+	FixedDuration time.Duration
+
+	// Log receives progress lines; default discard.
+	Log io.Writer `json:"-"`
+}
+
+func (c Config) withDefaults() Config {
+	if c.Protocol == "" {
+		c.Protocol = loadgen.ProtocolHTTP
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 4
+	}
+	if c.StartRate <= 0 {
+		c.StartRate = 250
+	}
+	if c.MaxRate <= 0 {
+		c.MaxRate = 64000
+	}
+	if c.StepDuration <= 0 {
+		c.StepDuration = 10 * time.Second
+	}
+	if c.Refinements < 0 {
+		c.Refinements = 0
+	} else if c.Refinements == 0 {
+		c.Refinements = 2
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 8 * time.Second
+	}
+	if c.FixedDuration <= 0 {
+		c.FixedDuration = 20 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return c
+}
+
+// Step is one step of the sustained-rate search.
+type Step struct {
+	// Rate is the input rate asked for (spans/s); Offered and Accepted what the sender achieved.
+	Rate, Offered, Accepted float64
+	// Refused, Rejected and Failed count requests.
+	Refused, Rejected, Failed int64
+	// Lost counts the spans and scores not at the platform DrainTimeout after the step.
+	Lost int64
+	// MaxLag is how far behind schedule the sender fell.
+	MaxLag time.Duration
+	Held   bool
+	// Why says why the step failed.
+	Why string
+}
+
+// Result is one build's figures.
+type Result struct {
+	Build Build
+	// Steps of the sustained-rate search, in the order run; Sustained is the highest rate
+	// that held (0 when none did); LadderPeakRSS the highest VmHWM of its collectors.
+	Steps         []Step
+	Sustained     float64
+	LadderPeakRSS int64
+
+	// The fixed run.
+	FixedRate  float64
+	InputSpans int64
+	// CPU is the collector's user+system time over the fixed run (from the first request
+	// to the last delivery); CPUPer100k the same per 100,000 input spans, in seconds.
+	CPU        time.Duration
+	CPUPer100k float64
+	// PeakRSS is the collector's VmHWM at the end of the fixed run.
+	PeakRSS int64
+	// TraceBytes and ScoreBytes are the request bodies the platform received (as sent:
+	// compressed); BytesPer100k their sum per 100,000 input spans.
+	TraceBytes, ScoreBytes int64
+	BytesPer100k           float64
+	Account                Account
+	// Sent is the sender's view of the fixed run.
+	Sent loadgen.Result
+}
+
+// Report is the outcome of a load run.
+type Report struct {
+	Started time.Time
+	Elapsed time.Duration
+	Config  Config
+	// Workload is the workload's options with its defaults filled in; Shape what it holds.
+	Workload  loadgen.WorkloadOptions
+	Shape     loadgen.Shape
+	Results   []Result
+	Machine   string
+	LoadAvg   [2]string // /proc/loadavg at the start and at the end
+	DriverCPU time.Duration
+	// SameSpans compares the span ids A and C delivered in the fixed run (empty when either
+	// is missing).
+	SameSpans string
+}
+
+// Result returns the result of the build with this name.
+func (r Report) Result(name string) (Result, bool) {
+	for _, res := range r.Results {
+		if res.Build.Name == name {
+			return res, true
+		}
+	}
+	return Result{}, false
+}
+
+// Run measures every build of cfg: first the sustained-rate search of each, then the fixed run
+// of each at one common rate.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	cfg = cfg.withDefaults()
+	if len(cfg.Builds) == 0 {
+		return Report{}, errors.New("bench: no builds to measure")
+	}
+	rep := Report{Started: time.Now(), Config: cfg, Machine: machine(), LoadAvg: [2]string{loadAvg(), ""}}
+	self0, _ := ReadUsage(os.Getpid())
+	w, err := loadgen.NewWorkload(cfg.Workload)
+	if err != nil {
+		return rep, err
+	}
+	rep.Workload, rep.Shape = w.Options(), w.Shape()
+	logf(cfg.Log, "workload: %d traces in the pool, %.1f spans per trace (%.0f%% plain), %.0f KiB per trace, %.0f scores per trace",
+		rep.Shape.Templates, rep.Shape.SpansPerTrace, 100*rep.Shape.PlainShare, rep.Shape.BytesPerTrace/1024, rep.Shape.ScoresPerTrace)
+
+	for _, b := range cfg.Builds {
+		res, err := ladder(ctx, cfg, w, b)
+		if err != nil {
+			return rep, fmt.Errorf("build %s: %w", b.Name, err)
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	fixedRate := cfg.FixedRate
+	if fixedRate <= 0 {
+		lowest := 0.0
+		for _, r := range rep.Results {
+			if lowest == 0 || r.Sustained < lowest {
+				lowest = r.Sustained
+			}
+		}
+		fixedRate = max(lowest/2, cfg.StartRate/2)
+	}
+	for i := range rep.Results {
+		if err := fixed(ctx, cfg, w, fixedRate, &rep.Results[i]); err != nil {
+			return rep, fmt.Errorf("build %s: %w", rep.Results[i].Build.Name, err)
+		}
+	}
+	rep.SameSpans = sameSpans(rep)
+	self1, _ := ReadUsage(os.Getpid())
+	rep.DriverCPU = self1.CPU - self0.CPU
+	rep.Elapsed = time.Since(rep.Started)
+	rep.LoadAvg[1] = loadAvg()
+	return rep, nil
+}
+
+// ladder runs the sustained-rate search of one build.
+func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (Result, error) {
+	res := Result{Build: b}
+	var rig *Rig
+	var results []loadgen.Result
+	var seq uint64
+	closeRig := func() {
+		if rig == nil {
+			return
+		}
+		if u, err := rig.Usage(); err == nil {
+			res.LadderPeakRSS = max(res.LadderPeakRSS, u.PeakRSS)
+		}
+		// A failed step may leave a backlog that a graceful stop would drain for 30s.
+		rig.Collector.Kill()
+		_ = rig.Platform.Close()
+		rig, results = nil, nil
+	}
+	defer closeRig()
+
+	step := func(rate float64) (Step, error) {
+		if rig == nil {
+			var err error
+			if rig, err = StartRig(ctx, b, RigOptions{StatsOnly: true}); err != nil {
+				return Step{}, err
+			}
+		}
+		s, err := rig.Sender(cfg.Protocol)
+		if err != nil {
+			return Step{}, err
+		}
+		defer s.Close()
+		r, err := loadgen.Run(ctx, w, s, loadgen.RunOptions{
+			Rate: rate, Duration: cfg.StepDuration, FirstSeq: seq, Concurrency: cfg.Concurrency,
+		})
+		if err != nil {
+			return Step{}, err
+		}
+		seq = r.NextSeq
+		results = append(results, r)
+		drain, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
+		a := Settle(drain, rig.Platform, w, b, results...)
+		cancel()
+		st := Step{
+			Rate: rate, Offered: r.OfferedRate(), Accepted: r.AcceptedRate(),
+			Refused: r.Refused.Requests, Rejected: r.Rejected.Requests, Failed: r.Failed.Requests,
+			Lost: a.Spans.Lost + a.Scores.Lost, MaxLag: r.MaxLag,
+		}
+		var why []string
+		if st.Refused > 0 {
+			why = append(why, fmt.Sprintf("%d requests refused", st.Refused))
+		}
+		if st.Rejected+st.Failed > 0 {
+			why = append(why, fmt.Sprintf("%d requests rejected or unanswered", st.Rejected+st.Failed))
+		}
+		if st.Offered < 0.95*rate {
+			why = append(why, fmt.Sprintf("sender reached only %.0f spans/s (answers too slow)", st.Offered))
+		}
+		if st.Lost > 0 {
+			why = append(why, fmt.Sprintf("%d spans/scores not delivered %s after the step", st.Lost, cfg.DrainTimeout))
+		}
+		st.Held = len(why) == 0
+		st.Why = strings.Join(why, "; ")
+		logf(cfg.Log, "%s: step %6.0f spans/s: offered %6.0f, accepted %6.0f, held=%v %s", b.Name, rate, st.Offered, st.Accepted, st.Held, st.Why)
+		if !st.Held {
+			closeRig() // the next step starts from a fresh collector, without this one's backlog
+		}
+		return st, nil
+	}
+
+	held, failed := 0.0, 0.0
+	for rate := cfg.StartRate; rate <= cfg.MaxRate; rate *= 2 {
+		st, err := step(rate)
+		if err != nil {
+			return res, err
+		}
+		res.Steps = append(res.Steps, st)
+		if !st.Held {
+			failed = rate
+			break
+		}
+		held = rate
+	}
+	for i := 0; failed > 0 && i < cfg.Refinements; i++ {
+		rate := (held + failed) / 2
+		st, err := step(rate)
+		if err != nil {
+			return res, err
+		}
+		res.Steps = append(res.Steps, st)
+		if st.Held {
+			held = rate
+		} else {
+			failed = rate
+		}
+	}
+	res.Sustained = held
+	return res, nil
+}
+
+// fixed runs the same load through one build at a rate every build keeps up with, and
+// measures CPU, memory and bytes to the platform.
+func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, res *Result) error {
+	b := res.Build
+	rig, err := StartRig(ctx, b, RigOptions{StatsOnly: true})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		rig.Collector.Kill()
+		_ = rig.Platform.Close()
+	}()
+	s, err := rig.Sender(cfg.Protocol)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	// The same traces for every build: a fixed count, at the rate, from sequence number 0.
+	traces := int(rate * cfg.FixedDuration.Seconds() / w.Shape().SpansPerTrace)
+	before, err := rig.Usage()
+	if err != nil {
+		return err
+	}
+	r, err := loadgen.Run(ctx, w, s, loadgen.RunOptions{
+		Rate: rate, Duration: 3 * cfg.FixedDuration, MaxTraces: traces, Concurrency: cfg.Concurrency,
+	})
+	if err != nil {
+		return err
+	}
+	drain, cancel := context.WithTimeout(ctx, 30*time.Second)
+	a := Settle(drain, rig.Platform, w, b, r)
+	cancel()
+	after, err := rig.Usage()
+	if err != nil {
+		return err
+	}
+	res.FixedRate = rate
+	res.Sent = r
+	res.Account = a
+	res.InputSpans = r.Sent.Spans
+	res.CPU = after.CPU - before.CPU
+	res.PeakRSS = after.PeakRSS
+	for _, rec := range rig.Platform.Requests("") {
+		switch rec.Endpoint {
+		case platform.EndpointTraces:
+			res.TraceBytes += rec.BodyBytes
+		case platform.EndpointScores:
+			res.ScoreBytes += rec.BodyBytes
+		}
+	}
+	if res.InputSpans > 0 {
+		res.CPUPer100k = res.CPU.Seconds() / float64(res.InputSpans) * 1e5
+		res.BytesPer100k = float64(res.TraceBytes+res.ScoreBytes) / float64(res.InputSpans) * 1e5
+	}
+	logf(cfg.Log, "%s: fixed run at %.0f spans/s: %d input spans, CPU %.2fs (%.2fs per 100k), peak RSS %.0f MiB, %.1f MB to the platform; %s",
+		b.Name, rate, res.InputSpans, res.CPU.Seconds(), res.CPUPer100k, mib(res.PeakRSS), float64(res.TraceBytes+res.ScoreBytes)/1e6, a.Spans)
+	return nil
+}
+
+// sameSpans states whether A and C delivered the same span ids in the fixed run. Each run's
+// account matches every expected id at the platform; both runs sent the same traces, so two
+// complete accounts with nothing unexpected mean the same set of ids.
+func sameSpans(rep Report) string {
+	a, okA := rep.Result("A")
+	c, okC := rep.Result("C")
+	if !okA || !okC {
+		return ""
+	}
+	switch {
+	case a.Sent.Accepted.Traces != c.Sent.Accepted.Traces || a.Sent.Accepted.Traces != a.Sent.Sent.Traces:
+		return fmt.Sprintf("not comparable: A accepted %d traces, C %d, of %d sent", a.Sent.Accepted.Traces, c.Sent.Accepted.Traces, a.Sent.Sent.Traces)
+	case a.Account.Spans.Lost == 0 && c.Account.Spans.Lost == 0 && a.Account.Spans.Unexpected == 0 && c.Account.Spans.Unexpected == 0:
+		return fmt.Sprintf("yes: both delivered exactly the %d GenAI span ids of the %d input spans, nothing else", a.Account.Spans.Delivered, a.InputSpans)
+	default:
+		return fmt.Sprintf("NO: A lost %d and added %d span ids, C lost %d and added %d",
+			a.Account.Spans.Lost, a.Account.Spans.Unexpected, c.Account.Spans.Lost, c.Account.Spans.Unexpected)
+	}
+}
+
+func logf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func machine() string {
+	model := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
+				model = strings.TrimSpace(value)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs (%s), %s/%s, %s", runtime.NumCPU(), model, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
