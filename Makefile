@@ -10,8 +10,8 @@ TOOLS_DIR    := $(CURDIR)/.tools
 OCB          := $(TOOLS_DIR)/builder
 BIN          := $(CURDIR)/bin/svc-otelcol
 BUILD_DIR    := $(CURDIR)/build
-# Every Go module of the repository, in dependency order.
-MODULES      := pkg svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector testbed benchmarks .
+# Every Go module with packages, in dependency order (the root module only pins tools).
+MODULES      := pkg svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector testbed benchmarks
 # Modules with an mdatagen metadata.yaml.
 COMPONENTS   := svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector
 GO_TEST_FLAGS ?= -count=1

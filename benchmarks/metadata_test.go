@@ -36,7 +36,6 @@ var contribBlockedValues = []string{
 	`\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}|glpat-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,})`,
 }
 
-
 // metadataBatch builds the benchmark batch: spans of a third-party instrumentation.
 func metadataBatch() ptrace.Traces {
 	td := ptrace.NewTraces()

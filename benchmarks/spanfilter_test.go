@@ -13,13 +13,11 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/featuregate"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
-	"go.opentelemetry.io/collector/processor/processorhelper"
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor"
@@ -42,18 +40,6 @@ func newSvcSpanFilter(b testing.TB) processor.Traces {
 	factory := svcspanfilterprocessor.NewFactory()
 	proc, err := factory.CreateTraces(context.Background(), processortest.NewNopSettings(factory.Type()),
 		factory.CreateDefaultConfig(), consumertest.NewNop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	return proc
-}
-
-// newPassthrough is the baseline: a processor that forwards the batch unchanged, so the figures
-// show what the filtering itself costs on top of the pipeline plumbing.
-func newPassthrough(b testing.TB) processor.Traces {
-	proc, err := processorhelper.NewTraces(context.Background(), processortest.NewNopSettings(processortest.NopType),
-		nil, consumertest.NewNop(), func(_ context.Context, td ptrace.Traces) (ptrace.Traces, error) { return td, nil },
-		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -206,7 +192,6 @@ func BenchmarkSpanFilter(b *testing.B) {
 		name string
 		new  func(testing.TB) processor.Traces
 	}{
-		{name: "passthrough_baseline", new: newPassthrough},
 		{name: "svcspanfilter", new: newSvcSpanFilter},
 		{name: "filterprocessor_ottl", new: newOTTLFilter},
 	} {

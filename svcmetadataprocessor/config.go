@@ -50,6 +50,10 @@ type MaskingConfig struct {
 	Keys []string `mapstructure:"keys"`
 	// KeyReplacement replaces the value of a masked key. Default "***".
 	KeyReplacement string `mapstructure:"key_replacement"`
+	// ExtraAttributes are further span attributes masked like input and output, for content
+	// that other instrumentations write under their own names (e.g. OpenInference's
+	// input.value). An entry ending in "*" is a prefix.
+	ExtraAttributes []string `mapstructure:"extra_attributes"`
 }
 
 // MaskRule is a regular expression and the text that replaces each of its matches.
@@ -98,6 +102,11 @@ func (cfg *Config) Validate() error {
 	for i, key := range cfg.Masking.Keys {
 		if key == "" {
 			errs = append(errs, fmt.Errorf("masking.keys[%d]: key must not be empty", i))
+		}
+	}
+	for i, name := range cfg.Masking.ExtraAttributes {
+		if name == "" || name == "*" {
+			errs = append(errs, fmt.Errorf("masking.extra_attributes[%d]: %q names no attribute", i, name))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,14 +1,18 @@
 package svcmetadataprocessor
 
 import (
+	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/svc/svc-collector/svcmetadataprocessor/internal/metadata"
 )
@@ -26,8 +30,9 @@ func TestLoadConfig(t *testing.T) {
 			{Name: "employee-id", Pattern: `EMP-\d{4}`, Replacement: "EMP-****"},
 			{Pattern: `(?i)secret=\S+`},
 		},
-		Keys:           []string{"password", "ssn"},
-		KeyReplacement: "[REDACTED]",
+		Keys:            []string{"password", "ssn"},
+		KeyReplacement:  "[REDACTED]",
+		ExtraAttributes: []string{"input.value", "output.value", "llm.input_messages.*"},
 	}
 
 	tests := []struct {
@@ -43,6 +48,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "bad_pattern", validate: "masking.rules[0] broken: invalid pattern"},
 		{name: "empty_pattern", validate: "masking.rules[0] empty: pattern must not be empty"},
 		{name: "empty_key", validate: "masking.keys[1]: key must not be empty"},
+		{name: "extra_attribute_star", validate: `masking.extra_attributes[0]: "*" names no attribute`},
 		{name: "limit_not_configurable", unmarshal: "trace_metadata_max_length"},
 	}
 	for _, tt := range tests {
@@ -64,5 +70,24 @@ func TestLoadConfig(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, cfg)
 		})
+	}
+}
+
+// The YAML examples of the README load and validate.
+func TestReadmeExamplesLoad(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	require.Len(t, blocks, 2, "the minimal and the full example")
+	for _, block := range blocks {
+		var raw map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(block[1]), &raw))
+		sub, err := confmap.NewFromStringMap(raw).Sub("processors::svcmetadata")
+		require.NoError(t, err)
+		cfg := NewFactory().CreateDefaultConfig()
+		require.NoError(t, sub.Unmarshal(cfg), block[1])
+		require.NoError(t, confmap.Validate(cfg), block[1])
+		_, err = newMetadataProcessor(cfg.(*Config), componenttest.NewNopTelemetrySettings())
+		require.NoError(t, err)
 	}
 }

@@ -19,15 +19,14 @@ var (
 // maxJSONDepth bounds recursion into objects and arrays; deeper documents cannot be processed.
 const maxJSONDepth = 128
 
-// jsonVisitor receives the scalars of a document. Each returns the replacement JSON text for
-// src[start:end] and whether to replace; key is the object key the value sits under ("" at the
-// top level and inside arrays).
+// jsonVisitor receives the members and scalars of a document.
 type jsonVisitor interface {
-	// keyedValue is called for every object member before its value is read; replace=true masks
-	// the whole value (the reader then skips it).
+	// keyedValue is called for every object member before its value is read; replace=true
+	// replaces the whole value by the JSON text replacement (the reader then skips the value).
 	keyedValue(key string) (replacement string, replace bool)
-	// scalar is called for strings (decoded), numbers (their literal text) and booleans.
-	scalar(kind byte, text string) (replacement string, replace bool)
+	// scalar is called for strings (decoded), numbers (their literal text) and booleans;
+	// replace=true replaces the value by the JSON string of value.
+	scalar(kind byte, text string) (value string, replace bool)
 }
 
 const (
@@ -64,16 +63,28 @@ func rewriteJSON(src string, v jsonVisitor) (string, bool, error) {
 	return string(w.out), true, nil
 }
 
+// replace replaces src[start:end] by the JSON text text.
 func (w *jsonRewriter) replace(start, end int, text string) {
 	if w.src[start:end] == text {
 		return
 	}
-	if w.out == nil {
-		w.out = make([]byte, 0, len(w.src)+len(text))
-	}
-	w.out = append(w.out, w.src[w.copied:start]...)
+	w.copyUpTo(start, len(text))
 	w.out = append(w.out, text...)
 	w.copied = end
+}
+
+// replaceWithString replaces src[start:end] by the JSON string of value.
+func (w *jsonRewriter) replaceWithString(start, end int, value string) {
+	w.copyUpTo(start, len(value)+2)
+	w.out = appendJSONString(w.out, value)
+	w.copied = end
+}
+
+func (w *jsonRewriter) copyUpTo(start, extra int) {
+	if w.out == nil {
+		w.out = make([]byte, 0, len(w.src)+extra+16)
+	}
+	w.out = append(w.out, w.src[w.copied:start]...)
 }
 
 func (w *jsonRewriter) skipSpace() {
@@ -102,16 +113,16 @@ func (w *jsonRewriter) value(depth int) error {
 		if err != nil {
 			return err
 		}
-		if repl, ok := w.visitor.scalar(kindString, s); ok {
-			w.replace(start, w.pos, repl)
+		if value, ok := w.visitor.scalar(kindString, s); ok {
+			w.replaceWithString(start, w.pos, value)
 		}
 		return nil
 	case c == '-' || (c >= '0' && c <= '9'):
 		if err := w.number(); err != nil {
 			return err
 		}
-		if repl, ok := w.visitor.scalar(kindNumber, w.src[start:w.pos]); ok {
-			w.replace(start, w.pos, repl)
+		if value, ok := w.visitor.scalar(kindNumber, w.src[start:w.pos]); ok {
+			w.replaceWithString(start, w.pos, value)
 		}
 		return nil
 	case c == 't':
@@ -134,8 +145,8 @@ func (w *jsonRewriter) boolean(lit string, start int) error {
 		return errJSONSyntax
 	}
 	w.pos += len(lit)
-	if repl, ok := w.visitor.scalar(kindBool, lit); ok {
-		w.replace(start, w.pos, repl)
+	if value, ok := w.visitor.scalar(kindBool, lit); ok {
+		w.replaceWithString(start, w.pos, value)
 	}
 	return nil
 }

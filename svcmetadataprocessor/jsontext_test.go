@@ -83,7 +83,7 @@ func (replaceStrings) keyedValue(key string) (string, bool) {
 
 func (replaceStrings) scalar(kind byte, text string) (string, bool) {
 	if kind == kindString && text == "x" {
-		return `"X"`, true
+		return "X", true
 	}
 	return "", false
 }

@@ -48,6 +48,9 @@ type masker struct {
 	// keyReplacementJSON and placeholderJSON are the JSON texts written into JSON documents.
 	keyReplacementJSON string
 	placeholderJSON    string
+	// extraNames and extraPrefixes are masking.extra_attributes.
+	extraNames    map[string]struct{}
+	extraPrefixes []string
 }
 
 // newMasker compiles the masking configuration; it returns nil when masking is off.
@@ -56,6 +59,16 @@ func newMasker(cfg MaskingConfig) (*masker, error) {
 		return nil, nil
 	}
 	m := &masker{keys: cfg.Keys, keyReplacement: cfg.KeyReplacement}
+	for _, name := range cfg.ExtraAttributes {
+		if prefix, ok := strings.CutSuffix(name, "*"); ok {
+			m.extraPrefixes = append(m.extraPrefixes, prefix)
+			continue
+		}
+		if m.extraNames == nil {
+			m.extraNames = map[string]struct{}{}
+		}
+		m.extraNames[name] = struct{}{}
+	}
 	for _, name := range cfg.BuiltinRules {
 		b, ok := builtinRules[name]
 		if !ok {
@@ -94,6 +107,19 @@ const (
 	masked
 	placeholder // the value could not be processed and was replaced whole
 )
+
+// isExtraAttribute reports whether masking.extra_attributes names the attribute.
+func (m *masker) isExtraAttribute(name string) bool {
+	if _, ok := m.extraNames[name]; ok {
+		return true
+	}
+	for _, p := range m.extraPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
 
 func (m *masker) isMaskedKey(key string) bool {
 	for _, k := range m.keys {
@@ -197,11 +223,7 @@ func (v jsonMaskVisitor) keyedValue(key string) (string, bool) {
 // scalar hands strings to the rules as their decoded text and numbers and booleans as their
 // literal text; a changed number or boolean becomes a JSON string.
 func (v jsonMaskVisitor) scalar(_ byte, text string) (string, bool) {
-	out, changed := v.m.maskString(text)
-	if !changed {
-		return "", false
-	}
-	return string(appendJSONString(nil, out)), true
+	return v.m.maskString(text)
 }
 
 // maskValue masks a structured attribute value (a map or slice, or a scalar of another type than

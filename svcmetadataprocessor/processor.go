@@ -25,6 +25,9 @@ type metadataProcessor struct {
 	masker    *masker // nil when masking is off
 	// relevant are the attribute kinds this configuration acts on; spans with none are skipped.
 	relevant attrKind
+	// hasExtra: masking.extra_attributes is set, so attributes classify does not know are
+	// looked up there too.
+	hasExtra bool
 }
 
 // counts of what one batch went through, recorded as the component's metrics.
@@ -57,8 +60,18 @@ func newMetadataProcessor(cfg *Config, set component.TelemetrySettings) (*metada
 	}
 	if m != nil {
 		p.relevant |= kindsMasked
+		p.hasExtra = len(m.extraNames) > 0 || len(m.extraPrefixes) > 0
 	}
 	return p, nil
+}
+
+// classify is classify extended by masking.extra_attributes.
+func (p *metadataProcessor) classify(name string) attrKind {
+	kind := classify(name)
+	if kind == 0 && p.hasExtra && p.masker.isExtraAttribute(name) {
+		return kindExtraMasked
+	}
+	return kind
 }
 
 func (p *metadataProcessor) shutdown(context.Context) error {
@@ -116,7 +129,7 @@ func (p *metadataProcessor) processSpan(span ptrace.Span, alreadyEncoded bool, c
 	attrs := span.Attributes()
 	var found attrKind
 	for k := range attrs.All() {
-		found |= classify(k)
+		found |= p.classify(k)
 	}
 	if found&p.relevant == 0 {
 		return
@@ -226,7 +239,7 @@ func upgradeTraceIO(attrs pcommon.Map) {
 func (p *metadataProcessor) maskAttributes(attrs pcommon.Map, c *counts) {
 	m := p.masker
 	for k, v := range attrs.All() {
-		kind := classify(k)
+		kind := p.classify(k)
 		if kind&kindsMasked == 0 {
 			continue
 		}
@@ -253,6 +266,8 @@ func (p *metadataProcessor) maskAttributes(attrs pcommon.Map, c *counts) {
 		case placeholder:
 			c.masked++
 			c.placeholders++
+			p.logger.Debug("Masking could not process a value and replaced it whole by the placeholder",
+				zap.String("attribute", k))
 		}
 	}
 }

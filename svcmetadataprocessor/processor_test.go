@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/svc/svc-collector/pkg/golden"
 	"github.com/svc/svc-collector/pkg/svcattr"
 	"github.com/svc/svc-collector/svcmetadataprocessor/internal/metadatatest"
 )
@@ -26,6 +27,7 @@ func maskingTestConfig() *Config {
 	cfg.Masking.BuiltinRules = []string{"email", "card_number", "api_key"}
 	cfg.Masking.Rules = []MaskRule{{Name: "employee-id", Pattern: `EMP-\d{4}`, Replacement: "EMP-****"}}
 	cfg.Masking.Keys = []string{"password", "api_key"}
+	cfg.Masking.ExtraAttributes = []string{"input.value", "llm.output_messages.*"}
 	return cfg
 }
 
@@ -56,8 +58,8 @@ var goldenCases = []struct {
 func TestGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := readTraces(t, filepath.Join("testdata", "golden", tc.name+".input.json"))
-			checkGolden(t, tc.name, runProcessor(t, tc.cfg(), in))
+			in := golden.ReadTraces(t, filepath.Join("testdata", "golden", tc.name+".input.json"))
+			golden.CheckTraces(t, filepath.Join("testdata", "golden", tc.name+".expected.json"), runProcessor(t, tc.cfg(), in))
 		})
 	}
 }
@@ -66,7 +68,7 @@ func TestGolden(t *testing.T) {
 func TestIdempotent(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := readTraces(t, filepath.Join("testdata", "golden", tc.name+".input.json"))
+			in := golden.ReadTraces(t, filepath.Join("testdata", "golden", tc.name+".input.json"))
 			once := runProcessor(t, tc.cfg(), in)
 			onceJSON := tracesJSON(t, once)
 			twice := runProcessor(t, tc.cfg(), once)

@@ -199,7 +199,7 @@ func (c *scoreConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 					if !spanSeen {
 						spanSeen = true
 						keep = c.keepTrace(span.TraceID())
-						experiment = !keep && isExperiment(span.Attributes())
+						experiment = !keep && svcattr.IsExperiment(span.Attributes())
 						env = environmentOf(span.Attributes())
 						if env == "" {
 							env = resourceEnv
@@ -257,7 +257,7 @@ func (c *scoreConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 					observed:    lr.ObservedTimestamp(),
 					index:       k,
 					environment: resourceEnv,
-				}, keep, !keep && isExperiment(lr.Attributes()), rl.Resource(), sl.Scope(), sl.SchemaUrl())
+				}, keep, !keep && svcattr.IsExperiment(lr.Attributes()), rl.Resource(), sl.Scope(), sl.SchemaUrl())
 			}
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/svc/svc-collector/pkg/golden"
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/pkg/scorerecord"
 	"github.com/svc/svc-collector/svcscoreconnector/internal/metadata"
@@ -71,16 +72,16 @@ func TestGolden(t *testing.T) {
 	t.Run("traces_to_logs", func(t *testing.T) {
 		sink := &consumertest.LogsSink{}
 		c := newTestConnector(t, 1, sink, nil)
-		require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
+		require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
 		require.Len(t, sink.AllLogs(), 1)
-		assertGoldenLogs(t, filepath.Join("testdata", "traces_to_logs", "expected.json"), sink.AllLogs()[0])
+		golden.CheckLogs(t, filepath.Join("testdata", "traces_to_logs", "expected.json"), sink.AllLogs()[0])
 	})
 	t.Run("logs_to_logs", func(t *testing.T) {
 		sink := &consumertest.LogsSink{}
 		c := newTestConnector(t, 1, sink, nil)
-		require.NoError(t, c.ConsumeLogs(context.Background(), readLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))))
+		require.NoError(t, c.ConsumeLogs(context.Background(), golden.ReadLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))))
 		require.Len(t, sink.AllLogs(), 1)
-		assertGoldenLogs(t, filepath.Join("testdata", "logs_to_logs", "expected.json"), sink.AllLogs()[0])
+		golden.CheckLogs(t, filepath.Join("testdata", "logs_to_logs", "expected.json"), sink.AllLogs()[0])
 	})
 }
 
@@ -88,7 +89,7 @@ func TestGolden(t *testing.T) {
 func TestTracesToLogsScores(t *testing.T) {
 	sink := &consumertest.LogsSink{}
 	c := newTestConnector(t, 1, sink, nil)
-	require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
 
 	type attached struct{ name, trace, observation, environment string }
 	var got []attached
@@ -110,7 +111,7 @@ func TestTracesToLogsScores(t *testing.T) {
 func TestLogsToLogsScores(t *testing.T) {
 	sink := &consumertest.LogsSink{}
 	c := newTestConnector(t, 1, sink, nil)
-	require.NoError(t, c.ConsumeLogs(context.Background(), readLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeLogs(context.Background(), golden.ReadLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))))
 
 	got := records(sink)
 	require.Len(t, got, 5, "the two plain log records are not scores")
@@ -145,7 +146,7 @@ func TestLogsToLogsScores(t *testing.T) {
 func TestScoreRecordsPassThroughUnchanged(t *testing.T) {
 	first := &consumertest.LogsSink{}
 	c := newTestConnector(t, 1, first, nil)
-	require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
 	require.Len(t, first.AllLogs(), 1)
 
 	second := &consumertest.LogsSink{}
@@ -161,7 +162,7 @@ func TestDeterministicIDsAreStableAcrossReprocessing(t *testing.T) {
 		sink := &consumertest.LogsSink{}
 		c := newTestConnector(t, 1, sink, nil)
 		c.now = func() pcommon.Timestamp { return now }
-		require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, input)))
+		require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, input)))
 		var ids []string
 		for _, r := range records(sink) {
 			ids = append(ids, r.ID)
@@ -305,13 +306,13 @@ func TestConnectorDoesNotChangeItsInput(t *testing.T) {
 	c := newTestConnector(t, 1, &consumertest.LogsSink{}, nil)
 	assert.False(t, c.Capabilities().MutatesData)
 
-	td := readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))
+	td := golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))
 	tdBefore := ptrace.NewTraces()
 	td.CopyTo(tdBefore)
 	require.NoError(t, c.ConsumeTraces(context.Background(), td))
 	assert.Equal(t, tdBefore, td)
 
-	ld := readLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))
+	ld := golden.ReadLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))
 	ldBefore := plog.NewLogs()
 	ld.CopyTo(ldBefore)
 	require.NoError(t, c.ConsumeLogs(context.Background(), ld))
@@ -322,7 +323,7 @@ func TestNothingIsForwardedWithoutScores(t *testing.T) {
 	sink := &consumertest.LogsSink{}
 	c := newTestConnector(t, 1, sink, nil)
 
-	td := readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))
+	td := golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))
 	// Rename every scoring event: nothing left to score.
 	for i := 0; i < td.ResourceSpans().Len(); i++ {
 		spans := td.ResourceSpans().At(i).ScopeSpans().At(0).Spans()
@@ -343,7 +344,7 @@ func TestNextConsumerErrorIsReturnedUnchanged(t *testing.T) {
 	refused := consumererror.NewPermanent(errors.New("logs pipeline refused"))
 	c := newTestConnector(t, 1, consumertest.NewErr(refused), tel)
 
-	err := c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json")))
+	err := c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json")))
 	require.ErrorIs(t, err, refused)
 	assert.True(t, consumererror.IsPermanent(err))
 	_, err = tel.GetMetric("otelcol_svcscore_scores_emitted")
@@ -354,8 +355,8 @@ func TestTelemetryCountsBySourceEventAndReason(t *testing.T) {
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	c := newTestConnector(t, 1, &consumertest.LogsSink{}, tel)
-	require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
-	require.NoError(t, c.ConsumeLogs(context.Background(), readLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeLogs(context.Background(), golden.ReadLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))))
 
 	set := func(kv ...string) attribute.Set {
 		var attrs []attribute.KeyValue

@@ -200,21 +200,6 @@ func scoreMetadata(s *scorerecord.Score) pcommon.Map {
 	return s.Metadata
 }
 
-// isExperiment tells whether attributes (a span's or a log record's) belong to an experiment run:
-// the span filter never samples those out (SPEC.md 9.2.4), so their scores are kept too.
-func isExperiment(attrs pcommon.Map) bool {
-	found := false
-	attrs.Range(func(k string, v pcommon.Value) bool {
-		if strings.HasPrefix(k, svcattr.ExperimentPrefix) ||
-			(k == svcattr.Environment && v.Type() == pcommon.ValueTypeStr && v.Str() == svcattr.EnvironmentExperiment) {
-			found = true
-			return false
-		}
-		return true
-	})
-	return found
-}
-
 // environmentOf is the svc.environment attribute of a span or resource, "" when absent.
 func environmentOf(attrs pcommon.Map) string {
 	if v, ok := attrs.Get(svcattr.Environment); ok {

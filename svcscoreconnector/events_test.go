@@ -322,22 +322,3 @@ func TestScoringEventKind(t *testing.T) {
 		}
 	}
 }
-
-func TestIsExperiment(t *testing.T) {
-	tests := []struct {
-		attrs map[string]any
-		want  bool
-	}{
-		{map[string]any{"svc.experiment.id": "exp-1"}, true},
-		{map[string]any{"svc.experiment.item.version": "v2"}, true},
-		{map[string]any{"svc.environment": "sdk-experiment"}, true},
-		{map[string]any{"svc.environment": "production"}, false},
-		{map[string]any{"svc.experimental": true}, false},
-		{map[string]any{}, false},
-	}
-	for _, tt := range tests {
-		attrs := pcommon.NewMap()
-		require.NoError(t, attrs.FromRaw(tt.attrs))
-		assert.Equal(t, tt.want, isExperiment(attrs), "%v", tt.attrs)
-	}
-}

@@ -1,15 +1,12 @@
 package svcspanfilterprocessor
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"hash/fnv"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,10 +25,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/svc/svc-collector/pkg/golden"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadatatest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden from the current output")
 
 // defaultTraceID is the trace of test spans that do not name one; it is sampled in at every rate.
 var defaultTraceID = pcommon.TraceID{0xaa, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}
@@ -274,29 +270,8 @@ func canonical(tds []ptrace.Traces) ptrace.Traces {
 	return out
 }
 
-func marshalIndented(t *testing.T, td ptrace.Traces) []byte {
-	t.Helper()
-	raw, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
-	require.NoError(t, err)
-	var buf bytes.Buffer
-	require.NoError(t, json.Indent(&buf, raw, "", "  "))
-	buf.WriteByte('\n')
-	return buf.Bytes()
-}
-
 // assertGolden compares td with testdata/golden/<name>; with -update it writes the file instead.
 func assertGolden(t *testing.T, name string, td ptrace.Traces) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	got := marshalIndented(t, td)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o600))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "golden file missing: run go test -run %s -update", t.Name())
-	wantTraces, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(want)
-	require.NoError(t, err)
-	require.Equal(t, string(marshalIndented(t, wantTraces)), string(got), "output differs from %s (rerun with -update after checking the change)", path)
+	golden.CheckTraces(t, filepath.Join("testdata", "golden", name), td)
 }

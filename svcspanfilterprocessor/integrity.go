@@ -3,16 +3,14 @@ package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfi
 import (
 	"container/list"
 	"encoding/hex"
+	"slices"
 	"time"
 
+	"github.com/svc/svc-collector/pkg/svcattr"
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
-
-// OriginalParentSpanIDAttribute is set on every span whose parent span id the processor changed
-// (re-parented to a kept ancestor, or made a root): the parent span id it had, as 16 hex digits.
-const OriginalParentSpanIDAttribute = "svc.original_parent_span_id"
 
 // reparentReason is the `reason` of the spans_reparented metric.
 type reparentReason uint8
@@ -195,6 +193,16 @@ func (s *integrityState) hold(ts *traceState, span ptrace.Span, origin *scopeOri
 	s.spansHeld++
 }
 
+// discardHeld forgets the held copy of spanID, if any.
+func (s *integrityState) discardHeld(ts *traceState, spanID pcommon.SpanID, now time.Time) {
+	for i := range ts.held {
+		if ts.held[i].span.SpanID() == spanID {
+			s.setHeld(ts, slices.Delete(ts.held, i, i+1), now)
+			return
+		}
+	}
+}
+
 // releasedSpan is a held span leaving the processor, with what was done to its parent.
 type releasedSpan struct {
 	heldSpan
@@ -320,9 +328,9 @@ func applyResolution(h heldSpan, res resolution, ancestor pcommon.SpanID) releas
 // reparent points span at newParent and records the parent it had.
 func reparent(span ptrace.Span, newParent pcommon.SpanID) {
 	original := span.ParentSpanID()
-	if _, ok := span.Attributes().Get(OriginalParentSpanIDAttribute); !ok && !original.IsEmpty() {
+	if _, ok := span.Attributes().Get(svcattr.OriginalParentSpanID); !ok && !original.IsEmpty() {
 		// A span already re-parented by an earlier gateway keeps its first original parent.
-		span.Attributes().PutStr(OriginalParentSpanIDAttribute, hex.EncodeToString(original[:]))
+		span.Attributes().PutStr(svcattr.OriginalParentSpanID, hex.EncodeToString(original[:]))
 	}
 	span.SetParentSpanID(newParent)
 }

@@ -179,6 +179,17 @@ func TestResentBatchHoldsSpanOnce(t *testing.T) {
 	h.shutdown()
 }
 
+// A waiting span sent again together with its parent goes on with it; its waiting copy is dropped.
+func TestResentSpanThatNowResolvesIsDeliveredOnce(t *testing.T) {
+	h := newHarness(t, createDefaultConfig().(*Config))
+	child := testSpan{name: "child", scope: scopeSDK, parent: "agent"}
+	h.consume(child)
+	h.consume(child, testSpan{name: "agent", scope: scopeSDK})
+	assert.Zero(t, h.p.state.spansHeld)
+	h.shutdown()
+	assert.Equal(t, map[string]string{"child": "agent", "agent": ""}, h.tree()) // tree() fails on a duplicate
+}
+
 // flakyConsumer refuses a number of calls with err, then accepts.
 type flakyConsumer struct {
 	consumertest.TracesSink

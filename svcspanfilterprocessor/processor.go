@@ -153,6 +153,16 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		select {
 		case <-p.stopped:
 		case <-ctx.Done():
+			// The releaser is stuck in the next consumer; what it has not delivered is lost.
+			p.mu.Lock()
+			left := p.state.spansHeld + len(p.pending)
+			for _, d := range p.retry {
+				left += d.traces.SpanCount()
+			}
+			p.mu.Unlock()
+			if left > 0 {
+				p.giveUp(ctx, left, "shutdown timed out while the next consumer was still busy")
+			}
 			return ctx.Err()
 		}
 		p.stop = nil
@@ -183,8 +193,10 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 // and return the batch less its dropped and waiting spans.
 func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	sc := p.scratch.Get().(*batchScratch)
-	defer p.scratch.Put(sc)
-	sc.reset()
+	defer func() {
+		sc.reset() // drop the references to this batch before pooling
+		p.scratch.Put(sc)
+	}()
 
 	p.decideAll(td, sc)
 	released, evicted := p.resolveAll(ctx, td, sc)
@@ -262,6 +274,10 @@ func (p *spanFilterProcessor) resolveAll(ctx context.Context, td ptrace.Traces, 
 			continue
 		}
 		res, ancestor := r.trace.resolve(r.span.SpanID(), r.span.ParentSpanID())
+		if res != unresolved && len(r.trace.held) > 0 {
+			// The span was sent again and now goes on: its earlier copy must not follow it.
+			st.discardHeld(r.trace, r.span.SpanID(), now)
+		}
 		switch res {
 		case resolvedAncestor:
 			reparent(r.span, ancestor)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/svc/svc-collector/pkg/svcattr"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -57,9 +58,9 @@ func TestGolden(t *testing.T) {
 
 			assert.Equal(t, tc.wantTree, h.tree(), "trees differ (span → parent)")
 			for name, span := range h.delivered() {
-				got, has := span.Attributes().Get(OriginalParentSpanIDAttribute)
+				got, has := span.Attributes().Get(svcattr.OriginalParentSpanID)
 				want, wantHas := tc.wantOriginalParent[name]
-				if !assert.Equal(t, wantHas, has, "span %q: has %s", name, OriginalParentSpanIDAttribute) || !has {
+				if !assert.Equal(t, wantHas, has, "span %q: has %s", name, svcattr.OriginalParentSpanID) || !has {
 					continue
 				}
 				id := idOf(want)

@@ -141,24 +141,29 @@ func (f *spanFilter) decide(v *scopeVerdict, span ptrace.Span) decision {
 	}
 
 	sampledIn := f.sampler.Keep(span.TraceID())
+	// The reported reason follows the default filter's order: svc-sdk scope, known scope, gen_ai.
+	// attribute, then the keep rules. The scope alone may already settle it.
 	keep, hasKeep := v.keep, v.hasKeep
+	wantGenAI := f.defaultFilter && !(hasKeep && keep < keptGenAIAttribute)
+	wantKeepPrefix := !hasKeep && len(f.keepAttrPrefixes) > 0
+	// The attributes are read only when they can change the outcome.
+	if wantGenAI || wantKeepPrefix || len(f.dropAttrPrefixes) > 0 || !sampledIn {
+		scan := f.scanAttributes(span.Attributes(), wantGenAI, wantKeepPrefix, !sampledIn)
+		switch {
+		case scan.drop:
+			return droppedDropRule
+		case scan.genAI:
+			keep, hasKeep = keptGenAIAttribute, true
+		case scan.keepPrefix:
+			keep, hasKeep = keptKeepRule, true
+		}
+		if scan.experiment {
+			sampledIn = true // SPEC.md 9.2.4: experiments must not be sampled
+		}
+	}
 	if !hasKeep {
 		if _, ok := f.keepSpanNames[name]; ok {
 			keep, hasKeep = keptKeepRule, true
-		}
-	}
-	// The attributes are read only when they can change the outcome.
-	needAttrKeep := !hasKeep && (f.defaultFilter || len(f.keepAttrPrefixes) > 0)
-	if needAttrKeep || len(f.dropAttrPrefixes) > 0 || !sampledIn {
-		scan := f.scanAttributes(span.Attributes(), needAttrKeep, !sampledIn)
-		if scan.drop {
-			return droppedDropRule
-		}
-		if !hasKeep && scan.hasKeep {
-			keep, hasKeep = scan.keep, true
-		}
-		if !sampledIn && scan.experiment {
-			sampledIn = true // SPEC.md 9.2.4: experiments must not be sampled
 		}
 	}
 	switch {
@@ -171,33 +176,33 @@ func (f *spanFilter) decide(v *scopeVerdict, span ptrace.Span) decision {
 }
 
 type attrScan struct {
-	drop       bool
-	keep       decision // keptGenAIAttribute or keptKeepRule, when hasKeep
-	hasKeep    bool
-	experiment bool
+	drop       bool // an attribute matches a drop prefix
+	genAI      bool // an attribute name starts with gen_ai.
+	keepPrefix bool // an attribute matches a keep prefix
+	experiment bool // the span belongs to an experiment
 }
 
-func (f *spanFilter) scanAttributes(attrs pcommon.Map, wantKeep, wantExperiment bool) attrScan {
+// scanAttributes reads the span's attributes once for everything the decision still needs, and
+// stops as soon as nothing more can be learnt.
+func (f *spanFilter) scanAttributes(attrs pcommon.Map, wantGenAI, wantKeepPrefix, wantExperiment bool) attrScan {
 	var s attrScan
 	for k, val := range attrs.All() {
 		if hasAnyPrefix(k, f.dropAttrPrefixes) {
 			return attrScan{drop: true}
 		}
-		if wantKeep && !(s.hasKeep && s.keep == keptGenAIAttribute) {
-			// gen_ai. outranks a keep rule in the reported reason, as the default filter comes first.
-			if f.defaultFilter && strings.HasPrefix(k, genAIAttributePrefix) {
-				s.keep, s.hasKeep = keptGenAIAttribute, true
-			} else if !s.hasKeep && hasAnyPrefix(k, f.keepAttrPrefixes) {
-				s.keep, s.hasKeep = keptKeepRule, true
-			}
+		if wantGenAI && !s.genAI {
+			s.genAI = strings.HasPrefix(k, genAIAttributePrefix)
+		}
+		if wantKeepPrefix && !s.keepPrefix {
+			s.keepPrefix = hasAnyPrefix(k, f.keepAttrPrefixes)
 		}
 		if wantExperiment && !s.experiment {
-			s.experiment = strings.HasPrefix(k, svcattr.ExperimentPrefix) ||
-				(k == svcattr.Environment && val.Type() == pcommon.ValueTypeStr && val.Str() == svcattr.EnvironmentExperiment)
+			s.experiment = svcattr.IsExperimentAttribute(k, val)
 		}
-		keepSettled := !wantKeep || (s.hasKeep && (s.keep == keptGenAIAttribute || !f.defaultFilter))
+		// gen_ai. outranks a keep prefix, so a keep prefix alone does not end the scan.
+		keepSettled := s.genAI || (!wantGenAI && (!wantKeepPrefix || s.keepPrefix))
 		if len(f.dropAttrPrefixes) == 0 && keepSettled && (!wantExperiment || s.experiment) {
-			break // nothing left to learn
+			break
 		}
 	}
 	return s

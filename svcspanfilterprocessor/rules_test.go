@@ -58,6 +58,16 @@ func TestDecide(t *testing.T) {
 			span:   testSpan{name: "answer", scope: "x"}, want: keptKeepRule,
 		},
 		{
+			name:   "gen_ai. reported before a keep span name",
+			config: func(c *Config) { c.Keep.SpanNames = []string{"answer"} },
+			span:   testSpan{name: "answer", scope: "x", attrs: genAIAttrs}, want: keptGenAIAttribute,
+		},
+		{
+			name:   "gen_ai. reported before a keep scope",
+			config: func(c *Config) { c.Keep.InstrumentationScopes = []string{"acme"} },
+			span:   testSpan{scope: "acme", attrs: genAIAttrs}, want: keptGenAIAttribute,
+		},
+		{
 			name:   "keep span name is exact",
 			config: func(c *Config) { c.Keep.SpanNames = []string{"answer"} },
 			span:   testSpan{name: "answer2", scope: "x"}, want: droppedNotGenAI,

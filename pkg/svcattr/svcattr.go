@@ -27,6 +27,11 @@ const (
 	TraceName         = "svc.trace.name"
 	Environment       = "svc.environment"
 
+	// OriginalParentSpanID is set by the svcspanfilter processor on every span whose parent span
+	// id it changed (re-parented to a kept ancestor, or made a root): the parent span id the span
+	// had, as 16 hex digits.
+	OriginalParentSpanID = "svc.original_parent_span_id"
+
 	ExperimentPrefix      = "svc.experiment."
 	ExperimentItemVersion = "svc.experiment.item.version"
 	// EnvironmentExperiment is the svc.environment value of experiment spans (SPEC.md 9.2.4).
@@ -97,4 +102,23 @@ func majorVersion(version string) (int, bool) {
 	head, _, _ := strings.Cut(version, ".")
 	major, err := strconv.Atoi(head)
 	return major, err == nil
+}
+
+// IsExperimentAttribute reports whether one span attribute marks its span as part of an
+// experiment run: any svc.experiment.* attribute, or svc.environment = sdk-experiment. Spans and
+// scores of experiments are never sampled out (SPEC.md 9.2.4). Callers that already range over
+// a span's attributes test each one with this; others use IsExperiment.
+func IsExperimentAttribute(key string, value pcommon.Value) bool {
+	return strings.HasPrefix(key, ExperimentPrefix) ||
+		(key == Environment && value.Type() == pcommon.ValueTypeStr && value.Str() == EnvironmentExperiment)
+}
+
+// IsExperiment reports whether attrs mark an experiment run (see IsExperimentAttribute).
+func IsExperiment(attrs pcommon.Map) bool {
+	found := false
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		found = IsExperimentAttribute(k, v)
+		return !found
+	})
+	return found
 }

@@ -45,10 +45,11 @@ func (c Count) String() string {
 	return fmt.Sprintf("sent=%d accepted=%d delivered=%d lost=%d duplicated=%d", c.Sent, c.Accepted, c.Delivered, c.Lost, c.Duplicated)
 }
 
-// Line is the one-line summary the fault tests print.
-func (a Account) Line(name string) string {
-	s := fmt.Sprintf("fault %s: sent=%d accepted=%d delivered=%d lost=%d duplicated=%d",
-		name, a.Spans.Sent, a.Spans.Accepted, a.Spans.Delivered, a.Spans.Lost, a.Spans.Duplicated)
+// Line is the one-line summary of the account under a label (the fault tests print
+// "fault <name>: sent=N accepted=N delivered=N lost=N duplicated=N | ...").
+func (a Account) Line(label string) string {
+	s := fmt.Sprintf("%s: sent=%d accepted=%d delivered=%d lost=%d duplicated=%d",
+		label, a.Spans.Sent, a.Spans.Accepted, a.Spans.Delivered, a.Spans.Lost, a.Spans.Duplicated)
 	s += fmt.Sprintf(" | spans expected=%d unexpected=%d raw-duplicates=%d", a.Spans.Expected, a.Spans.Unexpected, a.Spans.RawDuplicates)
 	s += fmt.Sprintf(" | scores sent=%d accepted=%d expected=%d delivered=%d lost=%d duplicated=%d unexpected=%d rejected-by-platform=%d",
 		a.Scores.Sent, a.Scores.Accepted, a.Scores.Expected, a.Scores.Delivered, a.Scores.Lost, a.Scores.Duplicated,

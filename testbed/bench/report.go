@@ -45,6 +45,7 @@ func (r Report) Ratios() []Ratio {
 		}
 		out = append(out,
 			Ratio{"CPU per input span A/" + other, ratio(a.CPUPer100k, o.CPUPer100k), cpuTarget},
+			Ratio{"CPU per input span, idle use taken out, A/" + other, ratio(a.CPUPer100k-a.IdlePer100k, o.CPUPer100k-o.IdlePer100k), ""},
 			Ratio{"sustained input rate A/" + other, ratio(a.Sustained, o.Sustained), ""},
 			Ratio{"peak RSS (fixed run) A/" + other, ratio(float64(a.PeakRSS), float64(o.PeakRSS)), rssTarget},
 			Ratio{"peak RSS (rate search) A/" + other, ratio(float64(a.LadderPeakRSS), float64(o.LadderPeakRSS)), ""},
@@ -72,7 +73,11 @@ func (r Report) Markdown(chart string) string {
 		"The machine is shared: absolute figures are noisy, the ratios of builds measured one after another in the same run are what to read.",
 		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(1e9), r.Machine, r.LoadAvg[0], r.LoadAvg[1])
 	p("")
-	p("| build | what | CPU s per 100k input spans | sustained input rate (spans/s) | peak RSS, fixed run (MiB) | peak RSS, rate search (MiB) | MB to the platform per 100k input spans | delivered in the fixed run |")
+	if r.Error != "" {
+		p("**The run did not finish** (%s): the figures below are what was measured until then.", r.Error)
+		p("")
+	}
+	p("| build | what | CPU s per 100k input spans (of it idle) | sustained input rate (spans/s) | peak RSS, fixed run (MiB) | peak RSS, rate search (MiB) | MB to the platform per 100k input spans | delivered in the fixed run |")
 	p("|---|---|---:|---:|---:|---:|---:|---|")
 	for _, res := range r.Results {
 		delivered := fmt.Sprintf("%d spans", res.Account.Spans.Delivered)
@@ -82,7 +87,7 @@ func (r Report) Markdown(chart string) string {
 		if l := res.Account.Spans.Lost + res.Account.Scores.Lost; l > 0 {
 			delivered += fmt.Sprintf(" (%d LOST)", l)
 		}
-		p("| %s | %s | %.2f | %s | %.0f | %.0f | %.2f | %s |", res.Build.Name, res.Build.Title, res.CPUPer100k,
+		p("| %s | %s | %.2f (%.2f) | %s | %.0f | %.0f | %.2f | %s |", res.Build.Name, res.Build.Title, res.CPUPer100k, res.IdlePer100k,
 			sustained(res), mib(res.PeakRSS), mib(res.LadderPeakRSS), res.BytesPer100k/1e6, delivered)
 	}
 	p("")
@@ -124,8 +129,8 @@ func (r Report) Markdown(chart string) string {
 		"All three have the same queue (100,000 items), retry and memory limiter settings.")
 	p("- **Sustained input rate.** Steps of %s from %.0f spans/s, doubling until a step fails, then %d bisection steps. A step holds when the collector refused no request (HTTP 429/503, gRPC RESOURCE_EXHAUSTED/UNAVAILABLE) and answered every request, the sender kept 95%% of the rate, and the platform held every span and score the step should deliver %s after its end. A failed step restarts the collector. The value is the highest rate that held, a lower bound within the last bisection interval.",
 		cfg.StepDuration, cfg.StartRate, cfg.Refinements, cfg.DrainTimeout)
-	p("- **CPU, memory, bytes.** A fixed run per build, each with a fresh collector, on the same traces (same sequence numbers) at %.0f spans/s (half the lowest sustained rate, so that every build keeps up) for about %s. CPU is utime+stime from `/proc/<pid>/stat` from the first request until the platform held everything; peak RSS is `VmHWM` from `/proc/<pid>/status` at the end; bytes are the request bodies the platform received, as sent (gzip).",
-		fixedRate(r), cfg.FixedDuration)
+	p("- **CPU, memory, bytes.** A fixed run per build, each with a fresh collector, on the same traces (same sequence numbers) at %.0f spans/s (half the lowest sustained rate, so that every build keeps up) for about %s. CPU is utime+stime from `/proc/<pid>/stat` from the first request until the platform held everything; idle is the collector's CPU use per second measured for %s before the load, times the run's duration (the ratio \"idle use taken out\" compares the rest); peak RSS is `VmHWM` from `/proc/<pid>/status` at the end; bytes are the request bodies the platform received, as sent (gzip).",
+		fixedRate(r), cfg.FixedDuration, cfg.IdleWindow)
 	p("- **Same spans.** The platform counts deliveries per (trace id, span id); every expected span id of every accepted trace is looked up, and the platform's count of distinct spans must equal the matches (nothing unexpected).")
 	p("- **The sender shares the machine.** The load generator and the local platform run in the driver process: it used %.1f s of CPU over the whole run. When a build's sustained rate is close to where the sender itself runs out of CPU, the rate ratio understates the difference between builds.", r.DriverCPU.Seconds())
 	p("")

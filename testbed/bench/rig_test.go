@@ -78,7 +78,7 @@ func TestRigAccountsForEveryBuild(t *testing.T) {
 			settle, cancelSettle := context.WithTimeout(ctx, 30*time.Second)
 			defer cancelSettle()
 			a := Settle(settle, rig.Platform, w, b, results...)
-			t.Log(a.Line(b.Name))
+			t.Log(a.Line("build " + b.Name))
 			if a.Spans.Expected == 0 || a.Spans.Lost != 0 || a.Spans.Duplicated != 0 || a.Spans.Unexpected != 0 {
 				t.Errorf("spans: %+v", a.Spans)
 			}

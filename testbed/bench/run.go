@@ -37,8 +37,10 @@ type Config struct {
 
 	// The fixed run, the same for every build, measures CPU, memory and bytes: FixedDuration
 	// at FixedRate (default: half the lowest sustained rate, so that every build keeps up).
+	// IdleWindow before it measures the collector's CPU use without load; default 5s.
 	FixedRate     float64
 	FixedDuration time.Duration
+	IdleWindow    time.Duration
 
 	// Log receives progress lines; default discard.
 	Log io.Writer `json:"-"`
@@ -69,7 +71,10 @@ func (c Config) withDefaults() Config {
 		c.DrainTimeout = 8 * time.Second
 	}
 	if c.FixedDuration <= 0 {
-		c.FixedDuration = 20 * time.Second
+		c.FixedDuration = 30 * time.Second
+	}
+	if c.IdleWindow <= 0 {
+		c.IdleWindow = 5 * time.Second
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
@@ -108,6 +113,10 @@ type Result struct {
 	// to the last delivery); CPUPer100k the same per 100,000 input spans, in seconds.
 	CPU        time.Duration
 	CPUPer100k float64
+	// IdleCPU is the collector's CPU use per second without load; IdlePer100k what that
+	// rate adds up to over the fixed run, per 100,000 input spans (part of CPUPer100k).
+	IdleCPU     time.Duration
+	IdlePer100k float64
 	// PeakRSS is the collector's VmHWM at the end of the fixed run.
 	PeakRSS int64
 	// TraceBytes and ScoreBytes are the request bodies the platform received (as sent:
@@ -134,6 +143,8 @@ type Report struct {
 	// SameSpans compares the span ids A and C delivered in the fixed run (empty when either
 	// is missing).
 	SameSpans string
+	// Error says why the run stopped early, if it did.
+	Error string `json:",omitempty"`
 }
 
 // Result returns the result of the build with this name.
@@ -147,7 +158,8 @@ func (r Report) Result(name string) (Result, bool) {
 }
 
 // Run measures every build of cfg: first the sustained-rate search of each, then the fixed run
-// of each at one common rate.
+// of each at one common rate. On an error (ctx ending, a collector that does not start) the
+// report holds what was measured so far.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	cfg = cfg.withDefaults()
 	if len(cfg.Builds) == 0 {
@@ -163,12 +175,18 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	logf(cfg.Log, "workload: %d traces in the pool, %.1f spans per trace (%.0f%% plain), %.0f KiB per trace, %.0f scores per trace",
 		rep.Shape.Templates, rep.Shape.SpansPerTrace, 100*rep.Shape.PlainShare, rep.Shape.BytesPerTrace/1024, rep.Shape.ScoresPerTrace)
 
+	defer func() {
+		self1, _ := ReadUsage(os.Getpid())
+		rep.DriverCPU = self1.CPU - self0.CPU
+		rep.Elapsed = time.Since(rep.Started)
+		rep.LoadAvg[1] = loadAvg()
+	}()
 	for _, b := range cfg.Builds {
 		res, err := ladder(ctx, cfg, w, b)
+		rep.Results = append(rep.Results, res)
 		if err != nil {
 			return rep, fmt.Errorf("build %s: %w", b.Name, err)
 		}
-		rep.Results = append(rep.Results, res)
 	}
 	fixedRate := cfg.FixedRate
 	if fixedRate <= 0 {
@@ -182,14 +200,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	for i := range rep.Results {
 		if err := fixed(ctx, cfg, w, fixedRate, &rep.Results[i]); err != nil {
+			rep.SameSpans = sameSpans(rep)
 			return rep, fmt.Errorf("build %s: %w", rep.Results[i].Build.Name, err)
 		}
 	}
 	rep.SameSpans = sameSpans(rep)
-	self1, _ := ReadUsage(os.Getpid())
-	rep.DriverCPU = self1.CPU - self0.CPU
-	rep.Elapsed = time.Since(rep.Started)
-	rep.LoadAvg[1] = loadAvg()
 	return rep, nil
 }
 
@@ -313,10 +328,18 @@ func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, r
 
 	// The same traces for every build: a fixed count, at the rate, from sequence number 0.
 	traces := int(rate * cfg.FixedDuration.Seconds() / w.Shape().SpansPerTrace)
+	time.Sleep(time.Second) // past the start-up work
+	idle0, err := rig.Usage()
+	if err != nil {
+		return err
+	}
+	time.Sleep(cfg.IdleWindow)
 	before, err := rig.Usage()
 	if err != nil {
 		return err
 	}
+	res.IdleCPU = time.Duration(float64(before.CPU-idle0.CPU) / cfg.IdleWindow.Seconds())
+	started := time.Now()
 	r, err := loadgen.Run(ctx, w, s, loadgen.RunOptions{
 		Rate: rate, Duration: 3 * cfg.FixedDuration, MaxTraces: traces, Concurrency: cfg.Concurrency,
 	})
@@ -330,6 +353,7 @@ func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, r
 	if err != nil {
 		return err
 	}
+	wall := time.Since(started)
 	res.FixedRate = rate
 	res.Sent = r
 	res.Account = a
@@ -347,9 +371,10 @@ func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, r
 	if res.InputSpans > 0 {
 		res.CPUPer100k = res.CPU.Seconds() / float64(res.InputSpans) * 1e5
 		res.BytesPer100k = float64(res.TraceBytes+res.ScoreBytes) / float64(res.InputSpans) * 1e5
+		res.IdlePer100k = res.IdleCPU.Seconds() * wall.Seconds() / float64(res.InputSpans) * 1e5
 	}
-	logf(cfg.Log, "%s: fixed run at %.0f spans/s: %d input spans, CPU %.2fs (%.2fs per 100k), peak RSS %.0f MiB, %.1f MB to the platform; %s",
-		b.Name, rate, res.InputSpans, res.CPU.Seconds(), res.CPUPer100k, mib(res.PeakRSS), float64(res.TraceBytes+res.ScoreBytes)/1e6, a.Spans)
+	logf(cfg.Log, "%s: fixed run at %.0f spans/s: %d input spans, CPU %.2fs (%.2fs per 100k, idle %.1f ms/s), peak RSS %.0f MiB, %.1f MB to the platform; %s",
+		b.Name, rate, res.InputSpans, res.CPU.Seconds(), res.CPUPer100k, float64(res.IdleCPU)/1e6, mib(res.PeakRSS), float64(res.TraceBytes+res.ScoreBytes)/1e6, a.Spans)
 	return nil
 }
 
@@ -363,6 +388,8 @@ func sameSpans(rep Report) string {
 		return ""
 	}
 	switch {
+	case a.InputSpans == 0 || c.InputSpans == 0:
+		return "not measured: the fixed run of A or C did not take place"
 	case a.Sent.Accepted.Traces != c.Sent.Accepted.Traces || a.Sent.Accepted.Traces != a.Sent.Sent.Traces:
 		return fmt.Sprintf("not comparable: A accepted %d traces, C %d, of %d sent", a.Sent.Accepted.Traces, c.Sent.Accepted.Traces, a.Sent.Sent.Traces)
 	case a.Account.Spans.Lost == 0 && c.Account.Spans.Lost == 0 && a.Account.Spans.Unexpected == 0 && c.Account.Spans.Unexpected == 0:

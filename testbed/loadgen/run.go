@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -125,7 +126,6 @@ func Run(ctx context.Context, w *Workload, s Sender, opts RunOptions) (Result, e
 				mu.Lock()
 				res.record(req, out)
 				mu.Unlock()
-				w.Release(req)
 			}
 		})
 	}
@@ -165,7 +165,6 @@ produce:
 		select {
 		case jobs <- req:
 		case <-ctx.Done():
-			w.Release(req)
 			break produce
 		}
 		if opts.Rate > 0 {
@@ -189,15 +188,7 @@ produce:
 	res.Elapsed = time.Since(start)
 	res.MaxLag = maxLag
 	res.NextSeq = seq
-	slices.SortFunc(res.AcceptedSeqs, func(a, b SeqRange) int {
-		switch {
-		case a.First < b.First:
-			return -1
-		case a.First > b.First:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(res.AcceptedSeqs, func(a, b SeqRange) int { return cmp.Compare(a.First, b.First) })
 	return res, nil
 }
 

@@ -28,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -47,8 +48,9 @@ type WorkloadOptions struct {
 	// MetadataMinKeys and MetadataMaxKeys bound the observation metadata keys per LLM span;
 	// default 5 and 15.
 	MetadataMinKeys, MetadataMaxKeys int
-	// PlainShare is the share of ordinary HTTP and database spans among all spans; default 0.7.
-	// An agent trace has 7 plain spans of 12 of its own, so shares below 7/12 give 7/12.
+	// PlainShare is the share of ordinary HTTP and database spans among all spans, below 1;
+	// default 0.7. An agent trace has 7 plain spans of 12 of its own, so shares below 7/12
+	// give 7/12.
 	PlainShare float64
 	// PIIShare is the share of traces with an e-mail address, a card number and an API key in
 	// the prompt and an e-mail address in a metadata value; default 0.25. Negative: none.
@@ -92,7 +94,6 @@ func (o WorkloadOptions) withDefaults() WorkloadOptions {
 type Workload struct {
 	opts      WorkloadOptions
 	templates []template
-	bufs      sync.Pool
 	// now is the clock that dates the traces sent; tests fix it.
 	now func() time.Time
 }
@@ -190,6 +191,9 @@ var appResource = resource.NewSchemaless(
 // NewWorkload generates the pool of traces through the OpenTelemetry SDK.
 func NewWorkload(opts WorkloadOptions) (*Workload, error) {
 	opts = opts.withDefaults()
+	if opts.PlainShare >= 1 {
+		return nil, fmt.Errorf("loadgen: PlainShare %v: a trace needs GenAI spans, the share must be below 1", opts.PlainShare)
+	}
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x6a09e667f3bcc909))
 	spans := &spanCollector{}
@@ -209,7 +213,8 @@ func NewWorkload(opts WorkloadOptions) (*Workload, error) {
 	w := &Workload{opts: opts, now: time.Now}
 	// Extra plain spans per trace are spread so that the pool's share of plain spans is as
 	// close to PlainShare as whole spans allow (error diffusion over the pool).
-	const ownSpans, ownPlain = 12, 7
+	probe := workload.EmitAgentTrace(ctx, noop.NewTracerProvider(), workload.AgentOptions{})
+	ownSpans, ownPlain := float64(probe.TotalSpans), float64(probe.TotalSpans-len(probe.GenAISpans))
 	extraPerTrace := max(0, (opts.PlainShare*ownSpans-ownPlain)/(1-opts.PlainShare))
 	carried := 0.0
 	for i := range opts.Templates {
@@ -455,14 +460,11 @@ type Request struct {
 
 // NewRequest encodes the traces from firstSeq on, at least one, until the request holds
 // maxTraces traces (0: no limit) or the next trace would take it over maxSpans spans or
-// maxBytes bytes. Release the request when it has been sent.
+// maxBytes bytes. Each request has a body of its own: an HTTP transport may still be reading
+// a body after the answer came, so bodies are not reused.
 func (w *Workload) NewRequest(firstSeq uint64, maxTraces, maxSpans, maxBytes int) *Request {
 	r := &Request{FirstSeq: firstSeq}
-	buf, _ := w.bufs.Get().(*[]byte)
-	if buf == nil {
-		buf = new([]byte)
-	}
-	body := (*buf)[:0]
+	var body []byte
 	now := uint64(w.now().UnixNano())
 	for seq := firstSeq; ; seq++ {
 		t := &w.templates[w.templateOf(seq)]
@@ -479,16 +481,8 @@ func (w *Workload) NewRequest(firstSeq uint64, maxTraces, maxSpans, maxBytes int
 		r.Scores += t.scores
 		r.InvalidScores += t.invalidScores
 	}
-	*buf = body
 	r.Body = body
 	return r
-}
-
-// Release gives the request's buffer back for reuse; the request must not be used after.
-func (w *Workload) Release(r *Request) {
-	b := r.Body
-	r.Body = nil
-	w.bufs.Put(&b)
 }
 
 // writeIDs gives the trace seq its ids and times: it ends at now.

@@ -35,7 +35,7 @@ func main() {
 	refinements := flag.Int("refinements", 2, "bisection steps after the first failed step")
 	drain := flag.Duration("drain", 8*time.Second, "how long after a step the platform may still be receiving its spans")
 	fixedRate := flag.Float64("fixed-rate", 0, "rate of the fixed run, spans/s (0: half the lowest sustained rate)")
-	fixedDuration := flag.Duration("fixed", 20*time.Second, "duration of the fixed run")
+	fixedDuration := flag.Duration("fixed", 30*time.Second, "duration of the fixed run")
 	concurrency := flag.Int("concurrency", 4, "requests in flight")
 	timeout := flag.Duration("timeout", 14*time.Minute, "upper bound of the whole run")
 	quick := flag.Bool("quick", false, "a short run to check the machinery: 3s steps, no refinement, 6s fixed run")
@@ -84,9 +84,12 @@ func main() {
 		}
 	}
 
-	rep, err := bench.Run(ctx, cfg)
-	if err != nil {
-		fail(err)
+	rep, runErr := bench.Run(ctx, cfg)
+	if runErr != nil {
+		if len(rep.Results) == 0 {
+			fail(runErr)
+		}
+		rep.Error = runErr.Error()
 	}
 	if err := rep.Write(*out); err != nil {
 		fail(err)
@@ -95,8 +98,11 @@ func main() {
 	fmt.Printf("wrote %s/bench.md, bench.svg, bench.json in %s\n", *out, rep.Elapsed.Round(time.Second))
 	for _, q := range rep.Ratios() {
 		if strings.HasPrefix(q.Name, "CPU") || strings.HasPrefix(q.Name, "sustained") || strings.HasPrefix(q.Name, "peak RSS (fixed") {
-			fmt.Printf("%-40s %6.2f %s\n", q.Name, q.Value, q.Target)
+			fmt.Printf("%-48s %6.2f %s\n", q.Name, q.Value, q.Target)
 		}
+	}
+	if runErr != nil {
+		fail(fmt.Errorf("the run did not finish; the report holds what was measured: %w", runErr))
 	}
 }
 

@@ -253,4 +253,3 @@ func printDelivery(out io.Writer, p *platform.Platform) {
 		fmt.Fprintln(out, "note: duplicate deliveries are upserted by the platform")
 	}
 }
-

@@ -1,0 +1,38 @@
+package svcspanfilterprocessor
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The known scopes are the svc SDKs' list (DESIGN.md 2.2); this pins the table's size and shape so
+// that an edit to it is deliberate.
+func TestKnownScopesTable(t *testing.T) {
+	assert.Len(t, knownScopes, 39)
+	seen := map[string]bool{}
+	for _, s := range knownScopes {
+		assert.False(t, seen[s.name], "scope %q is listed twice", s.name)
+		seen[s.name] = true
+		assert.NoError(t, validateScope("knownScopes", s.name))
+		assert.Equal(t, s.name == "ai", s.exactOnly, "only `ai` matches exactly: %q", s.name)
+	}
+}
+
+// The README's list of known scopes is the table's.
+func TestReadmeListsKnownScopes(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	section := string(readme)
+	start := strings.Index(section, "### Known instrumentation scopes")
+	require.GreaterOrEqual(t, start, 0)
+	section = section[start:]
+	section = section[:strings.Index(section, "\n## ")]
+	for _, s := range knownScopes {
+		name := strings.TrimPrefix(s.name, openTelemetryInstrumentationPrefix)
+		assert.Contains(t, section, "`"+name+"`", "README does not list the known scope %q", s.name)
+	}
+}
