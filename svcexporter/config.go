@@ -85,6 +85,10 @@ func validateEndpoint(endpoint string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("endpoint must be an absolute http:// or https:// URL (the platform base URL); got %q", endpoint)
 	}
+	if u.User != nil {
+		// Credentials in the URL would be printed with every error that names the endpoint.
+		return errors.New("endpoint must not carry credentials (user:password@); set public_key and secret_key instead")
+	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		return fmt.Errorf("endpoint must be the platform base URL without query or fragment; got %q", endpoint)
 	}

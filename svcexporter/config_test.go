@@ -94,6 +94,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "missing_endpoint", wantErr: []string{"endpoint must be set"}},
 		{name: "relative_endpoint", wantErr: []string{"endpoint must be an absolute http:// or https:// URL", "cloud.svc.example/api"}},
 		{name: "ftp_endpoint", wantErr: []string{"endpoint must be an absolute http:// or https:// URL", "ftp://"}},
+		{name: "endpoint_with_credentials", wantErr: []string{"endpoint must not carry credentials"}},
 		{name: "missing_public_key", wantErr: []string{"public_key must be set"}},
 		{name: "missing_secret_key", wantErr: []string{"secret_key must be set"}},
 		{name: "bad_version_check", wantErr: []string{"server_version_check must be one of enforce, warn, off", `"strict"`}},

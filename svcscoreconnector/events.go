@@ -30,10 +30,6 @@ const eventNameAttr = "event.name"
 // has a numeric value (the value wins: it is the score; the label is kept beside it).
 const metadataLabelKey = "label"
 
-// scoreMetadataMap is the bare form of score metadata: one map attribute instead of
-// svc.score.metadata.<key> attributes.
-const scoreMetadataMap = "svc.score.metadata"
-
 // eventKind is the kind of a scoring event.
 type eventKind int
 
@@ -112,7 +108,7 @@ func toScore(ev scoringEvent, queuedAt pcommon.Timestamp) (scorerecord.Score, er
 			s.DatasetRunID = v.AsString()
 		case scorerecord.AttrTarget:
 			target = v.AsString()
-		case scoreMetadataMap:
+		case scorerecord.AttrMetadata:
 			if v.Type() == pcommon.ValueTypeMap {
 				v.Map().Range(func(mk string, mv pcommon.Value) bool {
 					mv.CopyTo(scoreMetadata(&s).PutEmpty(mk))

@@ -30,10 +30,15 @@ func ValidateRate(rate float64) error {
 }
 
 // NewRatio returns the sampler for rate. Callers validate rate with ValidateRate first; a rate of 1
-// or more keeps every trace, as the SDK's sampler does.
+// or more keeps every trace and a rate of 0 or less (or NaN) keeps none, as the SDK's sampler does.
 func NewRatio(rate float64) Ratio {
 	if rate >= 1 {
 		return Ratio{rate: rate, keepAll: true}
+	}
+	if !(rate > 0) {
+		// The SDK clamps such rates to 0; converting a negative or NaN float to uint64 would
+		// give an implementation-specific bound (on amd64 one that keeps about every trace).
+		return Ratio{rate: rate}
 	}
 	return Ratio{rate: rate, upperBound: uint64(rate * (1 << 63))}
 }

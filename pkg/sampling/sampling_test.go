@@ -114,3 +114,18 @@ func TestRateOneKeepsEverything(t *testing.T) {
 		t.Error("rate 0.5 must not report KeepAll")
 	}
 }
+
+// Rates outside (0, 1] never come from a validated config, but NewRatio must still agree with the
+// SDK, which keeps nothing for a rate of 0 or less.
+func TestNonPositiveRateKeepsNothingLikeTheSDK(t *testing.T) {
+	for _, rate := range []float64{0, -0.5, -1, math.Inf(-1)} {
+		sdkSampler := sdktrace.TraceIDRatioBased(rate)
+		ours := NewRatio(rate)
+		for _, low := range []uint64{0, 1, 1 << 62, math.MaxUint64 - 1, math.MaxUint64} {
+			id := traceIDWithLow64(3, low)
+			if got, want := ours.Keep(id), sdkKeeps(sdkSampler, id); got != want {
+				t.Errorf("rate %v, trace id %s: Keep = %v, Go SDK TraceIDRatioBased = %v", rate, id, got, want)
+			}
+		}
+	}
+}

@@ -46,6 +46,9 @@ const (
 	AttrDatasetRunID = "svc.score.dataset_run_id"
 	// AttrMetadataPrefix starts one attribute per metadata key: svc.score.metadata.<key>.
 	AttrMetadataPrefix = "svc.score.metadata."
+	// AttrMetadata is the bare form of score metadata on a scoring event: one map attribute
+	// instead of AttrMetadataPrefix+<key> attributes (the connector reads both).
+	AttrMetadata = "svc.score.metadata"
 	// AttrTarget on a `svc.score` span event says what the score is about: TargetObservation
 	// (the span, the default) or TargetTrace (the whole trace, like span.score_trace()).
 	AttrTarget = "svc.score.target"
@@ -157,6 +160,7 @@ func Read(lr plog.LogRecord) Request {
 	if ts != 0 {
 		req.Timestamp = ts.AsTime().UTC().Format(time.RFC3339Nano)
 	}
+	traceLevel := false
 	attrs.Range(func(k string, v pcommon.Value) bool {
 		switch k {
 		case AttrID:
@@ -173,6 +177,10 @@ func Read(lr plog.LogRecord) Request {
 			req.ConfigID = v.AsString()
 		case AttrEnvironment:
 			req.Environment = v.AsString()
+		case AttrTarget:
+			// A record an application sent straight to the exporter may still say what it
+			// scores; a trace-level score names no observation.
+			traceLevel = v.AsString() == TargetTrace
 		case AttrSessionID:
 			req.SessionID = v.AsString()
 		case AttrDatasetRunID:
@@ -187,6 +195,9 @@ func Read(lr plog.LogRecord) Request {
 		}
 		return true
 	})
+	if traceLevel {
+		req.ObservationID = ""
+	}
 	if req.DataType == "" {
 		switch req.Value.(type) {
 		case float64:

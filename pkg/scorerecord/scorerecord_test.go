@@ -280,3 +280,27 @@ func BenchmarkEventID(b *testing.B) {
 		_ = EventID(traceID, spanID, EventName, scoreTime, i&7, "helpfulness")
 	}
 }
+
+// TestReadTraceTarget: a record sent straight to the exporter with svc.score.target=trace is a
+// trace-level score even when it carries the span id of the span it was emitted under.
+func TestReadTraceTarget(t *testing.T) {
+	tests := []struct {
+		target          string
+		wantObservation string
+	}{
+		{target: "", wantObservation: spanID.String()},
+		{target: TargetObservation, wantObservation: spanID.String()},
+		{target: TargetTrace, wantObservation: ""},
+	}
+	for _, tt := range tests {
+		lr := plog.NewLogRecord()
+		Write(lr, Score{ID: "s", TraceID: traceID, ObservationID: spanID, Name: "n", Value: pcommon.NewValueDouble(1)})
+		if tt.target != "" {
+			lr.Attributes().PutStr(AttrTarget, tt.target)
+		}
+		req := Read(lr)
+		if req.ObservationID != tt.wantObservation || req.TraceID != traceID.String() {
+			t.Errorf("target %q: traceId %q observationId %q, want %q %q", tt.target, req.TraceID, req.ObservationID, traceID.String(), tt.wantObservation)
+		}
+	}
+}

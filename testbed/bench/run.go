@@ -160,12 +160,12 @@ func (r Report) Result(name string) (Result, bool) {
 // Run measures every build of cfg: first the sustained-rate search of each, then the fixed run
 // of each at one common rate. On an error (ctx ending, a collector that does not start) the
 // report holds what was measured so far.
-func Run(ctx context.Context, cfg Config) (Report, error) {
+func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	cfg = cfg.withDefaults()
 	if len(cfg.Builds) == 0 {
 		return Report{}, errors.New("bench: no builds to measure")
 	}
-	rep := Report{Started: time.Now(), Config: cfg, Machine: machine(), LoadAvg: [2]string{loadAvg(), ""}}
+	rep = Report{Started: time.Now(), Config: cfg, Machine: machine(), LoadAvg: [2]string{loadAvg(), ""}}
 	self0, _ := ReadUsage(os.Getpid())
 	w, err := loadgen.NewWorkload(cfg.Workload)
 	if err != nil {
@@ -190,11 +190,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	fixedRate := cfg.FixedRate
 	if fixedRate <= 0 {
-		lowest := 0.0
+		lowest := rep.Results[0].Sustained
 		for _, r := range rep.Results {
-			if lowest == 0 || r.Sustained < lowest {
-				lowest = r.Sustained
-			}
+			lowest = min(lowest, r.Sustained)
 		}
 		fixedRate = max(lowest/2, cfg.StartRate/2)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/hex"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -212,6 +213,35 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 			}
 			if strings.Contains(out, testSecretKey) {
 				t.Errorf("config error output contains the secret key")
+			}
+		})
+	}
+}
+
+// TestDistributionConfigsLoad: the default config and every example overlay in distribution/
+// load in the built binary, so the documented commands work as written.
+func TestDistributionConfigsLoad(t *testing.T) {
+	bin := collectorBinary(t)
+	overlays, err := filepath.Glob(filepath.Join(collector.RepoRoot(), "distribution", "examples", "*.yaml"))
+	if err != nil || len(overlays) == 0 {
+		t.Fatalf("no example overlays found: %v", err)
+	}
+	env := []string{"SVC_ENDPOINT=http://127.0.0.1:1", "SVC_PUBLIC_KEY=" + testPublicKey,
+		"SVC_SECRET_KEY=" + testSecretKey, "SVC_QUEUE_DIR=" + t.TempDir()}
+	for _, overlay := range append([]string{""}, overlays...) {
+		name := filepath.Base(overlay)
+		if overlay == "" {
+			name = "config.yaml"
+		}
+		t.Run(name, func(t *testing.T) {
+			args := []string{"validate", "--config", collector.DefaultConfig()}
+			if overlay != "" {
+				args = append(args, "--config", overlay)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			if out, err := collector.Run(ctx, bin, env, args...); err != nil {
+				t.Errorf("%s does not load: %v\n%s", name, err, out)
 			}
 		})
 	}

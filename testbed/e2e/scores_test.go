@@ -70,6 +70,12 @@ func TestScoresFromEvaluationEvents(t *testing.T) {
 	wantScores += 2
 
 	g.waitForScores(t, wantScores)
+	// Spans and scores travel separate pipelines, so the spans may land after the scores.
+	genAISpans := 0
+	for _, at := range sent {
+		genAISpans += len(at.GenAISpans)
+	}
+	g.waitForSpans(t, genAISpans)
 
 	for i, at := range sent {
 		traceID := hex.EncodeToString(at.TraceID[:])
