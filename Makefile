@@ -10,13 +10,15 @@ TOOLS_DIR    := $(CURDIR)/.tools
 OCB          := $(TOOLS_DIR)/builder
 BIN          := $(CURDIR)/bin/svc-otelcol
 BUILD_DIR    := $(CURDIR)/build
+# Build C of `make bench`: contrib's OTTL processors, the pipeline a user would otherwise write.
+PEER         := $(BUILD_DIR)/peer/peer-otelcol
 # Every Go module with packages, in dependency order (the root module only pins tools).
 MODULES      := pkg svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector testbed benchmarks
 # Modules with an mdatagen metadata.yaml.
 COMPONENTS   := svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector
 GO_TEST_FLAGS ?= -count=1
 
-.PHONY: all tools build run demo test fmt-check vet unit-test e2e-test generate bench faults lint clean
+.PHONY: all tools build peer run demo test fmt-check vet unit-test e2e-test generate bench faults lint clean
 
 all: build
 
@@ -39,6 +41,13 @@ build: $(OCB)
 	cp $(BUILD_DIR)/svc-otelcol/svc-otelcol $(BIN).tmp && mv -f $(BIN).tmp $(BIN)
 	$(BIN) components | grep -q 'name: svc' && echo "built $(BIN)"
 
+## peer: build C of the load runs (testbed/peer/builder-config.yaml) into build/peer/peer-otelcol.
+$(PEER): testbed/peer/builder-config.yaml | $(OCB)
+	mkdir -p $(BUILD_DIR)/peer
+	flock $(BUILD_DIR)/.peer.lock env GOWORK=off $(OCB) --config testbed/peer/builder-config.yaml
+
+peer: $(PEER)
+
 ## run: the default gateway config; needs SVC_ENDPOINT, SVC_PUBLIC_KEY and SVC_SECRET_KEY.
 run: build
 	$(BIN) --config distribution/config.yaml
@@ -60,17 +69,23 @@ vet:
 unit-test:
 	for m in $(MODULES); do (cd $$m && $(GO) test $(GO_TEST_FLAGS) ./...); done
 
-## e2e-test: the built binary against the local svc platform (testbed/e2e).
+## e2e-test: the built binary against the local svc platform (testbed/e2e, including the short
+## fault tests), and the load-run machinery on a small run (testbed/bench).
 e2e-test:
-	cd testbed && SVC_OTELCOL_BIN=$(BIN) $(GO) test $(GO_TEST_FLAGS) -timeout 30m -v ./e2e/... 2>&1 | tee $(BUILD_DIR)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)' ; \
-	  exit $${PIPESTATUS[0]}
+	mkdir -p $(BUILD_DIR)
+	cd testbed && status=0 && { SVC_OTELCOL_BIN=$(BIN) $(GO) test $(GO_TEST_FLAGS) -timeout 30m -v ./e2e/... ./bench/... > $(BUILD_DIR)/e2e.log 2>&1 || status=$$?; }; \
+	  grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok|panic)|fault ' $(BUILD_DIR)/e2e.log || true; \
+	  if [ $$status -ne 0 ]; then tail -n 200 $(BUILD_DIR)/e2e.log; fi; exit $$status
 
-## bench: Go benchmarks of the components beside contrib, then the testbed's load runs.
-bench: build
+## bench: Go benchmarks of the components beside contrib, then the load runs of builds A (svc-otelcol),
+## B (forwarding floor) and C (contrib OTTL peer) into testbed/results/bench.{md,svg,json}.
+bench: build $(PEER)
 	cd benchmarks && $(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee $(BUILD_DIR)/bench-go.txt
+	cd testbed && $(GO) run ./cmd/bench --svc-otelcol $(BIN) --peer $(PEER) --out results 2>&1 | tee $(BUILD_DIR)/bench-load.txt
 
+## faults: the fault tests with a 60-second outage and longer loads.
 faults: build
-	cd testbed && SVC_OTELCOL_BIN=$(BIN) SVC_FAULTS=long $(GO) test -count=1 -timeout 60m -v -run 'Fault' ./e2e/...
+	cd testbed && SVC_OTELCOL_BIN=$(BIN) SVC_FAULTS=long $(GO) test -count=1 -timeout 60m -v -run 'Fault' ./e2e/... 2>&1 | tee $(BUILD_DIR)/faults.log
 
 lint: fmt-check vet
 

@@ -28,8 +28,8 @@ type Count struct {
 	Unexpected int64
 	// RawDuplicates counts every delivery beyond the first of any item, unexpected ones included.
 	RawDuplicates int64
-	// Rejected counts the accepted items the platform refused for good (scores in a 207);
-	// they are not expected.
+	// Rejected counts the accepted items made for the platform to refuse (the workload's
+	// invalid scores, answered with a 207); they are not expected.
 	Rejected int64
 	// ByCount is set when the platform kept no ids to match (scores of a stats-only platform):
 	// Delivered and Lost then come from counts, not from matching each item.

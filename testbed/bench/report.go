@@ -77,18 +77,18 @@ func (r Report) Markdown(chart string) string {
 		p("**The run did not finish** (%s): the figures below are what was measured until then.", r.Error)
 		p("")
 	}
-	p("| build | what | CPU s per 100k input spans (of it idle) | sustained input rate (spans/s) | peak RSS, fixed run (MiB) | peak RSS, rate search (MiB) | MB to the platform per 100k input spans | delivered in the fixed run |")
+	p("| build | what | CPU s per 100k input spans: median [range] (of it idle) | sustained input rate (spans/s) | peak RSS, fixed run (MiB) | peak RSS, rate search (MiB) | MB to the platform per 100k input spans | delivered in the fixed run |")
 	p("|---|---|---:|---:|---:|---:|---:|---|")
 	for _, res := range r.Results {
 		delivered := fmt.Sprintf("%d spans", res.Account.Spans.Delivered)
 		if res.Build.Delivers == GenAISpansAndScores {
 			delivered += fmt.Sprintf(", %d scores", res.Account.Scores.Delivered)
 		}
-		if l := res.Account.Spans.Lost + res.Account.Scores.Lost; l > 0 {
-			delivered += fmt.Sprintf(" (%d LOST)", l)
+		if l := res.Lost(); l > 0 {
+			delivered += fmt.Sprintf(" (%d LOST over the rounds)", l)
 		}
-		p("| %s | %s | %.2f (%.2f) | %s | %.0f | %.0f | %.2f | %s |", res.Build.Name, res.Build.Title, res.CPUPer100k, res.IdlePer100k,
-			sustained(res), mib(res.PeakRSS), mib(res.LadderPeakRSS), res.BytesPer100k/1e6, delivered)
+		p("| %s | %s | %.2f [%.2f–%.2f] (%.2f) | %s | %.0f | %.0f | %.2f | %s |", res.Build.Name, res.Build.Title,
+			res.CPUPer100k, res.CPURange[0], res.CPURange[1], res.IdlePer100k, sustained(res), mib(res.PeakRSS), mib(res.LadderPeakRSS), res.BytesPer100k/1e6, delivered)
 	}
 	p("")
 	if chart != "" {
@@ -129,8 +129,8 @@ func (r Report) Markdown(chart string) string {
 		"All three have the same queue (100,000 items), retry and memory limiter settings.")
 	p("- **Sustained input rate.** Steps of %s from %.0f spans/s, doubling until a step fails, then %d bisection steps. A step holds when the collector refused no request (HTTP 429/503, gRPC RESOURCE_EXHAUSTED/UNAVAILABLE) and answered every request, the sender kept 95%% of the rate, and the platform held every span and score the step should deliver %s after its end. A failed step restarts the collector. The value is the highest rate that held, a lower bound within the last bisection interval.",
 		cfg.StepDuration, cfg.StartRate, cfg.Refinements, cfg.DrainTimeout)
-	p("- **CPU, memory, bytes.** A fixed run per build, each with a fresh collector, on the same traces (same sequence numbers) at %.0f spans/s (half the lowest sustained rate, so that every build keeps up) for about %s. CPU is utime+stime from `/proc/<pid>/stat` from the first request until the platform held everything; idle is the collector's CPU use per second measured for %s before the load, times the run's duration (the ratio \"idle use taken out\" compares the rest); peak RSS is `VmHWM` from `/proc/<pid>/status` at the end; bytes are the request bodies the platform received, as sent (gzip).",
-		fixedRate(r), cfg.FixedDuration, cfg.IdleWindow)
+	p("- **CPU, memory, bytes.** Fixed runs, %d rounds in which the builds take turns, each run with a fresh collector, on the same traces (same sequence numbers) at %.0f spans/s (half the lowest sustained rate, so that every build keeps up) for about %s; the table gives the median of the rounds. CPU is utime+stime from `/proc/<pid>/stat` from the first request until the platform held everything; idle is the collector's CPU use per second measured for %s before the load, times the run's duration (the ratio \"idle use taken out\" compares the rest); peak RSS is `VmHWM` from `/proc/<pid>/status` at the end; bytes are the request bodies the platform received, as sent (gzip).",
+		cfg.Rounds, fixedRate(r), cfg.FixedDuration, cfg.IdleWindow)
 	p("- **Same spans.** The platform counts deliveries per (trace id, span id); every expected span id of every accepted trace is looked up, and the platform's count of distinct spans must equal the matches (nothing unexpected).")
 	p("- **The sender shares the machine.** The load generator and the local platform run in the driver process: it used %.1f s of CPU over the whole run. When a build's sustained rate is close to where the sender itself runs out of CPU, the rate ratio understates the difference between builds.", r.DriverCPU.Seconds())
 	p("")
@@ -146,12 +146,14 @@ func (r Report) Markdown(chart string) string {
 	p("")
 	p("## Fixed-run accounts")
 	p("")
-	p("| build | spans sent | accepted | expected | delivered | lost | duplicated | unexpected | scores expected | delivered | lost | duplicated |")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p("| build, round | CPU s per 100k | peak RSS (MiB) | spans sent | accepted | expected | delivered | lost | duplicated | unexpected | scores expected | delivered | lost | duplicated |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, res := range r.Results {
-		s, c := res.Account.Spans, res.Account.Scores
-		p("| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |", res.Build.Name, s.Sent, s.Accepted, s.Expected, s.Delivered, s.Lost, s.Duplicated, s.Unexpected,
-			c.Expected, c.Delivered, c.Lost, c.Duplicated)
+		for i, run := range res.Runs {
+			s, c := run.Account.Spans, run.Account.Scores
+			p("| %s %d | %.2f | %.0f | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |", res.Build.Name, i+1, run.CPUPer100k, mib(run.PeakRSS),
+				s.Sent, s.Accepted, s.Expected, s.Delivered, s.Lost, s.Duplicated, s.Unexpected, c.Expected, c.Delivered, c.Lost, c.Duplicated)
+		}
 	}
 	return b.String()
 }
@@ -196,14 +198,14 @@ func (r Report) SVG() string {
 		value func(Result) float64
 	}
 	panels := []panel{
-		{"CPU per 100k input spans", "s", func(x Result) float64 { return x.CPUPer100k }},
+		{"CPU per 100k input spans", "s (median of the rounds)", func(x Result) float64 { return x.CPUPer100k }},
 		{"Sustained input rate", "spans/s", func(x Result) float64 { return x.Sustained }},
-		{"Peak RSS (fixed run)", "MiB", func(x Result) float64 { return mib(x.PeakRSS) }},
-		{"To the platform per 100k input spans", "MB", func(x Result) float64 { return x.BytesPer100k / 1e6 }},
+		{"Peak RSS, fixed run", "MiB", func(x Result) float64 { return mib(x.PeakRSS) }},
+		{"To the platform per 100k spans", "MB (gzip)", func(x Result) float64 { return x.BytesPer100k / 1e6 }},
 	}
 	colors := map[string]string{"A": "#2b6cb0", "B": "#718096", "C": "#dd6b20"}
 	const pw, ph, top, bottom, left = 240, 260, 50, 40, 20
-	width := left + len(panels)*pw
+	width := 2*left + len(panels)*pw
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, ph+top+bottom+30)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
@@ -250,6 +252,16 @@ func short(v float64) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
+}
+
+// ReadReport reads a report that Write saved as bench.json, to render it again.
+func ReadReport(path string) (Report, error) {
+	var r Report
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	return r, json.Unmarshal(raw, &r)
 }
 
 // Write writes bench.md, bench.svg and bench.json into dir.

@@ -16,10 +16,13 @@ func sampleReport() Report {
 		Started: time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC),
 		Config:  Config{Protocol: "http", Concurrency: 4, StepDuration: 10 * time.Second},
 		Results: []Result{
-			{Build: Build{Name: "A", Delivers: GenAISpansAndScores}, CPUPer100k: 3, Sustained: 4000, PeakRSS: 90 << 20, LadderPeakRSS: 120 << 20, BytesPer100k: 20e6,
-				Steps: []Step{{Rate: 4000, Held: true}, {Rate: 8000, Why: "sender reached only 5000 spans/s"}}},
-			{Build: Build{Name: "B", Delivers: AllSpans}, CPUPer100k: 2, Sustained: 8000, PeakRSS: 60 << 20, LadderPeakRSS: 200 << 20, BytesPer100k: 25e6},
-			{Build: Build{Name: "C", Delivers: GenAISpans}, CPUPer100k: 12, Sustained: 1000, PeakRSS: 100 << 20, LadderPeakRSS: 110 << 20, BytesPer100k: 18e6},
+			{Build: Build{Name: "A", Delivers: GenAISpansAndScores}, Sustained: 4000, LadderPeakRSS: 120 << 20,
+				FixedRun: FixedRun{CPUPer100k: 3, PeakRSS: 90 << 20, BytesPer100k: 20e6},
+				Steps:    []Step{{Rate: 4000, Held: true}, {Rate: 8000, Why: "sender reached only 5000 spans/s"}}},
+			{Build: Build{Name: "B", Delivers: AllSpans}, Sustained: 8000, LadderPeakRSS: 200 << 20,
+				FixedRun: FixedRun{CPUPer100k: 2, PeakRSS: 60 << 20, BytesPer100k: 25e6}},
+			{Build: Build{Name: "C", Delivers: GenAISpans}, Sustained: 1000, LadderPeakRSS: 110 << 20,
+				FixedRun: FixedRun{CPUPer100k: 12, PeakRSS: 100 << 20, BytesPer100k: 18e6}},
 		},
 	}
 }
@@ -87,8 +90,12 @@ func TestWrite(t *testing.T) {
 	if want := 1 + 4*3; bars != want { // the background, then 4 panels of 3 bars
 		t.Errorf("bench.svg has %d rects, want %d", bars, want)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "bench.json")); err != nil {
-		t.Error(err)
+	back, err := ReadReport(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Markdown("bench.svg") != string(md) {
+		t.Error("the report read back from bench.json renders differently")
 	}
 }
 
@@ -103,5 +110,18 @@ func TestReadUsage(t *testing.T) {
 	}
 	if u.CPU <= 0 || u.RSS <= 0 || u.PeakRSS < u.RSS {
 		t.Errorf("usage %+v", u)
+	}
+}
+
+// The summary of the rounds takes medians, and the range of the CPU figures.
+func TestSummarizeTakesMedians(t *testing.T) {
+	r := Result{Runs: []FixedRun{
+		{CPUPer100k: 5, PeakRSS: 70, BytesPer100k: 1, InputSpans: 9},
+		{CPUPer100k: 3, PeakRSS: 90, BytesPer100k: 2, InputSpans: 9},
+		{CPUPer100k: 4, PeakRSS: 80, BytesPer100k: 9, InputSpans: 9},
+	}}
+	r.summarize()
+	if r.CPUPer100k != 4 || r.PeakRSS != 80 || r.BytesPer100k != 2 || r.CPURange != [2]float64{3, 5} || r.InputSpans != 9 {
+		t.Errorf("summary %+v, range %v", r.FixedRun, r.CPURange)
 	}
 }

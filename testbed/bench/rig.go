@@ -42,6 +42,7 @@ type Build struct {
 	// Name is the short name in reports (A, B, C); Title says what the build is.
 	Name, Title string
 	Binary      string
+	Args        []string // before the --config flags
 	Configs     []string
 	Sets        []string
 	Env         []string
@@ -79,30 +80,15 @@ func Forwarder(svcOtelcol string) Build {
 const LambdaGate = "ottl.functions.enableLambda"
 
 // Peer is build C: contrib's filter, redaction and transform processors with OTTL, the nearest
-// equivalent of the gateway pipeline (testbed/peer/peer-config.yaml). binary must be run with
-// --feature-gates=LambdaGate: see GatedBinary.
+// equivalent of the gateway pipeline (testbed/peer/peer-config.yaml), run with the LambdaGate
+// feature gate its OTTL needs.
 func Peer(binary string) Build {
 	return Build{
 		Name: "C", Title: "contrib OTTL peer: filter + redaction + transform",
-		Binary: binary, Configs: []string{filepath.Join(PeerDir(), "peer-config.yaml")},
+		Binary: binary, Args: []string{"--feature-gates=" + LambdaGate},
+		Configs:  []string{filepath.Join(PeerDir(), "peer-config.yaml")},
 		Delivers: GenAISpans,
 	}
-}
-
-// GatedBinary writes into dir a script that runs binary with the lambda feature gate on, and
-// returns its path. testbed/collector passes only --config and --set; the script execs, so
-// the process it starts is the collector itself (its pid is the collector's).
-func GatedBinary(dir, binary string) (string, error) {
-	abs, err := filepath.Abs(binary)
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(abs); err != nil {
-		return "", fmt.Errorf("peer binary: %w (build it: make peer)", err)
-	}
-	path := filepath.Join(dir, "peer-otelcol-gated")
-	script := "#!/bin/sh\nexec " + strconv.Quote(abs) + " --feature-gates=" + LambdaGate + " \"$@\"\n"
-	return path, os.WriteFile(path, []byte(script), 0o755)
 }
 
 // RigOptions adjust a rig.
@@ -149,6 +135,7 @@ func (r *Rig) StartCollector(ctx context.Context) error {
 	b := r.Build
 	c, err := collector.Start(ctx, collector.Options{
 		Binary:  b.Binary,
+		Args:    b.Args,
 		Configs: append(append([]string{}, b.Configs...), r.opts.Configs...),
 		Sets:    append(append([]string{}, b.Sets...), r.opts.Sets...),
 		Env: append([]string{

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,11 +36,14 @@ type Config struct {
 	Refinements        int
 	DrainTimeout       time.Duration
 
-	// The fixed run, the same for every build, measures CPU, memory and bytes: FixedDuration
-	// at FixedRate (default: half the lowest sustained rate, so that every build keeps up).
-	// IdleWindow before it measures the collector's CPU use without load; default 5s.
+	// The fixed runs, the same for every build, measure CPU, memory and bytes: FixedDuration
+	// at FixedRate (default: half the lowest sustained rate, so that every build keeps up),
+	// Rounds times (default 3), the builds taking turns, so that a burst of other work on the
+	// machine hits one round of one build rather than all of it; the report takes medians.
+	// IdleWindow before each measures the collector's CPU use without load; default 5s.
 	FixedRate     float64
 	FixedDuration time.Duration
+	Rounds        int
 	IdleWindow    time.Duration
 
 	// Log receives progress lines; default discard.
@@ -71,7 +75,10 @@ func (c Config) withDefaults() Config {
 		c.DrainTimeout = 8 * time.Second
 	}
 	if c.FixedDuration <= 0 {
-		c.FixedDuration = 30 * time.Second
+		c.FixedDuration = 20 * time.Second
+	}
+	if c.Rounds <= 0 {
+		c.Rounds = 3
 	}
 	if c.IdleWindow <= 0 {
 		c.IdleWindow = 5 * time.Second
@@ -106,8 +113,18 @@ type Result struct {
 	Sustained     float64
 	LadderPeakRSS int64
 
-	// The fixed run.
-	FixedRate  float64
+	// FixedRate is the rate of the fixed runs; Runs are the fixed runs, one per round. The
+	// embedded FixedRun sums them up: the median of the rounds' CPU, idle, peak RSS and bytes,
+	// and the first round's account and sender view (every round sends the same traces).
+	FixedRate float64
+	Runs      []FixedRun
+	FixedRun
+	// CPURange is the lowest and highest CPUPer100k of the rounds.
+	CPURange [2]float64
+}
+
+// FixedRun is what one fixed run of one build measured.
+type FixedRun struct {
 	InputSpans int64
 	// CPU is the collector's user+system time over the fixed run (from the first request
 	// to the last delivery); CPUPer100k the same per 100,000 input spans, in seconds.
@@ -126,6 +143,52 @@ type Result struct {
 	Account                Account
 	// Sent is the sender's view of the fixed run.
 	Sent loadgen.Result
+}
+
+// summarize fills the embedded FixedRun from the rounds' runs.
+func (r *Result) summarize() {
+	if len(r.Runs) == 0 {
+		return
+	}
+	median := func(f func(FixedRun) float64) float64 {
+		v := make([]float64, len(r.Runs))
+		for i, run := range r.Runs {
+			v[i] = f(run)
+		}
+		slices.Sort(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	first := r.Runs[0]
+	r.FixedRun = FixedRun{
+		InputSpans:   first.InputSpans,
+		CPU:          time.Duration(median(func(x FixedRun) float64 { return float64(x.CPU) })),
+		CPUPer100k:   median(func(x FixedRun) float64 { return x.CPUPer100k }),
+		IdleCPU:      time.Duration(median(func(x FixedRun) float64 { return float64(x.IdleCPU) })),
+		IdlePer100k:  median(func(x FixedRun) float64 { return x.IdlePer100k }),
+		PeakRSS:      int64(median(func(x FixedRun) float64 { return float64(x.PeakRSS) })),
+		TraceBytes:   int64(median(func(x FixedRun) float64 { return float64(x.TraceBytes) })),
+		ScoreBytes:   int64(median(func(x FixedRun) float64 { return float64(x.ScoreBytes) })),
+		BytesPer100k: median(func(x FixedRun) float64 { return x.BytesPer100k }),
+		Account:      first.Account,
+		Sent:         first.Sent,
+	}
+	r.CPURange = [2]float64{first.CPUPer100k, first.CPUPer100k}
+	for _, run := range r.Runs {
+		r.CPURange[0] = min(r.CPURange[0], run.CPUPer100k)
+		r.CPURange[1] = max(r.CPURange[1], run.CPUPer100k)
+	}
+}
+
+// Lost sums what the fixed runs lost, spans and scores.
+func (r Result) Lost() int64 {
+	var n int64
+	for _, run := range r.Runs {
+		n += run.Account.Spans.Lost + run.Account.Scores.Lost
+	}
+	return n
 }
 
 // Report is the outcome of a load run.
@@ -196,10 +259,17 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		}
 		fixedRate = max(lowest/2, cfg.StartRate/2)
 	}
-	for i := range rep.Results {
-		if err := fixed(ctx, cfg, w, fixedRate, &rep.Results[i]); err != nil {
-			rep.SameSpans = sameSpans(rep)
-			return rep, fmt.Errorf("build %s: %w", rep.Results[i].Build.Name, err)
+	for round := range cfg.Rounds {
+		for i := range rep.Results {
+			res := &rep.Results[i]
+			res.FixedRate = fixedRate
+			run, err := fixed(ctx, cfg, w, fixedRate, res.Build)
+			if err != nil {
+				rep.SameSpans = sameSpans(rep)
+				return rep, fmt.Errorf("build %s, fixed run %d: %w", res.Build.Name, round+1, err)
+			}
+			res.Runs = append(res.Runs, run)
+			res.summarize()
 		}
 	}
 	rep.SameSpans = sameSpans(rep)
@@ -308,11 +378,11 @@ func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (Resu
 
 // fixed runs the same load through one build at a rate every build keeps up with, and
 // measures CPU, memory and bytes to the platform.
-func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, res *Result) error {
-	b := res.Build
+func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, b Build) (FixedRun, error) {
+	var run FixedRun
 	rig, err := StartRig(ctx, b, RigOptions{StatsOnly: true})
 	if err != nil {
-		return err
+		return run, err
 	}
 	defer func() {
 		rig.Collector.Kill()
@@ -320,7 +390,7 @@ func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, r
 	}()
 	s, err := rig.Sender(cfg.Protocol)
 	if err != nil {
-		return err
+		return run, err
 	}
 	defer s.Close()
 
@@ -329,51 +399,50 @@ func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, r
 	time.Sleep(time.Second) // past the start-up work
 	idle0, err := rig.Usage()
 	if err != nil {
-		return err
+		return run, err
 	}
 	time.Sleep(cfg.IdleWindow)
 	before, err := rig.Usage()
 	if err != nil {
-		return err
+		return run, err
 	}
-	res.IdleCPU = time.Duration(float64(before.CPU-idle0.CPU) / cfg.IdleWindow.Seconds())
+	run.IdleCPU = time.Duration(float64(before.CPU-idle0.CPU) / cfg.IdleWindow.Seconds())
 	started := time.Now()
 	r, err := loadgen.Run(ctx, w, s, loadgen.RunOptions{
 		Rate: rate, Duration: 3 * cfg.FixedDuration, MaxTraces: traces, Concurrency: cfg.Concurrency,
 	})
 	if err != nil {
-		return err
+		return run, err
 	}
 	drain, cancel := context.WithTimeout(ctx, 30*time.Second)
 	a := Settle(drain, rig.Platform, w, b, r)
 	cancel()
 	after, err := rig.Usage()
 	if err != nil {
-		return err
+		return run, err
 	}
 	wall := time.Since(started)
-	res.FixedRate = rate
-	res.Sent = r
-	res.Account = a
-	res.InputSpans = r.Sent.Spans
-	res.CPU = after.CPU - before.CPU
-	res.PeakRSS = after.PeakRSS
+	run.Sent = r
+	run.Account = a
+	run.InputSpans = r.Sent.Spans
+	run.CPU = after.CPU - before.CPU
+	run.PeakRSS = after.PeakRSS
 	for _, rec := range rig.Platform.Requests("") {
 		switch rec.Endpoint {
 		case platform.EndpointTraces:
-			res.TraceBytes += rec.BodyBytes
+			run.TraceBytes += rec.BodyBytes
 		case platform.EndpointScores:
-			res.ScoreBytes += rec.BodyBytes
+			run.ScoreBytes += rec.BodyBytes
 		}
 	}
-	if res.InputSpans > 0 {
-		res.CPUPer100k = res.CPU.Seconds() / float64(res.InputSpans) * 1e5
-		res.BytesPer100k = float64(res.TraceBytes+res.ScoreBytes) / float64(res.InputSpans) * 1e5
-		res.IdlePer100k = res.IdleCPU.Seconds() * wall.Seconds() / float64(res.InputSpans) * 1e5
+	if run.InputSpans > 0 {
+		run.CPUPer100k = run.CPU.Seconds() / float64(run.InputSpans) * 1e5
+		run.BytesPer100k = float64(run.TraceBytes+run.ScoreBytes) / float64(run.InputSpans) * 1e5
+		run.IdlePer100k = run.IdleCPU.Seconds() * wall.Seconds() / float64(run.InputSpans) * 1e5
 	}
 	logf(cfg.Log, "%s: fixed run at %.0f spans/s: %d input spans, CPU %.2fs (%.2fs per 100k, idle %.1f ms/s), peak RSS %.0f MiB, %.1f MB to the platform; %s",
-		b.Name, rate, res.InputSpans, res.CPU.Seconds(), res.CPUPer100k, float64(res.IdleCPU)/1e6, mib(res.PeakRSS), float64(res.TraceBytes+res.ScoreBytes)/1e6, a.Spans)
-	return nil
+		b.Name, rate, run.InputSpans, run.CPU.Seconds(), run.CPUPer100k, float64(run.IdleCPU)/1e6, mib(run.PeakRSS), float64(run.TraceBytes+run.ScoreBytes)/1e6, a.Spans)
+	return run, nil
 }
 
 // sameSpans states whether A and C delivered the same span ids in the fixed run. Each run's

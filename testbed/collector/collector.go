@@ -23,6 +23,8 @@ import (
 type Options struct {
 	// Binary is the collector executable.
 	Binary string
+	// Args come before the --config flags, e.g. "--feature-gates=...".
+	Args []string
 	// Configs are --config arguments (file paths, or yaml:/env: URIs), applied in order.
 	Configs []string
 	// Sets are --set overrides such as "exporters::svc::compression=none".
@@ -80,7 +82,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		HealthEndpoint:   fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		MetricsEndpoint:  fmt.Sprintf("127.0.0.1:%d", ports[3]),
 	}
-	args := make([]string, 0, 2*len(opts.Configs)+2*len(opts.Sets))
+	args := append(make([]string, 0, len(opts.Args)+2*len(opts.Configs)+2*len(opts.Sets)), opts.Args...)
 	for _, c := range opts.Configs {
 		args = append(args, "--config", c)
 	}

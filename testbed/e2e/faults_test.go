@@ -27,7 +27,7 @@ import (
 // load runs' rig (testbed/bench): collector via testbed/collector, load via testbed/loadgen,
 // counts via the platform's statistics.
 //
-// `make test` runs the short version (about three minutes); `make faults` sets SVC_FAULTS=long:
+// `make test` runs the short version (about two minutes); `make faults` sets SVC_FAULTS=long:
 // a 60-second outage instead of 30, and longer loads.
 
 // faultsLong is SVC_FAULTS=long.

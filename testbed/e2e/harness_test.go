@@ -186,7 +186,9 @@ func (g *gateway) readScores(t *testing.T, query url.Values) []readapi.Score {
 	return scores
 }
 
-// waitForSpans waits until the platform holds n distinct spans.
+// waitForSpans waits until the platform holds n distinct spans, and until the requests that
+// delivered them are in its request log (the platform logs a request once it has answered it,
+// just after storing its spans).
 func (g *gateway) waitForSpans(t *testing.T, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -194,15 +196,36 @@ func (g *gateway) waitForSpans(t *testing.T, n int) {
 	if err := g.platform.WaitForSpans(ctx, n); err != nil {
 		t.Fatalf("%v (platform stats: %+v)", err, g.platform.Stats())
 	}
+	logged := func() bool {
+		spans := 0
+		for _, r := range g.platform.Requests(platform.EndpointTraces) {
+			spans += r.Spans
+		}
+		return spans >= n
+	}
+	if !eventually(10*time.Second, logged) {
+		t.Fatalf("the platform stored %d spans but did not log the requests that delivered them", n)
+	}
 }
 
-// waitForScores waits until the platform holds n distinct scores.
+// waitForScores waits until the platform holds n distinct scores, and until the requests that
+// delivered them are in its request log.
 func (g *gateway) waitForScores(t *testing.T, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := g.platform.WaitForScores(ctx, n); err != nil {
 		t.Fatal(err)
+	}
+	logged := func() bool {
+		scores := 0
+		for _, r := range g.platform.Requests(platform.EndpointScores) {
+			scores += r.Scores
+		}
+		return scores >= n
+	}
+	if !eventually(10*time.Second, logged) {
+		t.Fatalf("the platform stored %d scores but did not log the requests that delivered them", n)
 	}
 }
 

@@ -32,28 +32,36 @@ func main() {
 	step := flag.Duration("step", 10*time.Second, "duration of each step of the sustained-rate search")
 	startRate := flag.Float64("start-rate", 250, "first step of the rate search, spans/s")
 	maxRate := flag.Float64("max-rate", 64000, "highest step of the rate search, spans/s")
-	refinements := flag.Int("refinements", 2, "bisection steps after the first failed step")
+	refinements := flag.Int("refinements", 2, "bisection steps after the first failed step (-1: none)")
 	drain := flag.Duration("drain", 8*time.Second, "how long after a step the platform may still be receiving its spans")
 	fixedRate := flag.Float64("fixed-rate", 0, "rate of the fixed run, spans/s (0: half the lowest sustained rate)")
-	fixedDuration := flag.Duration("fixed", 30*time.Second, "duration of the fixed run")
+	fixedDuration := flag.Duration("fixed", 20*time.Second, "duration of each fixed run")
+	rounds := flag.Int("rounds", 3, "fixed runs per build, the builds taking turns (the report takes medians)")
 	concurrency := flag.Int("concurrency", 4, "requests in flight")
 	timeout := flag.Duration("timeout", 14*time.Minute, "upper bound of the whole run")
-	quick := flag.Bool("quick", false, "a short run to check the machinery: 3s steps, no refinement, 6s fixed run")
+	render := flag.String("render", "", "render the report of an earlier run from its bench.json into --out, without running anything")
+	quick := flag.Bool("quick", false, "a short run to check the machinery: 3s steps, no refinement, one 6s fixed run")
 	flag.Parse()
 
+	if *render != "" {
+		rep, err := bench.ReadReport(*render)
+		if err != nil {
+			fail(err)
+		}
+		if err := rep.Write(*out); err != nil {
+			fail(err)
+		}
+		fmt.Printf("rendered %s into %s\n", *render, *out)
+		return
+	}
 	if *quick {
-		*step, *refinements, *fixedDuration, *drain = 3*time.Second, -1, 6*time.Second, 5*time.Second
+		*step, *refinements, *fixedDuration, *drain, *rounds = 3*time.Second, -1, 6*time.Second, 5*time.Second, 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	tmp, err := os.MkdirTemp("", "svc-bench-")
-	if err != nil {
-		fail(err)
-	}
-	defer os.RemoveAll(tmp)
 	cfg := bench.Config{
 		Workload:      loadgen.WorkloadOptions{Seed: *seed},
 		Protocol:      *protocol,
@@ -65,6 +73,7 @@ func main() {
 		DrainTimeout:  *drain,
 		FixedRate:     *fixedRate,
 		FixedDuration: *fixedDuration,
+		Rounds:        *rounds,
 		Log:           os.Stderr,
 	}
 	for _, name := range strings.Split(*builds, ",") {
@@ -74,11 +83,10 @@ func main() {
 		case "B":
 			cfg.Builds = append(cfg.Builds, bench.Forwarder(*svcBin))
 		case "C":
-			gated, err := bench.GatedBinary(tmp, *peerBin)
-			if err != nil {
-				fail(err)
+			if _, err := os.Stat(*peerBin); err != nil {
+				fail(fmt.Errorf("peer binary: %w (build it: make peer)", err))
 			}
-			cfg.Builds = append(cfg.Builds, bench.Peer(gated))
+			cfg.Builds = append(cfg.Builds, bench.Peer(*peerBin))
 		default:
 			fail(fmt.Errorf("unknown build %q (A, B, C)", name))
 		}
