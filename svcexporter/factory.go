@@ -40,12 +40,24 @@ func createDefaultConfig() component.Config {
 }
 
 func createTraces(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Traces, error) {
-	c := cfg.(*Config)
-	exp, err := newSvcExporter(c, set)
+	exp, err := newSvcExporter(cfg.(*Config), set)
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewTraces(ctx, set, cfg, exp.pushTraces,
+	return exporterhelper.NewTraces(ctx, set, cfg, exp.pushTraces, helperOptions(exp, cfg.(*Config))...)
+}
+
+func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
+	exp, err := newSvcExporter(cfg.(*Config), set)
+	if err != nil {
+		return nil, err
+	}
+	return exporterhelper.NewLogs(ctx, set, cfg, exp.pushScores, helperOptions(exp, cfg.(*Config))...)
+}
+
+// helperOptions are the exporterhelper settings of both signals.
+func helperOptions(exp *svcExporter, c *Config) []exporterhelper.Option {
+	return []exporterhelper.Option{
 		exporterhelper.WithStart(exp.start),
 		exporterhelper.WithShutdown(exp.shutdown),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
@@ -54,21 +66,5 @@ func createTraces(ctx context.Context, set exporter.Settings, cfg component.Conf
 		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
 		exporterhelper.WithRetry(c.RetryConfig),
 		exporterhelper.WithQueue(c.QueueConfig),
-	)
-}
-
-func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
-	c := cfg.(*Config)
-	exp, err := newSvcExporter(c, set)
-	if err != nil {
-		return nil, err
 	}
-	return exporterhelper.NewLogs(ctx, set, cfg, exp.pushScores,
-		exporterhelper.WithStart(exp.start),
-		exporterhelper.WithShutdown(exp.shutdown),
-		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
-		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
-		exporterhelper.WithRetry(c.RetryConfig),
-		exporterhelper.WithQueue(c.QueueConfig),
-	)
 }

@@ -187,45 +187,40 @@ func (g *gateway) readScores(t *testing.T, query url.Values) []readapi.Score {
 }
 
 // waitForSpans waits until the platform holds n distinct spans, and until the requests that
-// delivered them are in its request log (the platform logs a request once it has answered it,
-// just after storing its spans).
+// delivered them are in its request log.
 func (g *gateway) waitForSpans(t *testing.T, n int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := g.platform.WaitForSpans(ctx, n); err != nil {
-		t.Fatalf("%v (platform stats: %+v)", err, g.platform.Stats())
-	}
-	logged := func() bool {
-		spans := 0
-		for _, r := range g.platform.Requests(platform.EndpointTraces) {
-			spans += r.Spans
-		}
-		return spans >= n
-	}
-	if !eventually(10*time.Second, logged) {
-		t.Fatalf("the platform stored %d spans but did not log the requests that delivered them", n)
-	}
+	g.waitStoredAndLogged(t, n, "spans", g.platform.WaitForSpans, platform.EndpointTraces,
+		func(r platform.RequestRecord) int { return r.Spans })
 }
 
 // waitForScores waits until the platform holds n distinct scores, and until the requests that
 // delivered them are in its request log.
 func (g *gateway) waitForScores(t *testing.T, n int) {
 	t.Helper()
+	g.waitStoredAndLogged(t, n, "scores", g.platform.WaitForScores, platform.EndpointScores,
+		func(r platform.RequestRecord) int { return r.Scores })
+}
+
+// waitStoredAndLogged waits for n stored items, then for the request log to account for them:
+// the platform logs a request once it has answered it, just after storing what it carried.
+func (g *gateway) waitStoredAndLogged(t *testing.T, n int, what string, waitStored func(context.Context, int) error,
+	endpoint platform.Endpoint, items func(platform.RequestRecord) int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := g.platform.WaitForScores(ctx, n); err != nil {
-		t.Fatal(err)
+	if err := waitStored(ctx, n); err != nil {
+		t.Fatalf("%v (platform stats: %+v)", err, g.platform.Stats())
 	}
 	logged := func() bool {
-		scores := 0
-		for _, r := range g.platform.Requests(platform.EndpointScores) {
-			scores += r.Scores
+		total := 0
+		for _, r := range g.platform.Requests(endpoint) {
+			total += items(r)
 		}
-		return scores >= n
+		return total >= n
 	}
 	if !eventually(10*time.Second, logged) {
-		t.Fatalf("the platform stored %d scores but did not log the requests that delivered them", n)
+		t.Fatalf("the platform stored %d %s but did not log the requests that delivered them", n, what)
 	}
 }
 
