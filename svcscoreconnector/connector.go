@@ -153,7 +153,11 @@ func (b *batch) add(src source, ev scoringEvent, keepTrace, experiment bool,
 		}
 		return
 	}
-	if !keepTrace && !experiment && score.Environment != svcattr.EnvironmentExperiment {
+	// A span's scores are exempt from sampling exactly when the span filter exempts the span
+	// (svcattr.IsExperiment on its attributes), so a score never outlives its sampled-out span.
+	// A log record has no span to follow: its own environment may also declare an experiment.
+	declared := src == sourceLogRecord && score.Environment == svcattr.EnvironmentExperiment
+	if !keepTrace && !experiment && !declared {
 		b.dropped[src][ev.kind][dropSampledOut]++
 		return
 	}

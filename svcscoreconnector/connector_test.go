@@ -265,6 +265,12 @@ func TestSamplingKeepsRunLevelAndExperimentScores(t *testing.T) {
 		addScoredSpan("plain", nil)
 		addScoredSpan("experiment_attr", map[string]any{"svc.experiment.id": "exp-1"})
 		addScoredSpan("experiment_env", map[string]any{"svc.environment": "sdk-experiment"})
+		// An experiment environment on the resource only does not exempt the span from the span
+		// filter's sampling, so its score goes with it.
+		resSpans := td.ResourceSpans().AppendEmpty()
+		resSpans.Resource().Attributes().PutStr("svc.environment", "sdk-experiment")
+		spans = resSpans.ScopeSpans().AppendEmpty().Spans()
+		addScoredSpan("resource_env_only", nil)
 
 		sink := &consumertest.LogsSink{}
 		require.NoError(t, newTestConnector(t, rate, sink, nil).ConsumeTraces(context.Background(), td))
