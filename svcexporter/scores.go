@@ -84,8 +84,7 @@ func (e *svcExporter) readScores(ctx context.Context, ld plog.Logs) ([]scorereco
 					continue
 				}
 				if req.ID == "" {
-					req.ID = scorerecord.DeterministicID(req.TraceID, req.ObservationID, req.SessionID, req.DatasetRunID,
-						req.Name, req.Timestamp, fmt.Sprint(req.Value))
+					req.ID = req.ContentID()
 				}
 				e.dropNonFiniteMetadata(&req)
 				reqs = append(reqs, req)

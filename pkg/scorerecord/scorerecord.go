@@ -290,6 +290,14 @@ func idOf(encodedParts []byte) string {
 	return string(out[:])
 }
 
+// ContentID is the id of a score record that carries none (one an application sent straight to
+// the exporter): derived from everything the record says, so that a resent record replaces
+// itself at the platform. Two records that say exactly the same get the same id: they are the
+// same score.
+func (r Request) ContentID() string {
+	return DeterministicID(r.TraceID, r.ObservationID, r.SessionID, r.DatasetRunID, r.Name, r.Timestamp, fmt.Sprint(r.Value))
+}
+
 // EventID is the id of a score made from an event that carries no id of its own: the
 // DeterministicID of the trace id and span id (lower-case hex, "" when empty), the event name,
 // the event's own time (decimal Unix nanoseconds, 0 when it has none), the event's index in its

@@ -304,3 +304,29 @@ func TestReadTraceTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestContentID: a record without an id gets the same id each time it is read (so a resend
+// replaces it), and a different one when anything it says differs.
+func TestContentID(t *testing.T) {
+	base := Request{TraceID: traceID.String(), ObservationID: spanID.String(), Name: "relevance", Value: 0.5,
+		Timestamp: "2023-11-14T22:13:20.123456789Z"}
+	if base.ContentID() != base.ContentID() {
+		t.Fatal("ContentID is not stable")
+	}
+	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(base.ContentID()) {
+		t.Errorf("ContentID %q is not in the UUID layout", base.ContentID())
+	}
+	for name, change := range map[string]func(*Request){
+		"value":     func(r *Request) { r.Value = 0.6 },
+		"name":      func(r *Request) { r.Name = "tone" },
+		"timestamp": func(r *Request) { r.Timestamp = "2023-11-14T22:13:21Z" },
+		"trace":     func(r *Request) { r.TraceID = "" },
+		"target":    func(r *Request) { r.ObservationID = "" },
+	} {
+		other := base
+		change(&other)
+		if other.ContentID() == base.ContentID() {
+			t.Errorf("changing the %s keeps the id", name)
+		}
+	}
+}
