@@ -55,8 +55,8 @@ type scoreConnector struct {
 	now func() pcommon.Timestamp
 
 	// Metric attribute sets, built once: recording must not allocate per batch.
-	emittedAttrs [numSources][numEventKinds]metric.AddOption
-	droppedAttrs [numSources][numEventKinds][numDropReasons]metric.AddOption
+	emittedAttrs [numSources][scorerecord.NumEventKinds]metric.AddOption
+	droppedAttrs [numSources][scorerecord.NumEventKinds][numDropReasons]metric.AddOption
 }
 
 var (
@@ -77,7 +77,7 @@ func newScoreConnector(set connector.Settings, cfg *Config, next consumer.Logs) 
 		now:       func() pcommon.Timestamp { return pcommon.NewTimestampFromTime(time.Now()) },
 	}
 	for s := range numSources {
-		for k := range numEventKinds {
+		for k := range scorerecord.NumEventKinds {
 			src := attribute.String("source", sourceNames[s])
 			ev := attribute.String("event", k.String())
 			c.emittedAttrs[s][k] = metric.WithAttributeSet(attribute.NewSet(src, ev))
@@ -105,8 +105,8 @@ func (c *scoreConnector) Shutdown(context.Context) error {
 type batch struct {
 	out      plog.Logs
 	queuedAt pcommon.Timestamp
-	emitted  [numSources][numEventKinds]int64
-	dropped  [numSources][numEventKinds][numDropReasons]int64
+	emitted  [numSources][scorerecord.NumEventKinds]int64
+	dropped  [numSources][scorerecord.NumEventKinds][numDropReasons]int64
 	// firstErr is the first invalid event of the batch, logged once with the count.
 	firstErr error
 
@@ -142,12 +142,12 @@ func (b *batch) record(res pcommon.Resource, scope pcommon.InstrumentationScope,
 // add makes the score record of one scoring event, or counts why it made none. keepTrace is the
 // sampling decision on the event's trace; experiment tells that what the event is attached to is
 // part of an experiment, which sampling never drops.
-func (b *batch) add(src source, ev scoringEvent, keepTrace, experiment bool,
+func (b *batch) add(src source, ev scorerecord.Event, observed pcommon.Timestamp, keepTrace, experiment bool,
 	res pcommon.Resource, scope pcommon.InstrumentationScope, schemaURL string,
 ) {
-	score, err := toScore(ev, b.queuedAt)
+	score, err := ev.Score(b.queuedAt)
 	if err != nil {
-		b.dropped[src][ev.kind][dropInvalidTarget]++
+		b.dropped[src][ev.Kind][dropInvalidTarget]++
 		if b.firstErr == nil {
 			b.firstErr = err
 		}
@@ -158,17 +158,17 @@ func (b *batch) add(src source, ev scoringEvent, keepTrace, experiment bool,
 	// A log record has no span to follow: its own environment may also declare an experiment.
 	declared := src == sourceLogRecord && score.Environment == svcattr.EnvironmentExperiment
 	if !keepTrace && !experiment && !declared {
-		b.dropped[src][ev.kind][dropSampledOut]++
+		b.dropped[src][ev.Kind][dropSampledOut]++
 		return
 	}
 	lr := b.record(res, scope, schemaURL)
 	scorerecord.Write(lr, score)
-	if ev.observed != 0 {
-		lr.SetObservedTimestamp(ev.observed)
+	if observed != 0 {
+		lr.SetObservedTimestamp(observed)
 	} else {
 		lr.SetObservedTimestamp(b.queuedAt)
 	}
-	b.emitted[src][ev.kind]++
+	b.emitted[src][ev.Kind]++
 }
 
 // keepTrace is the sampling decision on a trace; scores without a trace id (run-level) are kept.
@@ -196,7 +196,7 @@ func (c *scoreConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 				spanSeen, keep, experiment, env := false, false, false, ""
 				for e := 0; e < events.Len(); e++ {
 					event := events.At(e)
-					kind, ok := scoringEventKind(event.Name())
+					kind, ok := scorerecord.KindOf(event.Name())
 					if !ok {
 						continue
 					}
@@ -209,15 +209,15 @@ func (c *scoreConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 							env = resourceEnv
 						}
 					}
-					b.add(sourceSpanEvent, scoringEvent{
-						kind:        kind,
-						attrs:       event.Attributes(),
-						traceID:     span.TraceID(),
-						spanID:      span.SpanID(),
-						time:        event.Timestamp(),
-						index:       e,
-						environment: env,
-					}, keep, experiment, rs.Resource(), ss.Scope(), ss.SchemaUrl())
+					b.add(sourceSpanEvent, scorerecord.Event{
+						Kind:        kind,
+						Attrs:       event.Attributes(),
+						TraceID:     span.TraceID(),
+						SpanID:      span.SpanID(),
+						Time:        event.Timestamp(),
+						SpanIndex:   e,
+						Environment: env,
+					}, 0, keep, experiment, rs.Resource(), ss.Scope(), ss.SchemaUrl())
 				}
 			}
 		}
@@ -242,7 +242,7 @@ func (c *scoreConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 			records := sl.LogRecords()
 			for k := 0; k < records.Len(); k++ {
 				lr := records.At(k)
-				kind, ok := scoringEventKind(eventName(lr))
+				kind, ok := scorerecord.KindOf(scorerecord.LogRecordEventName(lr))
 				if !ok {
 					continue
 				}
@@ -252,30 +252,19 @@ func (c *scoreConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 					eventTime = lr.ObservedTimestamp()
 				}
 				keep := c.keepTrace(lr.TraceID())
-				b.add(sourceLogRecord, scoringEvent{
-					kind:        kind,
-					attrs:       lr.Attributes(),
-					traceID:     lr.TraceID(),
-					spanID:      lr.SpanID(),
-					time:        eventTime,
-					observed:    lr.ObservedTimestamp(),
-					index:       k,
-					environment: resourceEnv,
-				}, keep, !keep && svcattr.IsExperiment(lr.Attributes()), rl.Resource(), sl.Scope(), sl.SchemaUrl())
+				b.add(sourceLogRecord, scorerecord.Event{
+					Kind:        kind,
+					Attrs:       lr.Attributes(),
+					TraceID:     lr.TraceID(),
+					SpanID:      lr.SpanID(),
+					Time:        eventTime,
+					LogRecord:   true,
+					Environment: resourceEnv,
+				}, lr.ObservedTimestamp(), keep, !keep && svcattr.IsExperiment(lr.Attributes()), rl.Resource(), sl.Scope(), sl.SchemaUrl())
 			}
 		}
 	}
 	return c.flush(ctx, b)
-}
-
-func eventName(lr plog.LogRecord) string {
-	if name := lr.EventName(); name != "" {
-		return name
-	}
-	if v, ok := lr.Attributes().Get(eventNameAttr); ok && v.Type() == pcommon.ValueTypeStr {
-		return v.Str()
-	}
-	return ""
 }
 
 // flush hands the batch's score records to the next consumer and records the batch's counts.
@@ -284,7 +273,7 @@ func eventName(lr plog.LogRecord) string {
 func (c *scoreConnector) flush(ctx context.Context, b *batch) error {
 	var dropped int64
 	for s := range numSources {
-		for k := range numEventKinds {
+		for k := range scorerecord.NumEventKinds {
 			for r := range numDropReasons {
 				if n := b.dropped[s][k][r]; n > 0 {
 					c.telemetry.SvcscoreScoresDropped.Add(ctx, n, c.droppedAttrs[s][k][r])
@@ -306,11 +295,19 @@ func (c *scoreConnector) flush(ctx context.Context, b *batch) error {
 		return err
 	}
 	for s := range numSources {
-		for k := range numEventKinds {
+		for k := range scorerecord.NumEventKinds {
 			if n := b.emitted[s][k]; n > 0 {
 				c.telemetry.SvcscoreScoresEmitted.Add(ctx, n, c.emittedAttrs[s][k])
 			}
 		}
 	}
 	return nil
+}
+
+// environmentOf is the svc.environment attribute of a span or resource, "" when absent.
+func environmentOf(attrs pcommon.Map) string {
+	if v, ok := attrs.Get(svcattr.Environment); ok {
+		return v.AsString()
+	}
+	return ""
 }

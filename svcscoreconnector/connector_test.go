@@ -199,9 +199,9 @@ func TestSamplingAgreesWithSpanFilterDecision(t *testing.T) {
 				span.SetTraceID(tid)
 				span.SetSpanID(pcommon.SpanID{1, 2, 3, 4, 5, 6, 7, 8})
 				ev := span.Events().AppendEmpty()
-				ev.SetName(genAIEvaluationEvent)
-				ev.Attributes().PutStr(genAIEvaluationName, "relevance")
-				ev.Attributes().PutDouble(genAIEvaluationScoreValue, 0.5)
+				ev.SetName(scorerecord.GenAIEvaluationEvent)
+				ev.Attributes().PutStr(scorerecord.GenAIEvaluationName, "relevance")
+				ev.Attributes().PutDouble(scorerecord.GenAIEvaluationScoreValue, 0.5)
 			}
 			tel := componenttest.NewTelemetry()
 			t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
@@ -225,7 +225,7 @@ func TestSamplingAgreesWithSpanFilterDecision(t *testing.T) {
 			// The rate shows in the counts, so the test cannot pass by keeping all or none.
 			assert.InDelta(t, rate*traces, kept, 0.05*traces)
 			metadatatest.AssertEqualSvcscoreScoresDropped(t, tel, []metricdata.DataPoint[int64]{{
-				Attributes: attribute.NewSet(attribute.String("source", "span_event"), attribute.String("event", genAIEvaluationEvent), attribute.String("reason", "sampled_out")),
+				Attributes: attribute.NewSet(attribute.String("source", "span_event"), attribute.String("event", scorerecord.GenAIEvaluationEvent), attribute.String("reason", "sampled_out")),
 				Value:      int64(traces - kept),
 			}}, metricdatatest.IgnoreTimestamp())
 		})
@@ -426,9 +426,9 @@ func TestFactoryConnectorStampsQueueTime(t *testing.T) {
 	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	span.SetTraceID(testTraceID)
 	ev := span.Events().AppendEmpty()
-	ev.SetName(genAIEvaluationEvent)
-	ev.Attributes().PutStr(genAIEvaluationName, "relevance")
-	ev.Attributes().PutDouble(genAIEvaluationScoreValue, 1)
+	ev.SetName(scorerecord.GenAIEvaluationEvent)
+	ev.Attributes().PutStr(scorerecord.GenAIEvaluationName, "relevance")
+	ev.Attributes().PutDouble(scorerecord.GenAIEvaluationScoreValue, 1)
 
 	before := time.Now()
 	require.NoError(t, tl.ConsumeTraces(context.Background(), td))
@@ -439,3 +439,11 @@ func TestFactoryConnectorStampsQueueTime(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ts.Before(before.Truncate(time.Microsecond)) || ts.After(after), "timestamp %v not within [%v, %v]", ts, before, after)
 }
+
+var (
+	testTraceID = pcommon.TraceID{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c}
+	testSpanID  = pcommon.SpanID{0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31}
+)
+
+// queuedAt is the fixed time the test connectors queue scores at.
+const queuedAt = pcommon.Timestamp(1_700_000_100_000_000_000)
