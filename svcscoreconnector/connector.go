@@ -2,6 +2,7 @@ package svcscoreconnector
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -50,7 +51,10 @@ type scoreConnector struct {
 	next      consumer.Logs
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
-	ratio     sampling.Ratio
+	// decider is the sampling decision; its set of experiment traces is shared with the other
+	// instance of this connector id (traces_to_logs and logs_to_logs), released at Shutdown.
+	decider            *sampling.Decider
+	releaseExperiments func()
 	// now is the time a score without a time of its own is queued at.
 	now func() pcommon.Timestamp
 
@@ -73,9 +77,11 @@ func newScoreConnector(set connector.Settings, cfg *Config, next consumer.Logs) 
 		next:      next,
 		logger:    set.Logger,
 		telemetry: tb,
-		ratio:     sampling.NewRatio(cfg.SampleRate),
 		now:       func() pcommon.Timestamp { return pcommon.NewTimestampFromTime(time.Now()) },
 	}
+	experiments, release := acquireExperimentTraces(set.ID)
+	c.decider = sampling.NewDecider(sampling.NewRatio(cfg.SampleRate), experiments)
+	c.releaseExperiments = sync.OnceFunc(release)
 	for s := range numSources {
 		for k := range scorerecord.NumEventKinds {
 			src := attribute.String("source", sourceNames[s])
@@ -96,6 +102,7 @@ func (c *scoreConnector) Capabilities() consumer.Capabilities {
 
 // Shutdown releases the component's telemetry.
 func (c *scoreConnector) Shutdown(context.Context) error {
+	c.releaseExperiments()
 	c.telemetry.Shutdown()
 	return nil
 }
@@ -139,10 +146,9 @@ func (b *batch) record(res pcommon.Resource, scope pcommon.InstrumentationScope,
 	return b.sl.LogRecords().AppendEmpty()
 }
 
-// add makes the score record of one scoring event, or counts why it made none. keepTrace is the
-// sampling decision on the event's trace; experiment tells that what the event is attached to is
-// part of an experiment, which sampling never drops.
-func (b *batch) add(src source, ev scorerecord.Event, observed pcommon.Timestamp, keepTrace, experiment bool,
+// add makes the score record of one scoring event, or counts why it made none. keep is the
+// sampling decision on the event (its trace kept, or an experiment, which sampling never drops).
+func (b *batch) add(src source, ev scorerecord.Event, observed pcommon.Timestamp, keep bool,
 	res pcommon.Resource, scope pcommon.InstrumentationScope, schemaURL string,
 ) {
 	score, err := ev.Score(b.queuedAt)
@@ -153,11 +159,10 @@ func (b *batch) add(src source, ev scorerecord.Event, observed pcommon.Timestamp
 		}
 		return
 	}
-	// A span's scores are exempt from sampling exactly when the span filter exempts the span
-	// (svcattr.IsExperiment on its attributes), so a score never outlives its sampled-out span.
-	// A log record has no span to follow: its own environment may also declare an experiment.
+	// A log record has no span to follow: its own score environment may also declare an
+	// experiment.
 	declared := src == sourceLogRecord && score.Environment == svcattr.EnvironmentExperiment
-	if !keepTrace && !experiment && !declared {
+	if !keep && !declared {
 		b.dropped[src][ev.Kind][dropSampledOut]++
 		return
 	}
@@ -171,14 +176,32 @@ func (b *batch) add(src source, ev scorerecord.Event, observed pcommon.Timestamp
 	b.emitted[src][ev.Kind]++
 }
 
-// keepTrace is the sampling decision on a trace; scores without a trace id (run-level) are kept.
-func (c *scoreConnector) keepTrace(traceID pcommon.TraceID) bool {
-	return c.ratio.KeepAll() || traceID.IsEmpty() || c.ratio.Keep(traceID)
+// markExperimentTraces remembers the sampled-out traces that a span of td marks as experiments
+// (svcattr.IsExperiment, the span filter's rule), before any score of td is decided: the scores
+// of a trace follow its experiment marking wherever in the batch the marking span is.
+func (c *scoreConnector) markExperimentTraces(td ptrace.Traces, now time.Time) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				span := spans.At(k)
+				if c.decider.SamplesOut(span.TraceID()) && svcattr.IsExperiment(span.Attributes()) {
+					c.decider.Mark(span.TraceID(), now)
+				}
+			}
+		}
+	}
 }
 
 // ConsumeTraces makes one score record per `svc.score` or `gen_ai.evaluation.result` span event.
+// The scores of a sampled-out trace are dropped, unless a span of the trace (in this batch or
+// an earlier one) marked it as an experiment.
 func (c *scoreConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	b := c.newBatch()
+	now := b.queuedAt.AsTime()
+	c.markExperimentTraces(td, now)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -193,7 +216,7 @@ func (c *scoreConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 				span := spans.At(k)
 				events := span.Events()
 				// Per-span facts, worked out at the span's first scoring event only.
-				spanSeen, keep, experiment, env := false, false, false, ""
+				spanSeen, keep, env := false, false, ""
 				for e := 0; e < events.Len(); e++ {
 					event := events.At(e)
 					kind, ok := scorerecord.KindOf(event.Name())
@@ -202,8 +225,7 @@ func (c *scoreConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 					}
 					if !spanSeen {
 						spanSeen = true
-						keep = c.keepTrace(span.TraceID())
-						experiment = !keep && svcattr.IsExperiment(span.Attributes())
+						keep = c.decider.Keep(span.TraceID(), false, now)
 						env = environmentOf(span.Attributes())
 						if env == "" {
 							env = resourceEnv
@@ -217,7 +239,7 @@ func (c *scoreConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 						Time:        event.Timestamp(),
 						SpanIndex:   e,
 						Environment: env,
-					}, 0, keep, experiment, rs.Resource(), ss.Scope(), ss.SchemaUrl())
+					}, 0, keep, rs.Resource(), ss.Scope(), ss.SchemaUrl())
 				}
 			}
 		}
@@ -230,6 +252,7 @@ func (c *scoreConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 // records pass through normalised. Other log records are not scores and are not forwarded.
 func (c *scoreConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	b := c.newBatch()
+	now := b.queuedAt.AsTime()
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
@@ -251,7 +274,9 @@ func (c *scoreConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 					// Set by the emitting SDK: the time the record was queued.
 					eventTime = lr.ObservedTimestamp()
 				}
-				keep := c.keepTrace(lr.TraceID())
+				// A record with experiment attributes is kept; it does not mark its trace: the
+				// span filter, which sees spans only, could not follow such a marking.
+				keep := c.decider.Keep(lr.TraceID(), false, now) || svcattr.IsExperiment(lr.Attributes())
 				b.add(sourceLogRecord, scorerecord.Event{
 					Kind:        kind,
 					Attrs:       lr.Attributes(),
@@ -260,7 +285,7 @@ func (c *scoreConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 					Time:        eventTime,
 					LogRecord:   true,
 					Environment: resourceEnv,
-				}, lr.ObservedTimestamp(), keep, !keep && svcattr.IsExperiment(lr.Attributes()), rl.Resource(), sl.Scope(), sl.SchemaUrl())
+				}, lr.ObservedTimestamp(), keep, rl.Resource(), sl.Scope(), sl.SchemaUrl())
 			}
 		}
 	}

@@ -234,51 +234,62 @@ func TestSamplingAgreesWithSpanFilterDecision(t *testing.T) {
 
 // sampledOutTraceID finds a trace id the ratio drops.
 func sampledOutTraceID(t *testing.T, rate float64) pcommon.TraceID {
+	return sampledOutTraceIDs(t, rate, 1)[0]
+}
+
+// sampledOutTraceIDs returns n different trace ids that rate samples out.
+func sampledOutTraceIDs(t *testing.T, rate float64, n int) []pcommon.TraceID {
 	ratio := sampling.NewRatio(rate)
-	for i := range 1000 {
+	var ids []pcommon.TraceID
+	for i := 0; i < 1000 && len(ids) < n; i++ {
 		tid := pcommon.TraceID{15: byte(i), 14: byte(i >> 8), 8: 0xf0}
 		if !ratio.Keep(tid) {
-			return tid
+			ids = append(ids, tid)
 		}
 	}
-	t.Fatal("no sampled-out trace id found")
-	return pcommon.TraceID{}
+	require.Len(t, ids, n, "sampled-out trace ids")
+	return ids
+}
+
+// scoredSpan appends a span of trace tid with the attributes attrs and one svc.score event.
+func scoredSpan(t *testing.T, spans ptrace.SpanSlice, tid pcommon.TraceID, name string, attrs map[string]any) {
+	span := spans.AppendEmpty()
+	span.SetTraceID(tid)
+	span.SetSpanID(pcommon.SpanID{0: 1, 7: byte(spans.Len())})
+	require.NoError(t, span.Attributes().FromRaw(attrs))
+	ev := span.Events().AppendEmpty()
+	ev.SetName(scorerecord.EventName)
+	ev.Attributes().PutStr(scorerecord.AttrName, name)
+	ev.Attributes().PutDouble(scorerecord.AttrValue, 1)
+}
+
+func names(sink *consumertest.LogsSink) []string {
+	var out []string
+	for _, r := range records(sink) {
+		out = append(out, r.Name)
+	}
+	return out
 }
 
 func TestSamplingKeepsRunLevelAndExperimentScores(t *testing.T) {
 	const rate = 0.01
-	out := sampledOutTraceID(t, rate)
+	ids := sampledOutTraceIDs(t, rate, 4)
 
 	t.Run("span events", func(t *testing.T) {
 		td := ptrace.NewTraces()
 		spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
-		addScoredSpan := func(name string, attrs map[string]any) {
-			span := spans.AppendEmpty()
-			span.SetTraceID(out)
-			span.SetSpanID(pcommon.SpanID{7: byte(spans.Len())})
-			require.NoError(t, span.Attributes().FromRaw(attrs))
-			ev := span.Events().AppendEmpty()
-			ev.SetName(scorerecord.EventName)
-			ev.Attributes().PutStr(scorerecord.AttrName, name)
-			ev.Attributes().PutDouble(scorerecord.AttrValue, 1)
-		}
-		addScoredSpan("plain", nil)
-		addScoredSpan("experiment_attr", map[string]any{"svc.experiment.id": "exp-1"})
-		addScoredSpan("experiment_env", map[string]any{"svc.environment": "sdk-experiment"})
+		scoredSpan(t, spans, ids[0], "plain", nil)
+		scoredSpan(t, spans, ids[1], "experiment_attr", map[string]any{"svc.experiment.id": "exp-1"})
+		scoredSpan(t, spans, ids[2], "experiment_env", map[string]any{"svc.environment": "sdk-experiment"})
 		// An experiment environment on the resource only does not exempt the span from the span
 		// filter's sampling, so its score goes with it.
 		resSpans := td.ResourceSpans().AppendEmpty()
 		resSpans.Resource().Attributes().PutStr("svc.environment", "sdk-experiment")
-		spans = resSpans.ScopeSpans().AppendEmpty().Spans()
-		addScoredSpan("resource_env_only", nil)
+		scoredSpan(t, resSpans.ScopeSpans().AppendEmpty().Spans(), ids[3], "resource_env_only", nil)
 
 		sink := &consumertest.LogsSink{}
 		require.NoError(t, newTestConnector(t, rate, sink, nil).ConsumeTraces(context.Background(), td))
-		var names []string
-		for _, r := range records(sink) {
-			names = append(names, r.Name)
-		}
-		assert.Equal(t, []string{"experiment_attr", "experiment_env"}, names)
+		assert.Equal(t, []string{"experiment_attr", "experiment_env"}, names(sink))
 	})
 
 	t.Run("log records", func(t *testing.T) {
@@ -294,18 +305,72 @@ func TestSamplingKeepsRunLevelAndExperimentScores(t *testing.T) {
 				lr.Attributes().PutStr(scorerecord.AttrEnvironment, env)
 			}
 		}
-		add("sampled_out", out, "")
+		add("sampled_out", ids[0], "")
 		add("run_level", pcommon.TraceID{}, "")
-		add("experiment", out, "sdk-experiment")
+		add("experiment", ids[0], "sdk-experiment")
 
 		sink := &consumertest.LogsSink{}
 		require.NoError(t, newTestConnector(t, rate, sink, nil).ConsumeLogs(context.Background(), ld))
-		var names []string
-		for _, r := range records(sink) {
-			names = append(names, r.Name)
-		}
-		assert.Equal(t, []string{"run_level", "experiment"}, names)
+		assert.Equal(t, []string{"run_level", "experiment"}, names(sink))
 	})
+}
+
+// Experiments are exempt per trace: once a span of a trace marks it as an experiment, every
+// later score of the trace is kept, whatever the batch it comes in and whether its own span
+// says so. Scores sampled out before the marking arrived are gone.
+func TestExperimentTraceKeepsAllItsLaterScores(t *testing.T) {
+	const rate = 1e-9 // about nothing is kept by the ratio
+	ids := sampledOutTraceIDs(t, rate, 2)
+	experiment, other := ids[0], ids[1]
+	spansOf := func(td ptrace.Traces) ptrace.SpanSlice {
+		return td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	}
+	logScore := func(tid pcommon.TraceID, name string) plog.Logs {
+		ld := plog.NewLogs()
+		lr := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+		lr.SetEventName(scorerecord.GenAIEvaluationEvent)
+		lr.SetTraceID(tid)
+		lr.Attributes().PutStr(scorerecord.GenAIEvaluationName, name)
+		lr.Attributes().PutDouble(scorerecord.GenAIEvaluationScoreValue, 0.5)
+		return ld
+	}
+
+	sink := &consumertest.LogsSink{}
+	ctx := context.Background()
+	// One connector id, two instances, as the collector builds traces_to_logs and logs_to_logs.
+	set := connectortest.NewNopSettings(metadata.Type)
+	cfg := &Config{SampleRate: rate}
+	tracesToLogs, err := NewFactory().CreateTracesToLogs(ctx, set, cfg, sink)
+	require.NoError(t, err)
+	logsToLogs, err := NewFactory().CreateLogsToLogs(ctx, set, cfg, sink)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, tracesToLogs.Shutdown(ctx))
+		require.NoError(t, logsToLogs.Shutdown(ctx))
+	})
+
+	// Request 1: a score of the trace before any span marked it: sampled out, gone for good.
+	early := ptrace.NewTraces()
+	scoredSpan(t, spansOf(early), experiment, "before_marking", nil)
+	require.NoError(t, tracesToLogs.ConsumeTraces(ctx, early))
+
+	// Request 2: the root span marks the trace; a child comes before it in the same batch.
+	marking := ptrace.NewTraces()
+	spans := spansOf(marking)
+	scoredSpan(t, spans, experiment, "child_before_root", nil)
+	scoredSpan(t, spans, experiment, "root", map[string]any{"svc.experiment.id": "exp-1", "svc.experiment.item.id": "item-3"})
+	scoredSpan(t, spans, other, "other_trace", nil)
+	require.NoError(t, tracesToLogs.ConsumeTraces(ctx, marking))
+
+	// Requests 3 and 4: later spans and log-record scores of the trace, without any marking.
+	late := ptrace.NewTraces()
+	scoredSpan(t, spansOf(late), experiment, "late_span", nil)
+	scoredSpan(t, spansOf(late), other, "other_trace_late", nil)
+	require.NoError(t, tracesToLogs.ConsumeTraces(ctx, late))
+	require.NoError(t, logsToLogs.ConsumeLogs(ctx, logScore(experiment, "late_evaluation")))
+	require.NoError(t, logsToLogs.ConsumeLogs(ctx, logScore(other, "other_evaluation")))
+
+	assert.Equal(t, []string{"child_before_root", "root", "late_span", "late_evaluation"}, names(sink))
 }
 
 func TestConnectorDoesNotChangeItsInput(t *testing.T) {
