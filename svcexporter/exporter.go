@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -70,6 +71,11 @@ type svcExporter struct {
 	tracesClient *http.Client
 	plainClient  *http.Client
 
+	// versionCheck is the start-up check shared with the other exporters of this platform and
+	// credentials (see versionChecks); released at shutdown.
+	versionCheck        *sharedVersionCheck
+	releaseVersionCheck func()
+
 	// Attribute sets of the send_failed counters, built once.
 	failedPermanent, failedRetryable metric.AddOption
 }
@@ -89,7 +95,7 @@ func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
 		version = "unknown"
 	}
 	credentials := cfg.PublicKey + ":" + string(cfg.SecretKey)
-	return &svcExporter{
+	e := &svcExporter{
 		cfg:             cfg,
 		settings:        set.TelemetrySettings,
 		logger:          set.Logger,
@@ -103,7 +109,10 @@ func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
 		userAgent:       fmt.Sprintf("%s/%s (%s/%s)", sdkName, version, runtime.GOOS, runtime.GOARCH),
 		failedPermanent: metric.WithAttributeSet(attribute.NewSet(attribute.Bool(errorPermanentKey, true))),
 		failedRetryable: metric.WithAttributeSet(attribute.NewSet(attribute.Bool(errorPermanentKey, false))),
-	}, nil
+	}
+	check, release := acquireVersionCheck(versionCheckKey{healthURL: e.healthURL, authorization: e.authorization, mode: cfg.ServerVersionCheck})
+	e.versionCheck, e.releaseVersionCheck = check, sync.OnceFunc(release)
+	return e, nil
 }
 
 // start builds the HTTP clients (only now are the host's extensions, e.g. auth, known) and checks
@@ -122,10 +131,11 @@ func (e *svcExporter) start(ctx context.Context, host component.Host) error {
 	if e.plainClient, err = plainCfg.ToClient(ctx, host.GetExtensions(), e.settings); err != nil {
 		return err
 	}
-	return e.checkServerVersion(ctx)
+	return e.versionCheck.run(func() error { return e.checkServerVersion(ctx) })
 }
 
 func (e *svcExporter) shutdown(context.Context) error {
+	e.releaseVersionCheck()
 	for _, c := range []*http.Client{e.tracesClient, e.plainClient} {
 		if c != nil {
 			c.CloseIdleConnections()
