@@ -301,7 +301,7 @@ func (c *scoreConnector) flush(ctx context.Context, b *batch) error {
 		for k := range scorerecord.NumEventKinds {
 			for r := range numDropReasons {
 				if n := b.dropped[s][k][r]; n > 0 {
-					c.telemetry.SvcscoreScoresDropped.Add(ctx, n, c.droppedAttrs[s][k][r])
+					c.telemetry.ConnectorSvcscoreScoresDropped.Add(ctx, n, c.droppedAttrs[s][k][r])
 					if r == dropInvalidTarget {
 						dropped += n
 					}
@@ -322,7 +322,7 @@ func (c *scoreConnector) flush(ctx context.Context, b *batch) error {
 	for s := range numSources {
 		for k := range scorerecord.NumEventKinds {
 			if n := b.emitted[s][k]; n > 0 {
-				c.telemetry.SvcscoreScoresEmitted.Add(ctx, n, c.emittedAttrs[s][k])
+				c.telemetry.ConnectorSvcscoreScoresEmitted.Add(ctx, n, c.emittedAttrs[s][k])
 			}
 		}
 	}

@@ -224,7 +224,7 @@ func TestSamplingAgreesWithSpanFilterDecision(t *testing.T) {
 			}
 			// The rate shows in the counts, so the test cannot pass by keeping all or none.
 			assert.InDelta(t, rate*traces, kept, 0.05*traces)
-			metadatatest.AssertEqualSvcscoreScoresDropped(t, tel, []metricdata.DataPoint[int64]{{
+			metadatatest.AssertEqualConnectorSvcscoreScoresDropped(t, tel, []metricdata.DataPoint[int64]{{
 				Attributes: attribute.NewSet(attribute.String("source", "span_event"), attribute.String("event", scorerecord.GenAIEvaluationEvent), attribute.String("reason", "sampled_out")),
 				Value:      int64(traces - kept),
 			}}, metricdatatest.IgnoreTimestamp())
@@ -418,7 +418,7 @@ func TestNextConsumerErrorIsReturnedUnchanged(t *testing.T) {
 	err := c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json")))
 	require.ErrorIs(t, err, refused)
 	assert.True(t, consumererror.IsPermanent(err))
-	_, err = tel.GetMetric("otelcol_svcscore_scores_emitted")
+	_, err = tel.GetMetric("otelcol_connector_svcscore_scores_emitted")
 	assert.Error(t, err, "nothing was emitted, so nothing is counted")
 }
 
@@ -436,13 +436,13 @@ func TestTelemetryCountsBySourceEventAndReason(t *testing.T) {
 		}
 		return attribute.NewSet(attrs...)
 	}
-	metadatatest.AssertEqualSvcscoreScoresEmitted(t, tel, []metricdata.DataPoint[int64]{
+	metadatatest.AssertEqualConnectorSvcscoreScoresEmitted(t, tel, []metricdata.DataPoint[int64]{
 		{Attributes: set("source", "span_event", "event", "svc.score"), Value: 3},
 		{Attributes: set("source", "span_event", "event", "gen_ai.evaluation.result"), Value: 3},
 		{Attributes: set("source", "log_record", "event", "svc.score"), Value: 3},
 		{Attributes: set("source", "log_record", "event", "gen_ai.evaluation.result"), Value: 2},
 	}, metricdatatest.IgnoreTimestamp())
-	metadatatest.AssertEqualSvcscoreScoresDropped(t, tel, []metricdata.DataPoint[int64]{
+	metadatatest.AssertEqualConnectorSvcscoreScoresDropped(t, tel, []metricdata.DataPoint[int64]{
 		{Attributes: set("source", "span_event", "event", "svc.score", "reason", "invalid_target"), Value: 1},
 	}, metricdatatest.IgnoreTimestamp())
 }
