@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/plogtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -26,7 +29,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/svc/svc-collector/pkg/golden"
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/pkg/scorerecord"
 	"github.com/svc/svc-collector/svcscoreconnector/internal/metadata"
@@ -68,28 +70,56 @@ func forEachRecord(ld plog.Logs, fn func(plog.LogRecord)) {
 	}
 }
 
+// update rewrites the expected golden files from the current output: go test -run TestGolden -update,
+// then review the diff.
+var update = flag.Bool("update", false, "rewrite testdata/*/expected.yaml from the current output")
+
+func readTraces(t testing.TB, path string) ptrace.Traces {
+	t.Helper()
+	td, err := golden.ReadTraces(path)
+	require.NoError(t, err)
+	return td
+}
+
+func readLogs(t testing.TB, path string) plog.Logs {
+	t.Helper()
+	ld, err := golden.ReadLogs(path)
+	require.NoError(t, err)
+	return ld
+}
+
 func TestGolden(t *testing.T) {
-	t.Run("traces_to_logs", func(t *testing.T) {
-		sink := &consumertest.LogsSink{}
-		c := newTestConnector(t, 1, sink, nil)
-		require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
-		require.Len(t, sink.AllLogs(), 1)
-		golden.CheckLogs(t, filepath.Join("testdata", "traces_to_logs", "expected.json"), sink.AllLogs()[0])
-	})
-	t.Run("logs_to_logs", func(t *testing.T) {
-		sink := &consumertest.LogsSink{}
-		c := newTestConnector(t, 1, sink, nil)
-		require.NoError(t, c.ConsumeLogs(context.Background(), golden.ReadLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))))
-		require.Len(t, sink.AllLogs(), 1)
-		golden.CheckLogs(t, filepath.Join("testdata", "logs_to_logs", "expected.json"), sink.AllLogs()[0])
-	})
+	tests := []struct {
+		name    string
+		consume func(c *scoreConnector, input string) error
+	}{
+		{"traces_to_logs", func(c *scoreConnector, input string) error {
+			return c.ConsumeTraces(context.Background(), readTraces(t, input))
+		}},
+		{"logs_to_logs", func(c *scoreConnector, input string) error {
+			return c.ConsumeLogs(context.Background(), readLogs(t, input))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &consumertest.LogsSink{}
+			c := newTestConnector(t, 1, sink, nil)
+			require.NoError(t, tt.consume(c, filepath.Join("testdata", tt.name, "input.yaml")))
+			require.Len(t, sink.AllLogs(), 1)
+			expectedFile := filepath.Join("testdata", tt.name, "expected.yaml")
+			if *update {
+				require.NoError(t, golden.WriteLogs(t, expectedFile, sink.AllLogs()[0]))
+			}
+			require.NoError(t, plogtest.CompareLogs(readLogs(t, expectedFile), sink.AllLogs()[0]))
+		})
+	}
 }
 
 // What the golden files hold, spelt out as a user checks it: which scores arrive, attached where.
 func TestTracesToLogsScores(t *testing.T) {
 	sink := &consumertest.LogsSink{}
 	c := newTestConnector(t, 1, sink, nil)
-	require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.yaml"))))
 
 	type attached struct{ name, trace, observation, environment string }
 	var got []attached
@@ -111,7 +141,7 @@ func TestTracesToLogsScores(t *testing.T) {
 func TestLogsToLogsScores(t *testing.T) {
 	sink := &consumertest.LogsSink{}
 	c := newTestConnector(t, 1, sink, nil)
-	require.NoError(t, c.ConsumeLogs(context.Background(), golden.ReadLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeLogs(context.Background(), readLogs(t, filepath.Join("testdata", "logs_to_logs", "input.yaml"))))
 
 	got := records(sink)
 	require.Len(t, got, 5, "the two plain log records are not scores")
@@ -146,7 +176,7 @@ func TestLogsToLogsScores(t *testing.T) {
 func TestScoreRecordsPassThroughUnchanged(t *testing.T) {
 	first := &consumertest.LogsSink{}
 	c := newTestConnector(t, 1, first, nil)
-	require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.yaml"))))
 	require.Len(t, first.AllLogs(), 1)
 
 	second := &consumertest.LogsSink{}
@@ -157,12 +187,12 @@ func TestScoreRecordsPassThroughUnchanged(t *testing.T) {
 }
 
 func TestDeterministicIDsAreStableAcrossReprocessing(t *testing.T) {
-	input := filepath.Join("testdata", "traces_to_logs", "input.json")
+	input := filepath.Join("testdata", "traces_to_logs", "input.yaml")
 	idsOf := func(now pcommon.Timestamp) []string {
 		sink := &consumertest.LogsSink{}
 		c := newTestConnector(t, 1, sink, nil)
 		c.now = func() pcommon.Timestamp { return now }
-		require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, input)))
+		require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, input)))
 		var ids []string
 		for _, r := range records(sink) {
 			ids = append(ids, r.ID)
@@ -377,13 +407,13 @@ func TestConnectorDoesNotChangeItsInput(t *testing.T) {
 	c := newTestConnector(t, 1, &consumertest.LogsSink{}, nil)
 	assert.False(t, c.Capabilities().MutatesData)
 
-	td := golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))
+	td := readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.yaml"))
 	tdBefore := ptrace.NewTraces()
 	td.CopyTo(tdBefore)
 	require.NoError(t, c.ConsumeTraces(context.Background(), td))
 	assert.Equal(t, tdBefore, td)
 
-	ld := golden.ReadLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))
+	ld := readLogs(t, filepath.Join("testdata", "logs_to_logs", "input.yaml"))
 	ldBefore := plog.NewLogs()
 	ld.CopyTo(ldBefore)
 	require.NoError(t, c.ConsumeLogs(context.Background(), ld))
@@ -394,7 +424,7 @@ func TestNothingIsForwardedWithoutScores(t *testing.T) {
 	sink := &consumertest.LogsSink{}
 	c := newTestConnector(t, 1, sink, nil)
 
-	td := golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))
+	td := readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.yaml"))
 	// Rename every scoring event: nothing left to score.
 	for i := 0; i < td.ResourceSpans().Len(); i++ {
 		spans := td.ResourceSpans().At(i).ScopeSpans().At(0).Spans()
@@ -415,7 +445,7 @@ func TestNextConsumerErrorIsReturnedUnchanged(t *testing.T) {
 	refused := consumererror.NewPermanent(errors.New("logs pipeline refused"))
 	c := newTestConnector(t, 1, consumertest.NewErr(refused), tel)
 
-	err := c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json")))
+	err := c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.yaml")))
 	require.ErrorIs(t, err, refused)
 	assert.True(t, consumererror.IsPermanent(err))
 	_, err = tel.GetMetric("otelcol_connector_svcscore_scores_emitted")
@@ -426,8 +456,8 @@ func TestTelemetryCountsBySourceEventAndReason(t *testing.T) {
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	c := newTestConnector(t, 1, &consumertest.LogsSink{}, tel)
-	require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
-	require.NoError(t, c.ConsumeLogs(context.Background(), golden.ReadLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.yaml"))))
+	require.NoError(t, c.ConsumeLogs(context.Background(), readLogs(t, filepath.Join("testdata", "logs_to_logs", "input.yaml"))))
 
 	set := func(kv ...string) attribute.Set {
 		var attrs []attribute.KeyValue
