@@ -263,10 +263,6 @@ func TestSamplingAgreesWithSpanFilterDecision(t *testing.T) {
 }
 
 // sampledOutTraceID finds a trace id the ratio drops.
-func sampledOutTraceID(t *testing.T, rate float64) pcommon.TraceID {
-	return sampledOutTraceIDs(t, rate, 1)[0]
-}
-
 // sampledOutTraceIDs returns n different trace ids that rate samples out.
 func sampledOutTraceIDs(t *testing.T, rate float64, n int) []pcommon.TraceID {
 	ratio := sampling.NewRatio(rate)
