@@ -83,6 +83,11 @@ func BenchmarkConnector(b *testing.B) {
 			td := benchTraces()
 			return func(c *scoreConnector) error { return c.ConsumeTraces(ctx, td) }
 		}()},
+		// A quarter of the traces kept: the experiment marking is read on the others.
+		{"traces_to_logs_sampled", 0.25, func() func(*scoreConnector) error {
+			td := benchTraces()
+			return func(c *scoreConnector) error { return c.ConsumeTraces(ctx, td) }
+		}()},
 		{"logs_to_logs", 1, func() func(*scoreConnector) error {
 			ld := benchLogs(b)
 			return func(c *scoreConnector) error { return c.ConsumeLogs(ctx, ld) }

@@ -228,6 +228,8 @@ func scoreMetadata(s *Score) pcommon.Map {
 // (a retry, another batch size, other records around it) keeps its id. Two records that say
 // exactly the same get the same id: they are the same score.
 func RecordID(traceID pcommon.TraceID, spanID pcommon.SpanID, eventName string, eventTime pcommon.Timestamp, attrs pcommon.Map) string {
+	// One buffer on the stack for records of ordinary size; nested maps and slices, rare in a
+	// score, are encoded apart (a recursive encoder would move the buffer to the heap).
 	var stack [512]byte
 	buf := append(stack[:0], "record"...)
 	buf = append(buf, 0)
@@ -241,30 +243,36 @@ func RecordID(traceID pcommon.TraceID, spanID pcommon.SpanID, eventName string, 
 	buf = append(buf, 0)
 	buf = appendPart(buf, eventName)
 	buf = append(strconv.AppendUint(buf, uint64(eventTime), 10), 0)
-	buf = appendMap(buf, attrs)
+	var keyStack [16]string
+	keys := sortedKeys(keyStack[:0], attrs)
+	buf = binary.AppendUvarint(buf, uint64(len(keys)))
+	for _, k := range keys {
+		v, _ := attrs.Get(k)
+		buf = appendString(buf, k)
+		if t := v.Type(); t == pcommon.ValueTypeMap || t == pcommon.ValueTypeSlice {
+			buf = append(buf, byte(t))
+			buf = append(buf, appendNested(nil, v)...)
+			continue
+		}
+		buf = appendScalar(buf, v)
+	}
 	return idOf(buf)
 }
 
-// appendMap appends the canonical form of m: its size, then each key and value, keys sorted.
-func appendMap(buf []byte, m pcommon.Map) []byte {
-	keys := make([]string, 0, m.Len())
+// sortedKeys appends the keys of m to keys, sorted.
+func sortedKeys(keys []string, m pcommon.Map) []string {
 	m.Range(func(k string, _ pcommon.Value) bool {
 		keys = append(keys, k)
 		return true
 	})
 	slices.Sort(keys)
-	buf = binary.AppendUvarint(buf, uint64(len(keys)))
-	for _, k := range keys {
-		v, _ := m.Get(k)
-		buf = appendString(buf, k)
-		buf = appendValue(buf, v)
-	}
-	return buf
+	return keys
 }
 
-// appendValue appends the canonical form of v: its type, then its content; strings and bytes
-// length-prefixed, so that no two different values encode alike.
-func appendValue(buf []byte, v pcommon.Value) []byte {
+// appendScalar appends the canonical form of a value that is not a map or slice: its type, then
+// its content; strings and bytes length-prefixed, so that no two different values encode alike.
+// Maps and slices: their type, then appendNested.
+func appendScalar(buf []byte, v pcommon.Value) []byte {
 	buf = append(buf, byte(v.Type()))
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
@@ -283,8 +291,23 @@ func appendValue(buf []byte, v pcommon.Value) []byte {
 		b := v.Bytes().AsRaw()
 		buf = binary.AppendUvarint(buf, uint64(len(b)))
 		buf = append(buf, b...)
+	}
+	return buf
+}
+
+// appendNested appends the content of a map (its size, then each key and value, keys sorted) or
+// a slice (its length, then each value).
+func appendNested(buf []byte, v pcommon.Value) []byte {
+	switch v.Type() {
 	case pcommon.ValueTypeMap:
-		buf = appendMap(buf, v.Map())
+		m := v.Map()
+		keys := sortedKeys(make([]string, 0, m.Len()), m)
+		buf = binary.AppendUvarint(buf, uint64(len(keys)))
+		for _, k := range keys {
+			item, _ := m.Get(k)
+			buf = appendString(buf, k)
+			buf = appendValue(buf, item)
+		}
 	case pcommon.ValueTypeSlice:
 		s := v.Slice()
 		buf = binary.AppendUvarint(buf, uint64(s.Len()))
@@ -293,6 +316,14 @@ func appendValue(buf []byte, v pcommon.Value) []byte {
 		}
 	}
 	return buf
+}
+
+// appendValue is appendScalar inside a nested value: the same encoding, in the nested buffer.
+func appendValue(buf []byte, v pcommon.Value) []byte {
+	if t := v.Type(); t == pcommon.ValueTypeMap || t == pcommon.ValueTypeSlice {
+		return appendNested(append(buf, byte(t)), v)
+	}
+	return appendScalar(buf, v)
 }
 
 func appendString(buf []byte, s string) []byte {

@@ -422,3 +422,16 @@ func TestEventScoreIDOfLogRecordIgnoresPlace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "90aa2cc4-abb9-8188-80a2-73bf36f778ec", spanEvent.ID, "span-event ids stay as they were")
 }
+
+func BenchmarkRecordID(b *testing.B) {
+	attrs := pcommon.NewMap()
+	attrs.PutStr(GenAIEvaluationName, "relevance")
+	attrs.PutDouble(GenAIEvaluationScoreValue, 0.75)
+	attrs.PutStr(GenAIEvaluationScoreLabel, "relevant")
+	attrs.PutStr(GenAIEvaluationExplanation, "mentions the product")
+	attrs.PutStr(AttrEnvironment, "production")
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = RecordID(testTraceID, testSpanID, GenAIEvaluationEvent, eventTime, attrs)
+	}
+}
