@@ -53,16 +53,18 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	sh := m.shards[m.shardOf(traceID)]
 	sh.mu.Lock()
 	t := sh.touch(m, traceID, now)
-	rec, seen := t.records[spanID]
+	_, seen := t.records[spanID]
 	switch it := t.held[spanID]; {
-	case it != nil && it.reason&WaitContent != 0:
+	case it != nil:
+		// Held (for content, or still for its parent): not delivered yet, so joined now.
 		m.join.Apply(it.span, []Content{c})
 		it.reason &^= WaitContent
 		if it.reason == 0 {
 			sh.release(m, t, it, ReleaseContent, &out)
 		}
 		outcome = ContentJoined
-	case seen && (rec.state != stateKept || it == nil):
+	case seen:
+		// Dropped, or already gone on: too late.
 		outcome = ContentDiscarded
 		out.stats.ContentDiscarded++
 	default:
