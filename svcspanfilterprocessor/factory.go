@@ -21,7 +21,7 @@ func NewFactory() processor.Factory {
 }
 
 func createTraces(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
-	p, err := newSpanFilterProcessor(set, cfg.(*Config), next)
+	p, err := newSpanFilterProcessor(set, cfg.(*Config), next, nil)
 	if err != nil {
 		return nil, err
 	}
