@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -177,32 +176,15 @@ func TestFaultPlatformOutage(t *testing.T) {
 	}
 }
 
-// TestFaultKillAndRestart: the collector, with its queue on disk (file_storage), accepts load
-// while the platform is down, is killed with SIGKILL, and is started again on the same
-// directory with the platform back up. Everything it accepted arrives, all of it from the queue
-// on disk (nothing had arrived before the kill). Requests in flight to the platform at a kill
-// may be sent again (at-least-once): they would count as duplicated, not lost, and the platform
-// upserts them; with the platform down nothing is in flight, so none are expected here.
+// TestFaultKillAndRestart: the collector with the default config (its queue on disk,
+// file_storage) accepts load while the platform is down, is killed with SIGKILL, and is started
+// again on the same directory with the platform back up. Everything it accepted arrives, all of
+// it from the queue on disk (nothing had arrived before the kill). Requests in flight to the
+// platform at a kill may be sent again (at-least-once): they would count as duplicated, not
+// lost, and the platform upserts them; with the platform down nothing is in flight, so none are
+// expected here.
 func TestFaultKillAndRestart(t *testing.T) {
-	dir := t.TempDir()
-	overlay := filepath.Join(dir, "file-storage.yaml")
-	if err := os.WriteFile(overlay, []byte(fmt.Sprintf(`
-extensions:
-  file_storage/queue:
-    directory: %s
-exporters:
-  svc:
-    sending_queue:
-      storage: file_storage/queue
-service:
-  extensions: [health_check, file_storage/queue]
-`, filepath.Join(dir, "queue"))), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "queue"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rig := startFaultRig(t, bench.RigOptions{Configs: []string{overlay}})
+	rig := startFaultRig(t, bench.RigOptions{})
 	w := faultWorkload(t, loadgen.WorkloadOptions{})
 	if err := rig.Platform.SetDown(platform.DownRefuse); err != nil {
 		t.Fatal(err)
