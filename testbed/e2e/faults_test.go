@@ -58,9 +58,15 @@ func faultWorkload(t *testing.T, opts loadgen.WorkloadOptions) *loadgen.Workload
 // overrides); the collector is stopped (SIGTERM) and its output logged on failure at the end.
 func startFaultRig(t *testing.T, opts bench.RigOptions) *bench.Rig {
 	t.Helper()
+	return startFaultRigOf(t, bench.Gateway(collectorBinary(t)), opts)
+}
+
+// startFaultRigOf is startFaultRig with another build (another config) than the default.
+func startFaultRigOf(t *testing.T, build bench.Build, opts bench.RigOptions) *bench.Rig {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	rig, err := bench.StartRig(ctx, bench.Gateway(collectorBinary(t)), opts)
+	rig, err := bench.StartRig(ctx, build, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
