@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
@@ -42,21 +44,81 @@ func storageClient(ctx context.Context, host component.Host, storageID component
 	return client, nil
 }
 
-// openJournal is the start-time half of crash safety: it acquires the storage client named by
-// cfg.Storage and recovers the held state a previous process left (oldest first). Without
-// storage it returns journal.Nop and no records. closeJournal releases the client at shutdown.
-func openJournal(ctx context.Context, host component.Host, cfg *Config, owner component.ID, logger *zap.Logger) (j journal.Journal, recovered []journal.Record, closeJournal func(context.Context) error, err error) {
+// newProcessorJournal is the journal the processor is built with: journal.Nop without the
+// `storage` option, else a storageJournal that opens at Start, when the host's extensions are
+// known (the trace memory takes its journal when it is built, before Start).
+func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) journal.Journal {
 	if cfg.Storage == nil {
-		return journal.Nop, nil, func(context.Context) error { return nil }, nil
+		return journal.Nop
 	}
-	client, err := storageClient(ctx, host, *cfg.Storage, owner)
+	return &storageJournal{storageID: *cfg.Storage, owner: owner, logger: logger}
+}
+
+// errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
+var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
+
+// storageJournal is the journal in the storage extension named by the `storage` option.
+type storageJournal struct {
+	storageID component.ID
+	owner     component.ID
+	logger    *zap.Logger
+
+	mu sync.RWMutex
+	s  *journal.Storage
+}
+
+var _ journal.Journal = (*storageJournal)(nil)
+
+// start acquires the storage client and recovers the held state a previous process left
+// (oldest first), for the processor to re-admit before its first span. An error fails the
+// collector's start.
+func (j *storageJournal) start(ctx context.Context, host component.Host) ([]journal.Record, error) {
+	client, err := storageClient(ctx, host, j.storageID, j.owner)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	s, recovered, err := journal.Open(ctx, client, logger)
+	s, recovered, err := journal.Open(ctx, client, j.logger)
 	if err != nil {
 		_ = client.Close(ctx)
-		return nil, nil, nil, fmt.Errorf("storage: extension %q: recover the held state: %w", *cfg.Storage, err)
+		return nil, fmt.Errorf("storage: extension %q: recover the held state: %w", j.storageID, err)
 	}
-	return s, recovered, s.Close, nil
+	j.mu.Lock()
+	j.s = s
+	j.mu.Unlock()
+	return recovered, nil
+}
+
+// shutdown releases the storage client; what is still in the journal is recovered at the next
+// start.
+func (j *storageJournal) shutdown(ctx context.Context) error {
+	j.mu.Lock()
+	s := j.s
+	j.s = nil
+	j.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.Close(ctx)
+}
+
+func (j *storageJournal) storage() *journal.Storage {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	return j.s
+}
+
+func (j *storageJournal) Append(ctx context.Context, kind journal.Kind, heldAt time.Time, metadata map[string][]string, payload []byte) (uint64, error) {
+	s := j.storage()
+	if s == nil {
+		return 0, errJournalNotStarted
+	}
+	return s.Append(ctx, kind, heldAt, metadata, payload)
+}
+
+func (j *storageJournal) Remove(ctx context.Context, ids ...uint64) error {
+	s := j.storage()
+	if s == nil {
+		return errJournalNotStarted
+	}
+	return s.Remove(ctx, ids...)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
@@ -61,7 +60,7 @@ func (brokenStorage) GetClient(context.Context, component.Kind, component.ID, st
 	return nil, errors.New("open /data/processor_svcspanfilter__held: permission denied")
 }
 
-func TestOpenJournalFailsStartClearly(t *testing.T) {
+func TestJournalStartFailsClearly(t *testing.T) {
 	owner := component.NewID(metadata.Type)
 	broken := component.MustNewIDWithName("file_storage", "broken")
 	host := storagetest.NewStorageHost().
@@ -83,7 +82,7 @@ func TestOpenJournalFailsStartClearly(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
 			cfg.Storage = &tt.storage
-			_, _, _, err := openJournal(context.Background(), host, cfg, owner, zap.NewNop())
+			_, err := newProcessorJournal(cfg, owner, zap.NewNop()).(*storageJournal).start(context.Background(), host)
 			require.Error(t, err)
 			for _, want := range tt.wantErr {
 				assert.ErrorContains(t, err, want)
@@ -92,16 +91,23 @@ func TestOpenJournalFailsStartClearly(t *testing.T) {
 	}
 }
 
-func TestOpenJournalWithoutStorageIsNop(t *testing.T) {
-	j, recovered, closeJournal, err := openJournal(context.Background(), componenttest.NewNopHost(), createDefaultConfig().(*Config), component.NewID(metadata.Type), zap.NewNop())
-	require.NoError(t, err)
+func TestJournalWithoutStorageIsNop(t *testing.T) {
+	j := newProcessorJournal(createDefaultConfig().(*Config), component.NewID(metadata.Type), zap.NewNop())
 	assert.Equal(t, journal.Nop, j)
-	assert.Empty(t, recovered)
-	require.NoError(t, closeJournal(context.Background()))
+}
+
+// Before Start the journal refuses (the processor refuses the data, retryably) instead of
+// holding spans that would not survive a crash.
+func TestJournalBeforeStartRefuses(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Storage = ptr(component.MustNewIDWithName("file_storage", "held"))
+	j := newProcessorJournal(cfg, component.NewID(metadata.Type), zap.NewNop())
+	_, err := j.Append(context.Background(), journal.KindSpans, time.Now(), nil, []byte("x"))
+	require.ErrorIs(t, err, errJournalNotStarted)
 }
 
 // A restart finds what the previous start appended and did not remove.
-func TestOpenJournalRecoversAcrossRestarts(t *testing.T) {
+func TestJournalRecoversAcrossRestarts(t *testing.T) {
 	owner := component.NewID(metadata.Type)
 	ext := storagetest.NewFileBackedStorageExtension("held", t.TempDir())
 	host := storagetest.NewStorageHost().WithExtension(ext.ID, ext)
@@ -109,7 +115,8 @@ func TestOpenJournalRecoversAcrossRestarts(t *testing.T) {
 	cfg.Storage = &ext.ID
 	ctx := context.Background()
 
-	j, recovered, closeJournal, err := openJournal(ctx, host, cfg, owner, zap.NewNop())
+	j := newProcessorJournal(cfg, owner, zap.NewNop()).(*storageJournal)
+	recovered, err := j.start(ctx, host)
 	require.NoError(t, err)
 	require.Empty(t, recovered)
 	heldAt := time.Unix(1763900000, 0)
@@ -118,11 +125,14 @@ func TestOpenJournalRecoversAcrossRestarts(t *testing.T) {
 	done, err := j.Append(ctx, journal.KindSpans, heldAt, nil, []byte("delivered spans"))
 	require.NoError(t, err)
 	require.NoError(t, j.Remove(ctx, done))
-	require.NoError(t, closeJournal(ctx))
+	require.NoError(t, j.shutdown(ctx))
+	_, err = j.Append(ctx, journal.KindSpans, heldAt, nil, []byte("after shutdown"))
+	require.ErrorIs(t, err, errJournalNotStarted)
 
-	_, recovered, closeJournal, err = openJournal(ctx, host, cfg, owner, zap.NewNop())
+	j = newProcessorJournal(cfg, owner, zap.NewNop()).(*storageJournal)
+	recovered, err = j.start(ctx, host)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, closeJournal(ctx)) }()
+	defer func() { require.NoError(t, j.shutdown(ctx)) }()
 	require.Len(t, recovered, 1)
 	assert.Equal(t, kept, recovered[0].ID)
 	assert.Equal(t, "held spans", string(recovered[0].Payload))

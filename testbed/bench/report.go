@@ -15,6 +15,9 @@ const (
 	targetCPUvsFloor = 1.5 // A/B
 	targetCPUvsPeer  = 0.5 // A/C
 	targetRSSvsPeer  = 1.5 // A/C
+	// targetCPUvsMemoryQueue is issue 17's bound on the cost of persistence: A (queue on disk)
+	// against M (queue in memory).
+	targetCPUvsMemoryQueue = 1.10
 )
 
 // Ratio is one comparison of build A with another build.
@@ -31,15 +34,18 @@ func (r Report) Ratios() []Ratio {
 		return nil
 	}
 	var out []Ratio
-	for _, other := range []string{"B", "C"} {
+	for _, other := range []string{"M", "B", "C"} {
 		o, ok := r.Result(other)
 		if !ok {
 			continue
 		}
 		cpuTarget, rssTarget := "", ""
-		if other == "B" {
+		switch other {
+		case "M":
+			cpuTarget = fmt.Sprintf("≤ %.2f", targetCPUvsMemoryQueue)
+		case "B":
 			cpuTarget = fmt.Sprintf("≤ %.1f", targetCPUvsFloor)
-		} else {
+		default:
 			cpuTarget = fmt.Sprintf("≤ %.1f", targetCPUvsPeer)
 			rssTarget = fmt.Sprintf("≤ %.1f", targetRSSvsPeer)
 		}
@@ -203,7 +209,7 @@ func (r Report) SVG() string {
 		{"Peak RSS, fixed run", "MiB", func(x Result) float64 { return mib(x.PeakRSS) }},
 		{"To the platform per 100k spans", "MB (gzip)", func(x Result) float64 { return x.BytesPer100k / 1e6 }},
 	}
-	colors := map[string]string{"A": "#2b6cb0", "B": "#718096", "C": "#dd6b20"}
+	colors := map[string]string{"A": "#2b6cb0", "M": "#63b3ed", "B": "#718096", "C": "#dd6b20"}
 	const pw, ph, top, bottom, left = 240, 260, 50, 40, 20
 	width := 2*left + len(panels)*pw
 	var b strings.Builder

@@ -66,6 +66,15 @@ func Gateway(svcOtelcol string) Build {
 	}
 }
 
+// GatewayMemoryQueue is build M: build A with the svc exporter's queue in memory instead of in
+// file_storage, the configuration before issue 17; A/M is the cost of persistence.
+func GatewayMemoryQueue(svcOtelcol string) Build {
+	b := Gateway(svcOtelcol)
+	b.Name, b.Title = "M", "svc-otelcol, default gateway pipeline, exporter queue in memory"
+	b.Sets = []string{"exporters::svc::sending_queue::storage=null"}
+	return b
+}
+
 // Forwarder is build B, the floor: svc-otelcol's own otlp receiver and otlphttp exporter with
 // nothing in between but the memory limiter (testbed/peer/forward-config.yaml).
 func Forwarder(svcOtelcol string) Build {

@@ -35,7 +35,8 @@ const parentDelay = 20 * time.Second
 // TestFaultAgentKills: agent traces whose children are sent first and whose parents
 // (`invoke_agent` and the HTTP server span above it) end and are sent 20 s later, while the
 // collector, with the default config, is killed with SIGKILL at random moments and restarted at
-// once on the same storage directory. The sender behaves like an OTLP SDK: it retries a request
+// once on the same storage directory; the platform is down for a third of the run (503), so
+// that the exporter's queue holds data at the first kill. The sender behaves like an OTLP SDK: it retries a request
 // until the collector acknowledges it. Every acknowledged span and score must reach the
 // platform; duplicates (requests whose answer the kill swallowed, deliveries in flight) are
 // reported. Short mode: 3 kills; SVC_FAULTS=long: 10 kills over a longer load.
@@ -79,12 +80,16 @@ func TestFaultAgentKills(t *testing.T) {
 	sort.SliceStable(plan, func(i, j int) bool { return plan[i].at < plan[j].at })
 	end := plan[len(plan)-1].at
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))
+	// The platform is down for a third of the run, so that the exporter's queue holds data when
+	// a kill comes: the first kill falls in the outage, the others anywhere.
+	outageFrom, outageTo := end/4, end/4+end/3
 	killAt := make([]time.Duration, kills)
-	for i := range killAt {
+	killAt[0] = outageFrom + time.Second + time.Duration(rng.Int64N(int64(outageTo-outageFrom-2*time.Second)))
+	for i := 1; i < len(killAt); i++ {
 		killAt[i] = time.Second + time.Duration(rng.Int64N(int64(end-time.Second)))
 	}
 	sort.Slice(killAt, func(i, j int) bool { return killAt[i] < killAt[j] })
-	t.Logf("%d requests over %s, kills at %v", len(plan), end, killAt)
+	t.Logf("%d requests over %s, platform down from %s to %s, kills at %v", len(plan), end, outageFrom, outageTo, killAt)
 
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -92,6 +97,16 @@ func TestFaultAgentKills(t *testing.T) {
 		for _, at := range killAt {
 			time.Sleep(time.Until(start.Add(at)))
 			s.kill(t, rig)
+		}
+	})
+	wg.Go(func() {
+		time.Sleep(time.Until(start.Add(outageFrom)))
+		if err := rig.Platform.SetDown(platform.DownRefuse); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(time.Until(start.Add(outageTo)))
+		if err := rig.Platform.SetDown(platform.Up); err != nil {
+			t.Error(err)
 		}
 	})
 	for _, p := range plan {
@@ -108,7 +123,7 @@ func TestFaultAgentKills(t *testing.T) {
 	}
 	wg.Wait()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	report := ledger.settle(ctx, rig)
 	line := fmt.Sprintf("fault agent-kills-%d: %s | kills=%d send-retries=%d", kills, report, kills, s.retries)
