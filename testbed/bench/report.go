@@ -130,7 +130,7 @@ func (r Report) Markdown(chart string) string {
 	p("")
 	p("## How it was measured")
 	p("")
-	p("- **Builds.** A: `bin/svc-otelcol` with `distribution/config.yaml`. B: the same `svc-otelcol` binary (it contains the otlp receiver and the otlphttp exporter) with `testbed/peer/forward-config.yaml`: otlp → memory_limiter → otlphttp (gzip, Basic auth) to the platform's `/api/public/otel/v1/traces`. " +
+	p("- **Builds.** A: `bin/svc-otelcol` with `distribution/config.yaml` (exporter queue on disk, file_storage). M: A with `--set exporters::svc::sending_queue::storage=null` (queue in memory): A/M is the cost of persistence. B: the same `svc-otelcol` binary (it contains the otlp receiver and the otlphttp exporter) with `testbed/peer/forward-config.yaml`: otlp → memory_limiter → otlphttp (gzip, Basic auth) to the platform's `/api/public/otel/v1/traces`. " +
 		"C: an ocb build of contrib's filter, redaction and transform processors (`testbed/peer/builder-config.yaml`) with `testbed/peer/peer-config.yaml`, run with `--feature-gates=" + LambdaGate + "`; that file lists where C differs from A (no trace integrity, no scores, masks every attribute). " +
 		"All three have the same queue (100,000 items), retry and memory limiter settings.")
 	p("- **Sustained input rate.** Steps of %s from %.0f spans/s, doubling until a step fails, then %d bisection steps. A step holds when the collector refused no request (HTTP 429/503, gRPC RESOURCE_EXHAUSTED/UNAVAILABLE) and answered every request, the sender kept 95%% of the rate, and the platform held every span and score the step should deliver %s after its end. A failed step restarts the collector. The value is the highest rate that held, a lower bound within the last bisection interval.",
