@@ -41,11 +41,12 @@ const parentDelay = 20 * time.Second
 // platform; duplicates (requests whose answer the kill swallowed, deliveries in flight) are
 // reported. Short mode: 3 kills; SVC_FAULTS=long: 10 kills over a longer load.
 //
-// SVC_FAULTS_CONFIG replaces the default config (to measure another configuration's loss).
+// SVC_FAULTS_CONFIG, a comma-separated list of config files, replaces the default config (to
+// measure the loss of another configuration).
 func TestFaultAgentKills(t *testing.T) {
 	build := bench.Gateway(collectorBinary(t))
 	if cfg := os.Getenv("SVC_FAULTS_CONFIG"); cfg != "" {
-		build.Configs = []string{cfg}
+		build.Configs = strings.Split(cfg, ",")
 		t.Logf("config: %s", cfg)
 	}
 	rig := startFaultRigOf(t, build, bench.RigOptions{})
