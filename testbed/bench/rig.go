@@ -66,12 +66,13 @@ func Gateway(svcOtelcol string) Build {
 	}
 }
 
-// GatewayMemoryQueue is build M: build A with the svc exporter's queue in memory instead of in
-// file_storage, the configuration before issue 17; A/M is the cost of persistence.
+// GatewayMemoryQueue is build M: build A with nothing in file_storage (the svc exporter's queue
+// and the span filter's held spans in memory), the configuration before issue 17; A/M is the
+// cost of persistence.
 func GatewayMemoryQueue(svcOtelcol string) Build {
 	b := Gateway(svcOtelcol)
-	b.Name, b.Title = "M", "svc-otelcol, default gateway pipeline, exporter queue in memory"
-	b.Sets = []string{"exporters::svc::sending_queue::storage=null"}
+	b.Name, b.Title = "M", "svc-otelcol, default gateway pipeline, nothing on disk"
+	b.Sets = []string{"exporters::svc::sending_queue::storage=null", "processors::svcspanfilter::storage=null"}
 	return b
 }
 
