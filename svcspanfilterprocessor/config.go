@@ -42,6 +42,9 @@ type Config struct {
 	SampleRate float64 `mapstructure:"sample_rate"`
 	// TraceIntegrity bounds the wait of kept spans whose parent has not been seen yet.
 	TraceIntegrity TraceIntegrityConfig `mapstructure:"trace_integrity"`
+	// Storage names a storage extension (file_storage/<name>) that keeps the held state across a
+	// crash (see storage.go); nil keeps it in memory only.
+	Storage *component.ID `mapstructure:"storage"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -185,6 +188,9 @@ func (cfg *Config) Validate() error {
 		}
 	}
 	errs = append(errs, cfg.TraceIntegrity.validate()...)
+	if err := validateStorage(cfg.Storage); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -15,6 +15,9 @@ const (
 	targetCPUvsFloor = 1.5 // A/B
 	targetCPUvsPeer  = 0.5 // A/C
 	targetRSSvsPeer  = 1.5 // A/C
+	// targetCPUvsMemoryQueue is issue 17's bound on the cost of persistence: A (queue on disk)
+	// against M (queue in memory).
+	targetCPUvsMemoryQueue = 1.10
 )
 
 // Ratio is one comparison of build A with another build.
@@ -31,15 +34,18 @@ func (r Report) Ratios() []Ratio {
 		return nil
 	}
 	var out []Ratio
-	for _, other := range []string{"B", "C"} {
+	for _, other := range []string{"M", "B", "C"} {
 		o, ok := r.Result(other)
 		if !ok {
 			continue
 		}
 		cpuTarget, rssTarget := "", ""
-		if other == "B" {
+		switch other {
+		case "M":
+			cpuTarget = fmt.Sprintf("≤ %.2f", targetCPUvsMemoryQueue)
+		case "B":
 			cpuTarget = fmt.Sprintf("≤ %.1f", targetCPUvsFloor)
-		} else {
+		default:
 			cpuTarget = fmt.Sprintf("≤ %.1f", targetCPUvsPeer)
 			rssTarget = fmt.Sprintf("≤ %.1f", targetRSSvsPeer)
 		}
@@ -124,7 +130,7 @@ func (r Report) Markdown(chart string) string {
 	p("")
 	p("## How it was measured")
 	p("")
-	p("- **Builds.** A: `bin/svc-otelcol` with `distribution/config.yaml`. B: the same `svc-otelcol` binary (it contains the otlp receiver and the otlphttp exporter) with `testbed/peer/forward-config.yaml`: otlp → memory_limiter → otlphttp (gzip, Basic auth) to the platform's `/api/public/otel/v1/traces`. " +
+	p("- **Builds.** A: `bin/svc-otelcol` with `distribution/config.yaml` (exporter queue on disk, file_storage). M: A with `--set exporters::svc::sending_queue::storage=null --set processors::svcspanfilter::storage=null` (nothing on disk): A/M is the cost of persistence. B: the same `svc-otelcol` binary (it contains the otlp receiver and the otlphttp exporter) with `testbed/peer/forward-config.yaml`: otlp → memory_limiter → otlphttp (gzip, Basic auth) to the platform's `/api/public/otel/v1/traces`. " +
 		"C: an ocb build of contrib's filter, redaction and transform processors (`testbed/peer/builder-config.yaml`) with `testbed/peer/peer-config.yaml`, run with `--feature-gates=" + LambdaGate + "`; that file lists where C differs from A (no trace integrity, no scores, masks every attribute). " +
 		"All three have the same queue (100,000 items), retry and memory limiter settings.")
 	p("- **Sustained input rate.** Steps of %s from %.0f spans/s, doubling until a step fails, then %d bisection steps. A step holds when the collector refused no request (HTTP 429/503, gRPC RESOURCE_EXHAUSTED/UNAVAILABLE) and answered every request, the sender kept 95%% of the rate, and the platform held every span and score the step should deliver %s after its end. A failed step restarts the collector. The value is the highest rate that held, a lower bound within the last bisection interval.",
@@ -203,7 +209,7 @@ func (r Report) SVG() string {
 		{"Peak RSS, fixed run", "MiB", func(x Result) float64 { return mib(x.PeakRSS) }},
 		{"To the platform per 100k spans", "MB (gzip)", func(x Result) float64 { return x.BytesPer100k / 1e6 }},
 	}
-	colors := map[string]string{"A": "#2b6cb0", "B": "#718096", "C": "#dd6b20"}
+	colors := map[string]string{"A": "#2b6cb0", "M": "#63b3ed", "B": "#718096", "C": "#dd6b20"}
 	const pw, ph, top, bottom, left = 240, 260, 50, 40, 20
 	width := 2*left + len(panels)*pw
 	var b strings.Builder

@@ -66,6 +66,16 @@ func Gateway(svcOtelcol string) Build {
 	}
 }
 
+// GatewayMemoryQueue is build M: build A with nothing in file_storage (the svc exporter's queue
+// and the span filter's held spans in memory), the configuration before issue 17; A/M is the
+// cost of persistence.
+func GatewayMemoryQueue(svcOtelcol string) Build {
+	b := Gateway(svcOtelcol)
+	b.Name, b.Title = "M", "svc-otelcol, default gateway pipeline, nothing on disk"
+	b.Sets = []string{"exporters::svc::sending_queue::storage=null", "processors::svcspanfilter::storage=null"}
+	return b
+}
+
 // Forwarder is build B, the floor: svc-otelcol's own otlp receiver and otlphttp exporter with
 // nothing in between but the memory limiter (testbed/peer/forward-config.yaml).
 func Forwarder(svcOtelcol string) Build {
@@ -99,6 +109,9 @@ type RigOptions struct {
 	Configs, Sets []string
 	// StartTimeout bounds the collector's start; default 60s.
 	StartTimeout time.Duration
+	// StorageDir is the collector's SVC_STORAGE_DIR; empty: a temporary directory of the rig's,
+	// kept across restarts (StartCollector after Kill) and removed by Close.
+	StorageDir string
 }
 
 // Rig is a local platform and a collector build in front of it.
@@ -106,7 +119,10 @@ type Rig struct {
 	Build     Build
 	Platform  *platform.Platform
 	Collector *collector.Process
-	opts      RigOptions
+	// StorageDir is where every start of the collector keeps its file_storage.
+	StorageDir string
+	opts       RigOptions
+	ownDir     bool
 }
 
 // StartRig starts a platform and the build's collector pointed at it.
@@ -115,9 +131,16 @@ func StartRig(ctx context.Context, b Build, opts RigOptions) (*Rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Rig{Build: b, Platform: p, opts: opts}
+	r := &Rig{Build: b, Platform: p, opts: opts, StorageDir: opts.StorageDir}
+	if r.StorageDir == "" {
+		if r.StorageDir, err = os.MkdirTemp("", "svc-otelcol-rig-"); err != nil {
+			_ = p.Close()
+			return nil, err
+		}
+		r.ownDir = true
+	}
 	if err := r.StartCollector(ctx); err != nil {
-		_ = p.Close()
+		_ = r.Close()
 		return nil, err
 	}
 	return r, nil
@@ -145,6 +168,7 @@ func (r *Rig) StartCollector(ctx context.Context) error {
 			"SVC_BASIC_AUTH=" + base64.StdEncoding.EncodeToString([]byte(PublicKey+":"+SecretKey)),
 		}, b.Env...),
 		StartTimeout: r.opts.StartTimeout,
+		StorageDir:   r.StorageDir,
 	})
 	if err != nil {
 		return fmt.Errorf("build %s: %w", b.Name, err)
@@ -171,6 +195,9 @@ func (r *Rig) Close() error {
 	var err error
 	if r.Collector != nil {
 		err = r.Collector.Stop()
+	}
+	if r.ownDir {
+		err = errors.Join(err, os.RemoveAll(r.StorageDir))
 	}
 	return errors.Join(err, r.Platform.Close())
 }

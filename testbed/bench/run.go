@@ -291,7 +291,7 @@ func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (Resu
 		}
 		// A failed step may leave a backlog that a graceful stop would drain for 30s.
 		rig.Collector.Kill()
-		_ = rig.Platform.Close()
+		_ = rig.Close() // the platform, and the rig's storage directory
 		rig, results = nil, nil
 	}
 	defer closeRig()
@@ -386,7 +386,7 @@ func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, b
 	}
 	defer func() {
 		rig.Collector.Kill()
-		_ = rig.Platform.Close()
+		_ = rig.Close() // the platform, and the rig's storage directory
 	}()
 	s, err := rig.Sender(cfg.Protocol)
 	if err != nil {

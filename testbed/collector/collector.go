@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,6 +36,11 @@ type Options struct {
 	Env []string
 	// StartTimeout bounds the wait for the health check; default 60s.
 	StartTimeout time.Duration
+	// StorageDir is given to the child as SVC_STORAGE_DIR, the directory of distribution/config.yaml's
+	// file_storage (exporter queue, held spans). Empty: a new temporary directory, removed when
+	// the process ends, so that runs never share or inherit stored data. Set it to restart a
+	// collector on the storage a killed one left.
+	StorageDir string
 }
 
 // Process is a running collector.
@@ -50,6 +56,8 @@ type Process struct {
 	HealthEndpoint   string
 	// MetricsEndpoint serves the collector's own metrics (Prometheus text at /metrics).
 	MetricsEndpoint string
+	// StorageDir is the child's SVC_STORAGE_DIR (see Options.StorageDir).
+	StorageDir string
 }
 
 // DefaultConfig is the path of distribution/config.yaml, found from this source file so that
@@ -97,14 +105,29 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		"SVC_METRICS_HOST=127.0.0.1",
 		fmt.Sprintf("SVC_METRICS_PORT=%d", ports[3]),
 	)
+	storageDir, ownDir := opts.StorageDir, false
+	if storageDir == "" {
+		if storageDir, err = os.MkdirTemp("", "svc-otelcol-storage-"); err != nil {
+			return nil, fmt.Errorf("storage directory: %w", err)
+		}
+		ownDir = true
+	}
+	p.StorageDir = storageDir
+	p.cmd.Env = append(p.cmd.Env, "SVC_STORAGE_DIR="+storageDir)
 	p.cmd.Env = append(p.cmd.Env, opts.Env...)
 	p.cmd.Stdout = p.logs
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
+		if ownDir {
+			_ = os.RemoveAll(storageDir)
+		}
 		return nil, fmt.Errorf("start %s: %w", opts.Binary, err)
 	}
 	go func() {
 		p.err = p.cmd.Wait()
+		if ownDir {
+			_ = os.RemoveAll(storageDir)
+		}
 		close(p.done)
 	}()
 
@@ -188,9 +211,19 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Run runs the binary to its end with the given arguments and environment, for commands that
 // are expected to stop by themselves (a config that fails to load, `components`, `validate`).
+// Unless env sets SVC_STORAGE_DIR, the run gets a temporary storage directory of its own.
 func Run(ctx context.Context, binary string, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = os.Environ()
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "SVC_STORAGE_DIR=") }) {
+		dir, err := os.MkdirTemp("", "svc-otelcol-storage-")
+		if err != nil {
+			return "", fmt.Errorf("storage directory: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		cmd.Env = append(cmd.Env, "SVC_STORAGE_DIR="+dir)
+	}
+	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out

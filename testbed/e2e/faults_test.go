@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -59,9 +58,15 @@ func faultWorkload(t *testing.T, opts loadgen.WorkloadOptions) *loadgen.Workload
 // overrides); the collector is stopped (SIGTERM) and its output logged on failure at the end.
 func startFaultRig(t *testing.T, opts bench.RigOptions) *bench.Rig {
 	t.Helper()
+	return startFaultRigOf(t, bench.Gateway(collectorBinary(t)), opts)
+}
+
+// startFaultRigOf is startFaultRig with another build (another config) than the default.
+func startFaultRigOf(t *testing.T, build bench.Build, opts bench.RigOptions) *bench.Rig {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	rig, err := bench.StartRig(ctx, bench.Gateway(collectorBinary(t)), opts)
+	rig, err := bench.StartRig(ctx, build, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,32 +182,15 @@ func TestFaultPlatformOutage(t *testing.T) {
 	}
 }
 
-// TestFaultKillAndRestart: the collector, with its queue on disk (file_storage), accepts load
-// while the platform is down, is killed with SIGKILL, and is started again on the same
-// directory with the platform back up. Everything it accepted arrives, all of it from the queue
-// on disk (nothing had arrived before the kill). Requests in flight to the platform at a kill
-// may be sent again (at-least-once): they would count as duplicated, not lost, and the platform
-// upserts them; with the platform down nothing is in flight, so none are expected here.
+// TestFaultKillAndRestart: the collector with the default config (its queue on disk,
+// file_storage) accepts load while the platform is down, is killed with SIGKILL, and is started
+// again on the same directory with the platform back up. Everything it accepted arrives, all of
+// it from the queue on disk (nothing had arrived before the kill). Requests in flight to the
+// platform at a kill may be sent again (at-least-once): they would count as duplicated, not
+// lost, and the platform upserts them; with the platform down nothing is in flight, so none are
+// expected here.
 func TestFaultKillAndRestart(t *testing.T) {
-	dir := t.TempDir()
-	overlay := filepath.Join(dir, "file-storage.yaml")
-	if err := os.WriteFile(overlay, []byte(fmt.Sprintf(`
-extensions:
-  file_storage/queue:
-    directory: %s
-exporters:
-  svc:
-    sending_queue:
-      storage: file_storage/queue
-service:
-  extensions: [health_check, file_storage/queue]
-`, filepath.Join(dir, "queue"))), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "queue"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rig := startFaultRig(t, bench.RigOptions{Configs: []string{overlay}})
+	rig := startFaultRig(t, bench.RigOptions{})
 	w := faultWorkload(t, loadgen.WorkloadOptions{})
 	if err := rig.Platform.SetDown(platform.DownRefuse); err != nil {
 		t.Fatal(err)

@@ -227,7 +227,7 @@ func TestDistributionConfigsLoad(t *testing.T) {
 		t.Fatalf("no example overlays found: %v", err)
 	}
 	env := []string{"SVC_ENDPOINT=http://127.0.0.1:1", "SVC_PUBLIC_KEY=" + testPublicKey,
-		"SVC_SECRET_KEY=" + testSecretKey, "SVC_QUEUE_DIR=" + t.TempDir()}
+		"SVC_SECRET_KEY=" + testSecretKey, "SVC_STORAGE_DIR=" + t.TempDir()}
 	for _, overlay := range append([]string{""}, overlays...) {
 		name := filepath.Base(overlay)
 		if overlay == "" {

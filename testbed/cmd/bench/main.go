@@ -1,5 +1,6 @@
 // Command bench runs the side-by-side load runs of `make bench`: svc-otelcol with the default
-// gateway pipeline (A), the forwarding floor (B) and the contrib OTTL peer (C), one after
+// gateway pipeline (A), the same with its exporter queue in memory (M: the cost of persistence),
+// the forwarding floor (B) and the contrib OTTL peer (C), one after
 // another on the same workload, and writes testbed/results/bench.{md,svg,json}.
 //
 //	go run ./cmd/bench --svc-otelcol ../bin/svc-otelcol --peer ../build/peer/peer-otelcol
@@ -25,7 +26,7 @@ func main() {
 	root := collector.RepoRoot()
 	svcBin := flag.String("svc-otelcol", filepath.Join(root, "bin", "svc-otelcol"), "the svc-otelcol binary (builds A and B)")
 	peerBin := flag.String("peer", bench.DefaultPeerBinary(), "the OTTL peer binary (build C), from testbed/peer/builder-config.yaml")
-	builds := flag.String("builds", "A,B,C", "builds to measure, in order")
+	builds := flag.String("builds", "A,M,B,C", "builds to measure, in order (M: A with the exporter queue in memory, the cost of persistence)")
 	out := flag.String("out", filepath.Join(root, "testbed", "results"), "directory for bench.md, bench.svg, bench.json")
 	protocol := flag.String("protocol", loadgen.ProtocolHTTP, "OTLP protocol of the sender: http or grpc")
 	seed := flag.Uint64("seed", 1, "workload seed")
@@ -80,6 +81,8 @@ func main() {
 		switch strings.TrimSpace(name) {
 		case "A":
 			cfg.Builds = append(cfg.Builds, bench.Gateway(*svcBin))
+		case "M":
+			cfg.Builds = append(cfg.Builds, bench.GatewayMemoryQueue(*svcBin))
 		case "B":
 			cfg.Builds = append(cfg.Builds, bench.Forwarder(*svcBin))
 		case "C":
@@ -88,7 +91,7 @@ func main() {
 			}
 			cfg.Builds = append(cfg.Builds, bench.Peer(*peerBin))
 		default:
-			fail(fmt.Errorf("unknown build %q (A, B, C)", name))
+			fail(fmt.Errorf("unknown build %q (A, M, B, C)", name))
 		}
 	}
 

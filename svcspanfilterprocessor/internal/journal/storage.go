@@ -1,0 +1,327 @@
+package journal // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.uber.org/zap"
+)
+
+// Layout in the storage client, which has no key listing: each record under "r/<id>", and an
+// index "journal/index" holding the range [first, next) of ids that may still be live. The index
+// is written in the same Batch as every record write and delete, so the two never disagree; ids
+// inside the range whose key is gone (removed out of order) are holes.
+const (
+	recordPrefix = "r/"
+	indexKey     = "journal/index"
+	// indexVersion and recordVersion tag the encodings, so a later format can read older ones.
+	indexVersion  = 1
+	recordVersion = 1
+	// recoverChunk is how many records one Batch of gets reads at recovery.
+	recoverChunk = 256
+	// recordHeader: version, kind, crc32 of what follows, held-at unix nanos.
+	recordHeader = 1 + 1 + 4 + 8
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// Storage is the journal in a collector storage extension client (file_storage: a bbolt file;
+// a Batch is one transaction, so a record is durable against SIGKILL once Append returns).
+type Storage struct {
+	client storage.Client
+	logger *zap.Logger
+
+	mu sync.Mutex
+	// first and next bound the ids that may be live; live holds those that are.
+	first, next uint64
+	live        map[uint64]struct{}
+	corrupt     int
+}
+
+var _ Journal = (*Storage)(nil)
+
+// Open recovers the records a previous process left (oldest first) and returns the journal.
+// A record that cannot be decoded is logged, counted (Corrupt), deleted and skipped: one bad
+// record must not keep the collector from starting. An unreadable index is an error.
+func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
+	s := &Storage{client: client, logger: logger, first: 1, next: 1, live: map[uint64]struct{}{}}
+	raw, err := client.Get(ctx, indexKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("journal: read the index: %w", err)
+	}
+	if raw != nil {
+		if s.first, s.next, err = decodeIndex(raw); err != nil {
+			return nil, nil, fmt.Errorf("journal: index %q: %w", indexKey, err)
+		}
+	}
+	var records []Record
+	var bad []uint64
+	for from := s.first; from < s.next; from += recoverChunk {
+		to := min(from+recoverChunk, s.next)
+		ops := make([]*storage.Operation, 0, to-from)
+		for id := from; id < to; id++ {
+			ops = append(ops, storage.GetOperation(recordKey(id)))
+		}
+		if err := client.Batch(ctx, ops...); err != nil {
+			return nil, nil, fmt.Errorf("journal: read records %d..%d: %w", from, to-1, err)
+		}
+		for i, op := range ops {
+			id := from + uint64(i)
+			if op.Value == nil {
+				continue // removed out of order: a hole
+			}
+			rec, err := decodeRecord(op.Value)
+			if err != nil {
+				logger.Warn("journal: skipping a corrupt record", zap.Uint64("id", id), zap.Int("bytes", len(op.Value)), zap.Error(err))
+				bad = append(bad, id)
+				continue
+			}
+			rec.ID = id
+			records = append(records, rec)
+			s.live[id] = struct{}{}
+		}
+	}
+	s.corrupt = len(bad)
+	s.advanceFirst()
+	if len(bad) > 0 || raw != nil {
+		// Forget the corrupt records and store the tightened range.
+		ops := make([]*storage.Operation, 0, len(bad)+1)
+		for _, id := range bad {
+			ops = append(ops, storage.DeleteOperation(recordKey(id)))
+		}
+		ops = append(ops, storage.SetOperation(indexKey, encodeIndex(s.first, s.next)))
+		if err := client.Batch(ctx, ops...); err != nil {
+			return nil, nil, writeError("journal: rewrite the index", err)
+		}
+	}
+	if len(records) > 0 || len(bad) > 0 {
+		logger.Info("journal: recovered held state", zap.Int("records", len(records)), zap.Int("corrupt", len(bad)))
+	}
+	return s, records, nil
+}
+
+// Append makes the record durable and returns its id.
+func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metadata map[string][]string, payload []byte) (uint64, error) {
+	value := encodeRecord(kind, heldAt, metadata, payload)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, first := s.next, s.first
+	if len(s.live) == 0 {
+		first = id
+	}
+	if err := s.client.Batch(ctx,
+		storage.SetOperation(recordKey(id), value),
+		storage.SetOperation(indexKey, encodeIndex(first, id+1)),
+	); err != nil {
+		return 0, writeError("journal: append", err)
+	}
+	s.first, s.next = first, id+1
+	s.live[id] = struct{}{}
+	return id, nil
+}
+
+// Remove deletes the records; ids that are not live (0, unknown, already removed) are ignored.
+func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ops := make([]*storage.Operation, 0, len(ids)+1)
+	var removed []uint64
+	for _, id := range ids {
+		if _, ok := s.live[id]; !ok {
+			continue
+		}
+		delete(s.live, id)
+		removed = append(removed, id)
+		ops = append(ops, storage.DeleteOperation(recordKey(id)))
+	}
+	if len(removed) == 0 {
+		return nil
+	}
+	oldFirst := s.first
+	s.advanceFirst()
+	ops = append(ops, storage.SetOperation(indexKey, encodeIndex(s.first, s.next)))
+	if err := s.client.Batch(ctx, ops...); err != nil {
+		for _, id := range removed {
+			s.live[id] = struct{}{}
+		}
+		s.first = oldFirst
+		return writeError("journal: remove", err)
+	}
+	return nil
+}
+
+// Len is the number of live records.
+func (s *Storage) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.live)
+}
+
+// Corrupt is the number of records Open skipped because they could not be decoded.
+func (s *Storage) Corrupt() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.corrupt
+}
+
+// Close releases the storage client.
+func (s *Storage) Close(ctx context.Context) error { return s.client.Close(ctx) }
+
+// advanceFirst moves first past ids no longer live (each id is passed once: amortized O(1)).
+func (s *Storage) advanceFirst() {
+	if len(s.live) == 0 {
+		s.first = s.next
+		return
+	}
+	for s.first < s.next {
+		if _, ok := s.live[s.first]; ok {
+			return
+		}
+		s.first++
+	}
+}
+
+// writeError keeps storage.ErrStorageFull recognizable (errors.Is) for the caller's refusal.
+func writeError(what string, err error) error {
+	if errors.Is(err, storage.ErrStorageFull) {
+		return fmt.Errorf("%s: storage full: %w", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func recordKey(id uint64) string { return recordPrefix + strconv.FormatUint(id, 10) }
+
+func encodeIndex(first, next uint64) []byte {
+	b := make([]byte, 1+8+8)
+	b[0] = indexVersion
+	binary.BigEndian.PutUint64(b[1:], first)
+	binary.BigEndian.PutUint64(b[9:], next)
+	return b
+}
+
+func decodeIndex(b []byte) (first, next uint64, err error) {
+	if len(b) != 17 || b[0] != indexVersion {
+		return 0, 0, fmt.Errorf("unknown encoding (%d bytes, version %d)", len(b), b[0])
+	}
+	first, next = binary.BigEndian.Uint64(b[1:]), binary.BigEndian.Uint64(b[9:])
+	if first == 0 || first > next {
+		return 0, 0, fmt.Errorf("invalid range [%d, %d)", first, next)
+	}
+	return first, next, nil
+}
+
+// encodeRecord: version, kind, crc32c of the rest, held-at unix nanos, the metadata (uvarint
+// count of keys in sorted order; each key, its count of values and the values, each as uvarint
+// length + bytes), then the payload to the end.
+func encodeRecord(kind Kind, heldAt time.Time, metadata map[string][]string, payload []byte) []byte {
+	size := recordHeader + binary.MaxVarintLen64 + len(payload)
+	keys := make([]string, 0, len(metadata))
+	for k, vs := range metadata {
+		keys = append(keys, k)
+		size += 2*binary.MaxVarintLen64 + len(k)
+		for _, v := range vs {
+			size += binary.MaxVarintLen64 + len(v)
+		}
+	}
+	slices.Sort(keys)
+	b := make([]byte, recordHeader, size)
+	b[0], b[1] = recordVersion, byte(kind)
+	binary.BigEndian.PutUint64(b[6:], uint64(heldAt.UnixNano()))
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		b = appendString(b, k)
+		b = binary.AppendUvarint(b, uint64(len(metadata[k])))
+		for _, v := range metadata[k] {
+			b = appendString(b, v)
+		}
+	}
+	b = append(b, payload...)
+	binary.BigEndian.PutUint32(b[2:], crc32Of(b[6:]))
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+var errTruncated = errors.New("truncated")
+
+func decodeRecord(b []byte) (Record, error) {
+	if len(b) < recordHeader {
+		return Record{}, errTruncated
+	}
+	if b[0] != recordVersion {
+		return Record{}, fmt.Errorf("unknown record version %d", b[0])
+	}
+	if want, got := binary.BigEndian.Uint32(b[2:]), crc32Of(b[6:]); want != got {
+		return Record{}, fmt.Errorf("checksum mismatch (stored %08x, computed %08x)", want, got)
+	}
+	rec := Record{Kind: Kind(b[1]), HeldAt: time.Unix(0, int64(binary.BigEndian.Uint64(b[6:])))}
+	if rec.Kind != KindSpans && rec.Kind != KindContent {
+		return Record{}, fmt.Errorf("unknown record kind %d", rec.Kind)
+	}
+	r := reader{b: b[recordHeader:]}
+	if n := r.uvarint(); n > 0 && r.err == nil {
+		rec.Metadata = make(map[string][]string, min(n, 64))
+		for range n {
+			k := r.string()
+			nv := r.uvarint()
+			vs := make([]string, 0, min(nv, 64))
+			for i := uint64(0); i < nv && r.err == nil; i++ {
+				vs = append(vs, r.string())
+			}
+			if r.err != nil {
+				break
+			}
+			rec.Metadata[k] = vs
+		}
+	}
+	if r.err != nil {
+		return Record{}, fmt.Errorf("metadata: %w", r.err)
+	}
+	rec.Payload = r.b
+	return rec, nil
+}
+
+// reader decodes uvarint-prefixed fields; the first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errTruncated
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) string() string {
+	n := r.uvarint()
+	if r.err != nil {
+		return ""
+	}
+	if n > uint64(len(r.b)) {
+		r.err = errTruncated
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func crc32Of(b []byte) uint32 { return crc32.Checksum(b, crcTable) }

@@ -1,0 +1,246 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/storagetest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func newClient() *storagetest.TestClient {
+	return storagetest.NewInMemoryClient(component.KindProcessor, component.MustNewID("svcspanfilter"), "journal")
+}
+
+// open is a process starting on the storage another one left: same client, new journal.
+func open(t *testing.T, c storage.Client) (*Storage, []Record, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zap.InfoLevel)
+	s, recs, err := Open(context.Background(), c, zap.New(core))
+	require.NoError(t, err)
+	return s, recs, logs
+}
+
+func ids(recs []Record) []uint64 {
+	out := make([]uint64, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+func appendN(t *testing.T, s *Storage, n int) []uint64 {
+	t.Helper()
+	var out []uint64
+	for i := range n {
+		id, err := s.Append(context.Background(), KindSpans, time.Unix(1700000000, int64(i)), nil, []byte(fmt.Sprintf("payload %d", i)))
+		require.NoError(t, err)
+		out = append(out, id)
+	}
+	return out
+}
+
+func TestRecoverReturnsWhatWasAppended(t *testing.T) {
+	c := newClient()
+	s, recs, _ := open(t, c)
+	require.Empty(t, recs)
+	heldAt := time.Date(2026, 11, 23, 11, 50, 0, 123456789, time.UTC)
+	want := []Record{
+		{Kind: KindSpans, HeldAt: heldAt, Metadata: map[string][]string{"authorization": {"Basic cGs6c2s="}, "x-multi": {"a", "", "c"}}, Payload: []byte{0x0a, 0x00, 0xff}},
+		{Kind: KindContent, HeldAt: heldAt.Add(time.Second), Payload: []byte("content")},
+		{Kind: KindSpans, HeldAt: heldAt.Add(2 * time.Second), Metadata: map[string][]string{"empty": {}}, Payload: nil},
+	}
+	for i, r := range want {
+		id, err := s.Append(context.Background(), r.Kind, r.HeldAt, r.Metadata, r.Payload)
+		require.NoError(t, err)
+		want[i].ID = id
+	}
+	assert.Equal(t, []uint64{1, 2, 3}, ids(want))
+
+	_, got, logs := open(t, c)
+	require.Len(t, got, len(want))
+	for i := range want {
+		assert.Equal(t, want[i].ID, got[i].ID)
+		assert.Equal(t, want[i].Kind, got[i].Kind)
+		assert.True(t, want[i].HeldAt.Equal(got[i].HeldAt), "held at %v, want %v", got[i].HeldAt, want[i].HeldAt)
+		assert.Equal(t, string(want[i].Payload), string(got[i].Payload))
+		assert.Equal(t, len(want[i].Metadata), len(got[i].Metadata))
+		for k, v := range want[i].Metadata {
+			assert.Equal(t, v, got[i].Metadata[k], "metadata %q", k)
+		}
+	}
+	assert.Equal(t, 1, logs.FilterMessage("journal: recovered held state").Len())
+}
+
+func TestRemoveOutOfOrder(t *testing.T) {
+	tests := []struct {
+		name      string
+		remove    [][]uint64 // Remove calls, in order
+		recovered []uint64
+		nextID    uint64 // id of the next Append after the restart
+	}{
+		{name: "nothing removed", recovered: []uint64{1, 2, 3, 4, 5}, nextID: 6},
+		{name: "holes in the middle", remove: [][]uint64{{2}, {4}}, recovered: []uint64{1, 3, 5}, nextID: 6},
+		{name: "oldest first", remove: [][]uint64{{1, 2}}, recovered: []uint64{3, 4, 5}, nextID: 6},
+		{name: "newest first", remove: [][]uint64{{5}, {4, 3}}, recovered: []uint64{1, 2}, nextID: 6},
+		{name: "all, in any order", remove: [][]uint64{{3}, {1, 5}, {2, 4}}, recovered: nil, nextID: 6},
+		{name: "unknown and repeated ids ignored", remove: [][]uint64{{0, 2, 2, 99}, {2}}, recovered: []uint64{1, 3, 4, 5}, nextID: 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClient()
+			s, _, _ := open(t, c)
+			appendN(t, s, 5)
+			for _, r := range tt.remove {
+				require.NoError(t, s.Remove(context.Background(), r...))
+			}
+			s2, recs, _ := open(t, c)
+			assert.Equal(t, tt.recovered, nilIfEmpty(ids(recs)))
+			assert.Equal(t, len(tt.recovered), s2.Len())
+			id, err := s2.Append(context.Background(), KindSpans, time.Now(), nil, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tt.nextID, id, "ids are never reused")
+			// The records of the first process can be removed by the second.
+			require.NoError(t, s2.Remove(context.Background(), tt.recovered...))
+			_, recs, _ = open(t, c)
+			assert.Equal(t, []uint64{tt.nextID}, ids(recs))
+		})
+	}
+}
+
+func nilIfEmpty(s []uint64) []uint64 {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// Removed records leave no key behind, and the index range shrinks to the live records, so a
+// long run does not make recovery read every id ever written.
+func TestRemovedRecordsLeaveNoKeys(t *testing.T) {
+	c := newClient()
+	s, _, _ := open(t, c)
+	appendN(t, s, 1000)
+	for id := uint64(1); id < 1000; id++ {
+		require.NoError(t, s.Remove(context.Background(), id))
+	}
+	for id := uint64(1); id < 1000; id++ {
+		v, err := c.Get(context.Background(), recordKey(id))
+		require.NoError(t, err)
+		require.Nil(t, v, "record %d still stored", id)
+	}
+	raw, err := c.Get(context.Background(), indexKey)
+	require.NoError(t, err)
+	first, next, err := decodeIndex(raw)
+	require.NoError(t, err)
+	assert.Equal(t, [2]uint64{1000, 1001}, [2]uint64{first, next})
+}
+
+func TestCorruptRecordIsSkipped(t *testing.T) {
+	tests := []struct {
+		name    string
+		corrupt func([]byte) []byte
+	}{
+		{name: "flipped payload byte", corrupt: func(b []byte) []byte { b[len(b)-1] ^= 0x40; return b }},
+		{name: "truncated header", corrupt: func(b []byte) []byte { return b[:5] }},
+		{name: "truncated metadata", corrupt: func(b []byte) []byte { return reseal(b[:recordHeader+3]) }},
+		{name: "unknown version", corrupt: func(b []byte) []byte { b[0] = 9; return b }},
+		{name: "unknown kind", corrupt: func(b []byte) []byte { b[1] = 7; return reseal(b) }},
+		{name: "empty value", corrupt: func([]byte) []byte { return []byte{} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClient()
+			s, _, _ := open(t, c)
+			_, err := s.Append(context.Background(), KindSpans, time.Now(), map[string][]string{"k": {"v"}}, []byte("first"))
+			require.NoError(t, err)
+			_, err = s.Append(context.Background(), KindSpans, time.Now(), map[string][]string{"k": {"v"}}, []byte("second"))
+			require.NoError(t, err)
+			raw, err := c.Get(context.Background(), recordKey(1))
+			require.NoError(t, err)
+			require.NoError(t, c.Set(context.Background(), recordKey(1), tt.corrupt(append([]byte(nil), raw...))))
+
+			s2, recs, logs := open(t, c)
+			require.Len(t, recs, 1, "the good record is recovered")
+			assert.Equal(t, "second", string(recs[0].Payload))
+			assert.Equal(t, 1, s2.Corrupt())
+			assert.Equal(t, 1, logs.FilterMessage("journal: skipping a corrupt record").Len())
+			gone, err := c.Get(context.Background(), recordKey(1))
+			require.NoError(t, err)
+			assert.Nil(t, gone, "the corrupt record is deleted, not reported at every start")
+			_, recs, _ = open(t, c)
+			assert.Equal(t, []uint64{2}, ids(recs))
+		})
+	}
+}
+
+// reseal recomputes the checksum, so the damage is found by the decoder's other checks.
+func reseal(b []byte) []byte {
+	if len(b) >= recordHeader {
+		sum := crc32Of(b[6:])
+		b[2], b[3], b[4], b[5] = byte(sum>>24), byte(sum>>16), byte(sum>>8), byte(sum)
+	}
+	return b
+}
+
+func TestCorruptIndexFailsOpen(t *testing.T) {
+	c := newClient()
+	require.NoError(t, c.Set(context.Background(), indexKey, []byte("not an index")))
+	_, _, err := Open(context.Background(), c, zap.NewNop())
+	require.ErrorContains(t, err, `journal: index "journal/index"`)
+}
+
+// failingClient fails every Batch with err once armed.
+type failingClient struct {
+	storage.Client
+	err error
+}
+
+func (f *failingClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	if f.err != nil {
+		return f.err
+	}
+	return f.Client.Batch(ctx, ops...)
+}
+
+func TestWriteErrorsWriteNothing(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		full bool
+	}{
+		{name: "storage full", err: storage.ErrStorageFull, full: true},
+		{name: "i/o error", err: errors.New("write /data/file_storage: input/output error")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &failingClient{Client: newClient()}
+			s, _, _ := open(t, c)
+			appendN(t, s, 2)
+			c.err = tt.err
+
+			_, err := s.Append(context.Background(), KindSpans, time.Now(), nil, []byte("refused"))
+			require.Error(t, err)
+			assert.Equal(t, tt.full, errors.Is(err, storage.ErrStorageFull), "storage full stays recognizable: %v", err)
+			assert.ErrorContains(t, err, "journal: append")
+			require.Error(t, s.Remove(context.Background(), 1))
+			assert.Equal(t, 2, s.Len(), "a failed remove keeps the records live")
+
+			c.err = nil
+			id, err := s.Append(context.Background(), KindSpans, time.Now(), nil, []byte("accepted"))
+			require.NoError(t, err)
+			assert.Equal(t, uint64(3), id, "the refused append used no id")
+			require.NoError(t, s.Remove(context.Background(), 1))
+			_, recs, _ := open(t, c)
+			assert.Equal(t, []uint64{2, 3}, ids(recs))
+		})
+	}
+}
