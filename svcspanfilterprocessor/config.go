@@ -39,6 +39,8 @@ type Config struct {
 	SampleRate float64 `mapstructure:"sample_rate"`
 	// TraceIntegrity bounds the wait of kept spans whose parent has not been seen yet.
 	TraceIntegrity TraceIntegrityConfig `mapstructure:"trace_integrity"`
+	// ContentJoin attaches GenAI content sent as log records to its span (contentjoin_config.go).
+	ContentJoin ContentJoinConfig `mapstructure:"content_join"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -115,6 +117,7 @@ func createDefaultConfig() component.Config {
 			RememberDuration: defaultRememberDuration,
 			MaxTraces:        defaultMaxTraces,
 		},
+		ContentJoin: defaultContentJoinConfig(),
 	}
 }
 
@@ -169,6 +172,7 @@ func (cfg *Config) Validate() error {
 		}
 	}
 	errs = append(errs, cfg.TraceIntegrity.validate()...)
+	errs = append(errs, cfg.ContentJoin.validate()...)
 	return errors.Join(errs...)
 }
 

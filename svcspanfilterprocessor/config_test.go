@@ -35,6 +35,10 @@ func TestLoadConfig(t *testing.T) {
 		WaitDuration: 10 * time.Second, MaxWaitDuration: 2 * time.Minute,
 		RememberDuration: time.Minute, MaxTraces: 50000,
 	}
+	full.ContentJoin = ContentJoinConfig{Enabled: true, Wait: 8 * time.Second, InstrumentationScopes: []string{"my-company.llm"}}
+
+	joinOff := createDefaultConfig().(*Config)
+	joinOff.ContentJoin.Enabled = false
 
 	onlyKeep := createDefaultConfig().(*Config)
 	onlyKeep.DefaultFilter = false
@@ -49,6 +53,11 @@ func TestLoadConfig(t *testing.T) {
 		{name: "", want: createDefaultConfig().(*Config)},
 		{name: "full", want: full},
 		{name: "only_keep_rules", want: onlyKeep},
+		{name: "content_join_off", want: joinOff},
+		{name: "content_join_bad", errContains: []string{
+			"content_join.wait must be positive, got 0s",
+			`content_join.instrumentation_scopes[0]: instrumentation scope "opentelemetry.instrumentation." must not end with "."`,
+		}},
 		{name: "blocked_scopes", errContains: []string{
 			`"blocked_instrumentation_scopes" was removed`,
 			"drop: {instrumentation_scopes: [sqlalchemy, psycopg]}",
