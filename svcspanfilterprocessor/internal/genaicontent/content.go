@@ -95,10 +95,14 @@ func (c *Content) addChoice(body any) {
 		role = "assistant"
 	}
 	finish, _ := field(body, "finish_reason").(string)
-	rec := choiceRecord{index: index, arrival: c.arrivals, msg: message{Role: role, Parts: assistantParts(msg), FinishReason: finish}}
-	// One choice per index: a record sent again (a client's retry) replaces the earlier copy.
+	c.putChoice(choiceRecord{index: index, arrival: c.arrivals, msg: message{Role: role, Parts: assistantParts(msg), FinishReason: finish}})
+}
+
+// putChoice keeps one choice per index: a record sent again (a client's retry) replaces the earlier
+// copy.
+func (c *Content) putChoice(rec choiceRecord) {
 	for i := range c.choices {
-		if c.choices[i].index == index {
+		if c.choices[i].index == rec.index {
 			c.choices[i] = rec
 			return
 		}
@@ -295,4 +299,37 @@ func valueSize(v pcommon.Value) int {
 		return size
 	}
 	return 16
+}
+
+// Merge adds what o gathered to c, as if o's records had been added to c after c's own (the trace
+// memory keeps one Content per span per logs call and merges them when the span is joined). o is
+// not changed.
+func (c *Content) Merge(o *Content) {
+	if o.Empty() {
+		return
+	}
+	base := c.arrivals
+	c.arrivals += o.arrivals
+	c.records += o.records
+	c.bytes += o.bytes
+	if o.provider != "" {
+		c.provider = o.provider
+	}
+	for _, r := range o.inputs {
+		r.arrival += base
+		c.inputs = append(c.inputs, r)
+	}
+	for _, r := range o.choices {
+		r.arrival += base
+		c.putChoice(r)
+	}
+	if o.hasInput {
+		c.input, c.hasInput = o.input, true
+	}
+	if o.hasOutput {
+		c.output, c.hasOutput = o.output, true
+	}
+	if o.hasSystemIns {
+		c.system, c.hasSystemIns = o.system, true
+	}
 }

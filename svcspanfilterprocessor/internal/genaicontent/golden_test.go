@@ -129,3 +129,41 @@ func normalize(t *testing.T, v any) any {
 	require.NoError(t, json.Unmarshal(raw, &out))
 	return out
 }
+
+// Merging the Contents of several logs calls gives what adding all their records to one gives, in
+// every split of the records.
+func TestMergeEqualsAddingAll(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("testdata", "*", "logs.json"))
+	require.NoError(t, err)
+	for _, path := range dirs {
+		t.Run(filepath.Base(filepath.Dir(path)), func(t *testing.T) {
+			records := logRecords(golden.ReadLogs(t, path))
+			var all Content
+			for _, lr := range records {
+				all.Add(lr)
+			}
+			wantIn, _ := all.inputMessages()
+			wantOut, _ := all.outputMessages()
+			for split := 0; split <= len(records); split++ {
+				var first, second Content
+				for i, lr := range records {
+					if i < split {
+						first.Add(lr)
+					} else {
+						second.Add(lr)
+					}
+				}
+				var merged Content
+				merged.Merge(&first)
+				merged.Merge(&second)
+				gotIn, _ := merged.inputMessages()
+				gotOut, _ := merged.outputMessages()
+				assert.Equal(t, marshal(wantIn), marshal(gotIn), "input, split at %d", split)
+				assert.Equal(t, marshal(wantOut), marshal(gotOut), "output, split at %d", split)
+				assert.Equal(t, all.Records(), merged.Records())
+				assert.Equal(t, all.HasOutput(), merged.HasOutput())
+				assert.Equal(t, all.HasSystemInstructions(), merged.HasSystemInstructions())
+			}
+		})
+	}
+}
