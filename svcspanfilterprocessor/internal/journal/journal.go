@@ -1,0 +1,46 @@
+// Package journal is the durable record of what the span filter acknowledged and still holds, so that
+// a restart (or SIGKILL) does not lose it. This file is the contract; the storage implementation sits
+// beside it.
+package journal // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+
+import (
+	"context"
+	"time"
+)
+
+// Kind of a journal record.
+type Kind uint8
+
+const (
+	KindSpans   Kind = 1 // payload: ptrace proto (ptrace.ProtoMarshaler) of the held spans of one call
+	KindContent Kind = 2 // payload: plog proto of the content log records absorbed by one logs call
+)
+
+// Record is one durable record.
+type Record struct {
+	ID       uint64
+	Kind     Kind
+	HeldAt   time.Time           // when the processor accepted it (original deadlines resume from it)
+	Metadata map[string][]string // client.Info metadata of the request (multi-tenant credentials)
+	Payload  []byte
+}
+
+// Journal is where held data is made durable before the processor acknowledges it.
+type Journal interface {
+	// Append makes rec durable (ID assigned by the journal) and returns its id. A non-nil error means
+	// nothing was written: the caller must refuse the data with a retryable error.
+	Append(ctx context.Context, kind Kind, heldAt time.Time, metadata map[string][]string, payload []byte) (uint64, error)
+	// Remove forgets records whose every item has been handed on (or deliberately discarded).
+	Remove(ctx context.Context, ids ...uint64) error
+}
+
+// Nop is the journal when no storage is configured.
+var Nop Journal = nop{}
+
+type nop struct{}
+
+func (nop) Append(context.Context, Kind, time.Time, map[string][]string, []byte) (uint64, error) {
+	return 0, nil
+}
+
+func (nop) Remove(context.Context, ...uint64) error { return nil }

@@ -1,0 +1,334 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"time"
+
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Verdict is the filter's decision for one span, before the trace's experiment flag is known.
+type Verdict uint8
+
+const (
+	Drop Verdict = iota
+	Keep
+	// KeepIfExperiment: kept by the rules but sampled out, so kept only if its trace is an experiment.
+	KeepIfExperiment
+)
+
+// Decision is the processor's input for one span of a batch.
+type Decision struct {
+	Verdict Verdict
+	// MarksExperiment: the span marks its trace as an experiment (svcattr.IsExperimentAttribute);
+	// from then on the trace's spans are never sampled out.
+	MarksExperiment bool
+}
+
+// ConnectorAttribute marks a connector span: a dropped span delivered stripped because delivered
+// spans point at it.
+const ConnectorAttribute = "svc.gateway.connector"
+
+// Admission is the outcome of Admit for one batch.
+type Admission struct {
+	// Kept is the final decision per span of the batch, in batch order.
+	Kept []bool
+	// Held is the number of spans of the batch the memory now holds.
+	Held int
+	// Pass reports whether spans are left in the batch for the next consumer.
+	Pass bool
+	// Deliveries are spans released by this batch (their parent arrived in it) and connector spans,
+	// one per request client context; the caller delivers them and reports back with Delivered,
+	// Requeue or Discard.
+	Deliveries []*Delivery
+	// HeldCopy has a copy of the spans held from this batch (Config.Journaled only), for the journal.
+	HeldCopy ptrace.Traces
+	HeldAt   time.Time
+	Stats    Stats
+
+	m     *Memory
+	ref   *RecordRef
+	items []*item
+}
+
+// spanRef is one span of the batch being admitted.
+type spanRef struct {
+	span            ptrace.Span
+	trace           *trace
+	resource, scope int32
+	decision        Decision
+	kept, held      bool
+}
+
+// origins creates the shared resource and scope copies of a batch once, on first use.
+type origins struct {
+	td       ptrace.Traces
+	request  *requestOrigin
+	resource map[int32]*resourceOrigin
+	scope    map[[2]int32]*scopeOrigin
+}
+
+func (o *origins) get(r, s int32) *scopeOrigin {
+	key := [2]int32{r, s}
+	if so, ok := o.scope[key]; ok {
+		return so
+	}
+	ro, ok := o.resource[r]
+	if !ok {
+		rs := o.td.ResourceSpans().At(int(r))
+		res := pcommon.NewResource()
+		rs.Resource().CopyTo(res)
+		ro = &resourceOrigin{request: o.request, resource: res, schemaURL: rs.SchemaUrl()}
+		o.resource[r] = ro
+	}
+	ss := o.td.ResourceSpans().At(int(r)).ScopeSpans().At(int(s))
+	scope := pcommon.NewInstrumentationScope()
+	ss.Scope().CopyTo(scope)
+	so := &scopeOrigin{resource: ro, scope: scope, schemaURL: ss.SchemaUrl()}
+	o.scope[key] = so
+	return so
+}
+
+// Admit records every span of td in its trace's memory and settles each kept span: it goes on
+// unchanged, re-parented, or is moved out of td to be held. Dropped spans are removed from td. It
+// returns ErrOverloaded, admitting nothing, when released spans refused by the next consumer fill
+// the memory limit. decisions has one entry per span of td in order.
+//
+// The caller then either commits the admission (Commit, after the journal append) or aborts it.
+func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision) (*Admission, error) {
+	if m.readyBytes.Load() > m.cfg.MemoryLimitBytes {
+		return nil, ErrOverloaded
+	}
+	adm := &Admission{m: m, ref: &RecordRef{left: 1, journal: m.journal, logger: m.cfg.Logger}}
+	m.admit(adm, &requestOrigin{info: info}, td, decisions, m.cfg.Now())
+	if !adm.Stats.empty() {
+		m.observe(&adm.Stats)
+	}
+	m.Enforce()
+	return adm, nil
+}
+
+// admit is Admit with the held time and record given (recovery passes the original ones).
+func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, decisions []Decision, heldAt time.Time) {
+	adm.HeldAt = heldAt
+	refs := make([]spanRef, 0, len(decisions))
+	byShard := make([][]int32, len(m.shards))
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				span := spans.At(k)
+				s := m.shardOf(span.TraceID())
+				byShard[s] = append(byShard[s], int32(len(refs)))
+				refs = append(refs, spanRef{span: span, resource: int32(i), scope: int32(j), decision: decisions[len(refs)]})
+			}
+		}
+	}
+	og := &origins{td: td, request: req, resource: map[int32]*resourceOrigin{}, scope: map[[2]int32]*scopeOrigin{}}
+	var copies *heldCopy
+	if m.cfg.Journaled {
+		copies = newHeldCopy()
+	}
+	var out released
+	for s, idx := range byShard {
+		if len(idx) == 0 {
+			continue
+		}
+		sh := m.shards[s]
+		sh.mu.Lock()
+		sh.admit(m, adm, refs, idx, og, copies, heldAt, &out)
+		sh.mu.Unlock()
+	}
+
+	adm.Kept = make([]bool, len(refs))
+	i := 0
+	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
+		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
+			ss.Spans().RemoveIf(func(ptrace.Span) bool {
+				r := refs[i]
+				adm.Kept[i] = r.kept
+				i++
+				return r.held || !r.kept
+			})
+			return ss.Spans().Len() == 0
+		})
+		return rs.ScopeSpans().Len() == 0
+	})
+	adm.Pass = td.ResourceSpans().Len() > 0
+	if copies != nil && adm.Held > 0 {
+		adm.HeldCopy = copies.td
+	}
+	adm.Deliveries = m.group(out.items)
+	adm.Stats = out.stats
+}
+
+// admit runs under the shard lock for the spans of the batch (idx into refs) that belong to it.
+func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, og *origins, copies *heldCopy, now time.Time, out *released) {
+	// First every span is recorded, so that a parent later in the batch is already known.
+	for _, i := range idx {
+		r := &refs[i]
+		r.trace = sh.touch(m, r.span.TraceID(), now)
+		if r.decision.MarksExperiment {
+			r.trace.experiment = true
+		}
+	}
+	for _, i := range idx {
+		r := &refs[i]
+		v := r.decision.Verdict
+		r.kept = v == Keep || (v == KeepIfExperiment && r.trace.experiment)
+		st := stateDropped
+		if r.kept {
+			st = stateKept
+		}
+		m.addBytes(r.trace, r.trace.setRecord(r.span.SpanID(), r.span.ParentSpanID(), st))
+	}
+	for _, i := range idx {
+		r := &refs[i]
+		if r.kept {
+			sh.admitKept(m, adm, r, og, copies, now, out)
+		} else {
+			sh.admitDropped(m, r, og, out)
+		}
+		sh.arrived(m, r.trace, r.span.SpanID(), out)
+	}
+}
+
+func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, copies *heldCopy, now time.Time, out *released) {
+	t, span := r.trace, r.span
+	id := span.SpanID()
+	if old := t.held[id]; old != nil {
+		sh.discardHeld(m, t, old) // sent again: this copy takes its place
+	}
+	if _, ok := t.open[id]; ok {
+		delete(t.open, id)
+		m.addBytes(t, -openCost)
+	}
+	joined := sh.joinWaitingContent(m, t, span, out)
+	var reason HeldReason
+	end, at := t.walk(id, span.ParentSpanID())
+	switch end {
+	case endRoot:
+		if !span.ParentSpanID().IsEmpty() {
+			setParent(span, pcommon.SpanID{})
+			out.stats.Reparented[ReparentNoKeptAncestor]++
+		}
+	case endDelivered:
+		if at != span.ParentSpanID() {
+			setParent(span, at)
+			out.stats.Reparented[ReparentDroppedParent]++
+		}
+	case endUnknown:
+		reason |= WaitParent
+	}
+	if !joined && m.join.AwaitsContent(span, og.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope)).Scope()) {
+		reason |= WaitContent
+	}
+	if reason == 0 {
+		return
+	}
+	origin := og.get(r.resource, r.scope)
+	it := &item{span: ptrace.NewSpan(), origin: origin, heldAt: now, reason: reason, ref: adm.ref, admission: adm}
+	span.MoveTo(it.span)
+	it.bytes = spanSize(it.span) + itemCost
+	r.held = true
+	sh.hold(m, t, it)
+	if reason&WaitParent != 0 {
+		t.addWaiting(it, at)
+	}
+	adm.ref.add(1)
+	adm.items = append(adm.items, it)
+	adm.Held++
+	if copies != nil {
+		copies.add(origin, it.span)
+	}
+}
+
+func (sh *shard) admitDropped(m *Memory, r *spanRef, og *origins, out *released) {
+	t, span := r.trace, r.span
+	id := span.SpanID()
+	if cs, ok := t.content[id]; ok {
+		sh.dropContent(m, t, id, cs, out) // content of a dropped span goes nowhere
+	}
+	if _, open := t.open[id]; !open {
+		return
+	}
+	delete(t.open, id)
+	m.addBytes(t, -openCost)
+	if !m.cfg.ConnectorSpans {
+		return
+	}
+	t.records[id] = record{parent: span.ParentSpanID(), state: stateConnector}
+	conn := ptrace.NewSpan()
+	conn.SetTraceID(span.TraceID())
+	conn.SetSpanID(id)
+	conn.SetName(span.Name())
+	conn.SetKind(span.Kind())
+	conn.SetStartTimestamp(span.StartTimestamp())
+	conn.SetEndTimestamp(span.EndTimestamp())
+	conn.Status().SetCode(span.Status().Code())
+	conn.Attributes().PutBool(ConnectorAttribute, true)
+	end, at := t.walk(id, span.ParentSpanID())
+	switch end {
+	case endDelivered:
+		conn.SetParentSpanID(at)
+	case endUnknown:
+		conn.SetParentSpanID(at)
+		m.addBytes(t, t.addOpen(at))
+	}
+	out.items = append(out.items, &item{span: conn, origin: og.get(r.resource, r.scope), trace: t, bytes: spanSize(conn) + itemCost})
+	out.stats.Connectors++
+}
+
+// arrived settles the held spans whose parent walk stopped at id, now that id is known.
+func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) {
+	waiting := t.waitingOn[id]
+	if len(waiting) == 0 {
+		return
+	}
+	for _, it := range append([]*item(nil), waiting...) {
+		end, at := t.walk(it.span.SpanID(), id)
+		switch end {
+		case endRoot:
+			sh.settleParent(m, t, it, pcommon.SpanID{}, ReparentNoKeptAncestor, ReleaseParentArrived, out)
+		case endDelivered:
+			sh.settleParent(m, t, it, at, ReparentDroppedParent, ReleaseParentArrived, out)
+		case endUnknown:
+			t.removeWaiting(it)
+			t.addWaiting(it, at)
+		}
+	}
+}
+
+// Commit records the journal id of the batch's held spans (0 with no journal): the record is removed
+// when the last of them is handed on.
+func (a *Admission) Commit(recordID uint64) { a.ref.commit(recordID) }
+
+// Abort undoes the holding of a batch whose journal append failed: its held spans are discarded
+// (the client sends the batch again) and its released spans are queued for the releaser.
+func (a *Admission) Abort() {
+	m := a.m
+	var out released
+	for _, it := range a.items {
+		sh := m.shards[m.shardOf(it.trace.id)]
+		sh.mu.Lock()
+		if it.held && it.trace.held[it.span.SpanID()] == it {
+			sh.unhold(m, it.trace, it)
+		}
+		sh.mu.Unlock()
+	}
+	a.ref.mu.Lock()
+	a.ref.left = 0 // no record was written: nothing to remove
+	a.ref.mu.Unlock()
+	m.queue(a.Deliveries)
+	a.Deliveries = nil
+	m.observe(&out.stats)
+}
+
+func (r *RecordRef) add(n int) {
+	r.mu.Lock()
+	r.left += n
+	r.mu.Unlock()
+}

@@ -1,0 +1,131 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Delivery is released spans of one request client context, ready for one next.ConsumeTraces call
+// with that context. Its bytes stay in the budget until the caller reports it Delivered (or
+// Discarded); a retryable refusal puts it back with Requeue.
+type Delivery struct {
+	Info   client.Info
+	Traces ptrace.Traces
+	Spans  int
+	bytes  int64
+	refs   map[*RecordRef]int
+}
+
+// group builds one delivery per request, spans under copies of their own resource and scope.
+func (m *Memory) group(items []*item) []*Delivery {
+	if len(items) == 0 {
+		return nil
+	}
+	var out []*Delivery
+	byRequest := map[*requestOrigin]*Delivery{}
+	resources := map[*resourceOrigin]ptrace.ResourceSpans{}
+	scopes := map[*scopeOrigin]ptrace.ScopeSpans{}
+	var total int64
+	for _, it := range items {
+		o := it.origin
+		d, ok := byRequest[o.resource.request]
+		if !ok {
+			d = &Delivery{Info: o.resource.request.info, Traces: ptrace.NewTraces()}
+			byRequest[o.resource.request] = d
+			out = append(out, d)
+		}
+		ss, ok := scopes[o]
+		if !ok {
+			rs, ok := resources[o.resource]
+			if !ok {
+				rs = d.Traces.ResourceSpans().AppendEmpty()
+				o.resource.resource.CopyTo(rs.Resource())
+				rs.SetSchemaUrl(o.resource.schemaURL)
+				resources[o.resource] = rs
+			}
+			ss = rs.ScopeSpans().AppendEmpty()
+			o.scope.CopyTo(ss.Scope())
+			ss.SetSchemaUrl(o.schemaURL)
+			scopes[o] = ss
+		}
+		it.span.MoveTo(ss.Spans().AppendEmpty())
+		d.Spans++
+		d.bytes += it.bytes
+		total += it.bytes
+		if it.ref != nil {
+			if d.refs == nil {
+				d.refs = map[*RecordRef]int{}
+			}
+			d.refs[it.ref]++
+		}
+	}
+	m.readyBytes.Add(total)
+	return out
+}
+
+// Delivered reports that the next consumer accepted d.
+func (m *Memory) Delivered(d *Delivery) {
+	m.readyBytes.Add(-d.bytes)
+	d.bytes = 0
+	for r, n := range d.refs {
+		r.Done(n)
+	}
+	d.refs = nil
+}
+
+// Discard reports that d is given up (a permanent error): it leaves the budget and the journal.
+func (m *Memory) Discard(d *Delivery) { m.Delivered(d) }
+
+// Requeue puts refused deliveries back for the releaser, oldest first.
+func (m *Memory) Requeue(ds ...*Delivery) { m.queue(ds) }
+
+func (m *Memory) queue(ds []*Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	m.readyMu.Lock()
+	m.ready = append(m.ready, ds...)
+	m.readyMu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// TakeReady returns the queued deliveries, oldest first; the caller reports back on each.
+func (m *Memory) TakeReady() []*Delivery {
+	m.readyMu.Lock()
+	ds := m.ready
+	m.ready = nil
+	m.readyMu.Unlock()
+	return ds
+}
+
+// heldCopy collects copies of held spans for the journal, under their resource and scope.
+type heldCopy struct {
+	td        ptrace.Traces
+	resources map[*resourceOrigin]ptrace.ResourceSpans
+	scopes    map[*scopeOrigin]ptrace.ScopeSpans
+}
+
+func newHeldCopy() *heldCopy {
+	return &heldCopy{td: ptrace.NewTraces(), resources: map[*resourceOrigin]ptrace.ResourceSpans{}, scopes: map[*scopeOrigin]ptrace.ScopeSpans{}}
+}
+
+func (c *heldCopy) add(o *scopeOrigin, span ptrace.Span) {
+	ss, ok := c.scopes[o]
+	if !ok {
+		rs, ok := c.resources[o.resource]
+		if !ok {
+			rs = c.td.ResourceSpans().AppendEmpty()
+			o.resource.resource.CopyTo(rs.Resource())
+			rs.SetSchemaUrl(o.resource.schemaURL)
+			c.resources[o.resource] = rs
+		}
+		ss = rs.ScopeSpans().AppendEmpty()
+		o.scope.CopyTo(ss.Scope())
+		ss.SetSchemaUrl(o.schemaURL)
+		c.scopes[o] = ss
+	}
+	span.CopyTo(ss.Spans().AppendEmpty())
+}

@@ -1,0 +1,195 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"container/list"
+	"time"
+)
+
+// Expire ends the waits that are over at the clock's now and forgets what is no longer needed:
+// held spans of traces idle for wait_duration or held for max_wait_duration go on by rule 1 (their
+// unknown parent is kept and becomes open); idle traces lose their records after remember_duration
+// and their open parents after late_parent_window. It only marks spans ready under the shard locks;
+// the released spans are queued for the releaser (TakeReady).
+func (m *Memory) Expire() {
+	now := m.cfg.Now()
+	var out released
+	for _, sh := range m.shards {
+		sh.mu.Lock()
+		sh.expire(m, now, &out)
+		sh.mu.Unlock()
+	}
+	m.finish(&out)
+	m.Enforce()
+}
+
+func (sh *shard) expire(m *Memory, now time.Time, out *released) {
+	cfg := &m.cfg
+	for e := sh.waiting.Front(); e != nil; {
+		t := e.Value.(*trace)
+		e = e.Next() // t may leave the list
+		idle := now.Sub(t.lastActivity) >= cfg.WaitDuration
+		for _, it := range t.heldItems() {
+			waited := now.Sub(it.heldAt)
+			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait {
+				it.reason &^= WaitContent
+				if it.reason == 0 {
+					sh.release(m, t, it, ReleaseContent, out)
+					continue
+				}
+			}
+			if it.reason&WaitParent == 0 {
+				continue
+			}
+			switch {
+			case idle:
+				sh.expireParent(m, t, it, ReleaseWaitExpired, out)
+			case waited >= cfg.MaxWaitDuration:
+				sh.expireParent(m, t, it, ReleaseMaxWait, out)
+			}
+		}
+	}
+	for t := range sh.withContent {
+		sh.expireContent(m, t, now, out)
+	}
+	for e := sh.idle.Front(); e != nil; {
+		t := e.Value.(*trace)
+		if now.Sub(t.lastActivity) < cfg.RememberDuration {
+			break
+		}
+		e = e.Next()
+		if len(t.open) > 0 || len(t.content) > 0 {
+			sh.compact(m, t)
+		} else {
+			sh.forget(m, t, out)
+		}
+	}
+	for e := sh.late.Front(); e != nil; {
+		t := e.Value.(*trace)
+		if now.Sub(t.lastActivity) < cfg.LateParentWindow {
+			break
+		}
+		e = e.Next()
+		sh.forget(m, t, out)
+	}
+}
+
+func (t *trace) heldItems() []*item {
+	items := make([]*item, 0, len(t.held))
+	for _, it := range t.held {
+		items = append(items, it)
+	}
+	return items
+}
+
+// finish hands what an operation released to the releaser and its events to the observer.
+func (m *Memory) finish(out *released) {
+	m.queue(m.group(out.items))
+	if !out.stats.empty() {
+		m.observe(&out.stats)
+	}
+}
+
+// overBudget reports which bound the memory exceeds, if any. Ready spans count against the memory
+// limit, but only the memory's own part can be evicted: when ready spans alone fill the limit,
+// Admit pushes back instead.
+func (m *Memory) overBudget() (EvictReason, bool) {
+	if m.bytes.Load()+m.readyBytes.Load() > m.cfg.MemoryLimitBytes && m.bytes.Load() > 0 {
+		return EvictMemoryLimit, true
+	}
+	if m.traces.Load() > int64(m.cfg.MaxTraces) {
+		return EvictMaxTraces, true
+	}
+	return 0, false
+}
+
+// Enforce brings the memory back under its bounds: it forgets the idle traces (no held span) with
+// the oldest activity first; only when none is left does it release the held spans of the oldest
+// waiting traces, by rule 1. Oldest is per shard; shards are visited in turn.
+func (m *Memory) Enforce() {
+	var out released
+	for {
+		why, over := m.overBudget()
+		if !over {
+			break
+		}
+		if !m.evictOne(why, false, &out) && !m.evictOne(why, true, &out) {
+			break
+		}
+	}
+	m.finish(&out)
+}
+
+// evictOne evicts the trace with the oldest activity among the shards' oldest of the kind asked
+// (idle: no held span; or waiting). Eviction is rare, so looking at every shard is affordable.
+func (m *Memory) evictOne(why EvictReason, waiting bool, out *released) bool {
+	best := -1
+	var oldest time.Time
+	for i, sh := range m.shards {
+		sh.mu.Lock()
+		if t := sh.oldest(waiting); t != nil && (best < 0 || t.lastActivity.Before(oldest)) {
+			best, oldest = i, t.lastActivity
+		}
+		sh.mu.Unlock()
+	}
+	if best < 0 {
+		return false
+	}
+	sh := m.shards[best]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := sh.oldest(waiting)
+	if t == nil {
+		return true // taken meanwhile; the caller looks again
+	}
+	if waiting {
+		sh.releaseAll(m, t, ReleaseEvicted, out)
+	} else {
+		sh.forget(m, t, out)
+	}
+	out.stats.Evicted[why]++
+	return true
+}
+
+func (sh *shard) oldest(waiting bool) *trace {
+	lists := []*list.List{sh.late, sh.idle}
+	if waiting {
+		lists = []*list.List{sh.waiting}
+	}
+	var oldest *trace
+	for _, l := range lists {
+		if e := l.Front(); e != nil {
+			if t := e.Value.(*trace); oldest == nil || t.lastActivity.Before(oldest.lastActivity) {
+				oldest = t
+			}
+		}
+	}
+	return oldest
+}
+
+// releaseAll ends every wait of t's held spans by rule 1.
+func (sh *shard) releaseAll(m *Memory, t *trace, why ReleaseReason, out *released) {
+	for _, it := range t.heldItems() {
+		it.reason &^= WaitContent
+		if it.reason&WaitParent != 0 {
+			sh.expireParent(m, t, it, why, out)
+		} else {
+			sh.release(m, t, it, why, out)
+		}
+	}
+}
+
+// Drain releases every held span by rule 1 (shutdown) and returns them with every queued delivery.
+func (m *Memory) Drain() []*Delivery {
+	var out released
+	for _, sh := range m.shards {
+		sh.mu.Lock()
+		for e := sh.waiting.Front(); e != nil; {
+			t := e.Value.(*trace)
+			e = e.Next()
+			sh.releaseAll(m, t, ReleaseShutdown, &out)
+		}
+		sh.mu.Unlock()
+	}
+	m.finish(&out)
+	return m.TakeReady()
+}

@@ -1,0 +1,357 @@
+package tracememory
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/fnv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/pkg/svcattr"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+)
+
+var testTrace = pcommon.TraceID{0xaa, 15: 1}
+
+func idOf(name string) pcommon.SpanID {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	var id pcommon.SpanID
+	binary.BigEndian.PutUint64(id[:], h.Sum64())
+	return id
+}
+
+// sp is a test span: ids derive from names, so a test reads as a tree of names.
+type sp struct {
+	name, parent string
+	kept         bool
+	verdict      *Verdict // overrides kept
+	experiment   bool
+	trace        pcommon.TraceID
+}
+
+func (s sp) traceID() pcommon.TraceID {
+	if s.trace.IsEmpty() {
+		return testTrace
+	}
+	return s.trace
+}
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// fakeJournal keeps records in memory and counts appends and removes.
+type fakeJournal struct {
+	mu      sync.Mutex
+	next    uint64
+	live    map[uint64]journal.Record
+	appends int
+	removes int
+	fail    bool
+}
+
+func newFakeJournal() *fakeJournal { return &fakeJournal{live: map[uint64]journal.Record{}} }
+
+func (j *fakeJournal) Append(_ context.Context, kind journal.Kind, heldAt time.Time, md map[string][]string, payload []byte) (uint64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.fail {
+		return 0, context.DeadlineExceeded
+	}
+	j.next++
+	j.appends++
+	j.live[j.next] = journal.Record{ID: j.next, Kind: kind, HeldAt: heldAt, Metadata: md, Payload: append([]byte(nil), payload...)}
+	return j.next, nil
+}
+
+func (j *fakeJournal) Remove(_ context.Context, ids ...uint64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := j.live[id]; !ok {
+			panic("removed twice or never appended")
+		}
+		delete(j.live, id)
+		j.removes++
+	}
+	return nil
+}
+
+func (j *fakeJournal) records() []journal.Record {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []journal.Record
+	for id := uint64(1); id <= j.next; id++ {
+		if r, ok := j.live[id]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func testConfig(clock *fakeClock) Config {
+	return Config{
+		WaitDuration:     5 * time.Second,
+		MaxWaitDuration:  time.Minute,
+		RememberDuration: 30 * time.Second,
+		LateParentWindow: 15 * time.Minute,
+		ContentWait:      5 * time.Second,
+		MaxTraces:        10_000,
+		MemoryLimitBytes: 256 << 20,
+		ConnectorSpans:   true,
+		Now:              clock.Now,
+	}
+}
+
+// driver plays the processor: it admits batches, delivers what comes out, and records every
+// delivered span and every span that arrived.
+type driver struct {
+	t         testing.TB
+	m         *Memory
+	clock     *fakeClock
+	journal   *fakeJournal
+	mu        sync.Mutex
+	delivered []ptrace.Span
+	arrived   map[pcommon.SpanID]sp
+	stats     Stats
+	refuse    bool // the next consumer refuses with a retryable error
+}
+
+func newDriver(t testing.TB, mutate func(*Config)) *driver {
+	d := &driver{t: t, clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}, journal: newFakeJournal(), arrived: map[pcommon.SpanID]sp{}}
+	cfg := testConfig(d.clock)
+	cfg.Journaled = true
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	d.m = New(cfg, d.journal, nil, d.observe)
+	return d
+}
+
+func (d *driver) observe(s *Stats) {
+	d.mu.Lock()
+	d.stats.add(s)
+	d.mu.Unlock()
+}
+
+func buildBatch(spans []sp) (ptrace.Traces, []Decision) {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "agent")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("test")
+	decisions := make([]Decision, 0, len(spans))
+	for _, s := range spans {
+		span := ss.Spans().AppendEmpty()
+		span.SetName(s.name)
+		span.SetTraceID(s.traceID())
+		span.SetSpanID(idOf(s.name))
+		if s.parent != "" {
+			span.SetParentSpanID(idOf(s.parent))
+		}
+		span.Attributes().PutStr("payload", s.name)
+		v := Drop
+		if s.kept {
+			v = Keep
+		}
+		if s.verdict != nil {
+			v = *s.verdict
+		}
+		decisions = append(decisions, Decision{Verdict: v, MarksExperiment: s.experiment})
+	}
+	return td, decisions
+}
+
+// send admits one batch and delivers its pass-through spans and what it released.
+func (d *driver) send(spans ...sp) error {
+	d.t.Helper()
+	td, decisions := buildBatch(spans)
+	d.mu.Lock()
+	for _, s := range spans {
+		d.arrived[idOf(s.name)] = s
+	}
+	d.mu.Unlock()
+	adm, err := d.m.Admit(client.Info{}, td, decisions)
+	if err != nil {
+		return err
+	}
+	if adm.Held > 0 {
+		payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(adm.HeldCopy)
+		require.NoError(d.t, err)
+		id, err := d.journal.Append(context.Background(), journal.KindSpans, adm.HeldAt, nil, payload)
+		if err != nil {
+			adm.Abort()
+			return err
+		}
+		adm.Commit(id)
+	} else {
+		adm.Commit(0)
+	}
+	if adm.Pass {
+		d.collect(td)
+	}
+	d.deliver(adm.Deliveries)
+	return nil
+}
+
+func (d *driver) deliver(ds []*Delivery) {
+	for i, dl := range ds {
+		if d.refuse {
+			d.m.Requeue(ds[i:]...)
+			return
+		}
+		d.collect(dl.Traces)
+		d.m.Delivered(dl)
+	}
+}
+
+func (d *driver) collect(td ptrace.Traces) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := 0; i < td.ResourceSpans().Len(); i++ {
+		ss := td.ResourceSpans().At(i).ScopeSpans()
+		for j := 0; j < ss.Len(); j++ {
+			for k := 0; k < ss.At(j).Spans().Len(); k++ {
+				span := ptrace.NewSpan()
+				ss.At(j).Spans().At(k).CopyTo(span)
+				d.delivered = append(d.delivered, span)
+			}
+		}
+	}
+}
+
+// advance moves the clock by d in steps of one second, running the releaser at each.
+func (d *driver) advance(total time.Duration) {
+	for step := time.Duration(0); step < total; {
+		s := min(time.Second, total-step)
+		d.clock.Advance(s)
+		step += s
+		d.m.Expire()
+		d.deliver(d.m.TakeReady())
+	}
+}
+
+func (d *driver) shutdown() { d.deliver(d.m.Drain()) }
+
+// tree is each delivered span's parent by name: "" for a root, "<?>" for a parent never delivered;
+// connectors are named "~name".
+func (d *driver) tree() map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	names := map[pcommon.SpanID]string{}
+	for _, s := range d.delivered {
+		n := s.Name()
+		if _, ok := s.Attributes().Get(ConnectorAttribute); ok {
+			n = "~" + n
+		}
+		names[s.SpanID()] = n
+	}
+	out := map[string]string{}
+	for _, s := range d.delivered {
+		p := ""
+		if !s.ParentSpanID().IsEmpty() {
+			var ok bool
+			if p, ok = names[s.ParentSpanID()]; !ok {
+				p = "<?>"
+			}
+		}
+		out[names[s.SpanID()]] = p
+	}
+	return out
+}
+
+// checkInvariants: nothing delivered twice; only kept spans and connectors delivered; every kept
+// span that arrived is delivered (after shutdown); every delivered kept span hangs, through
+// connectors only, below its nearest kept ancestor; a delivered parent id that is not delivered is
+// a span that never arrived (or, allowDangling, one whose trace memory was evicted).
+func (d *driver) checkInvariants(t *testing.T, complete, allowDangling bool) {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	byID := map[pcommon.SpanID]ptrace.Span{}
+	for _, s := range d.delivered {
+		key := s.SpanID()
+		_, dup := byID[key]
+		require.False(t, dup, "span %q delivered twice", s.Name())
+		byID[key] = s
+	}
+	truth := d.arrived
+	for id, s := range byID {
+		_, conn := s.Attributes().Get(ConnectorAttribute)
+		a, ok := truth[id]
+		require.True(t, ok, "delivered span %q never arrived", s.Name())
+		if conn {
+			require.False(t, a.kept, "connector for kept span %q", s.Name())
+			require.Equal(t, 1, s.Attributes().Len(), "a connector carries only its marker")
+			continue
+		}
+		require.True(t, a.kept || a.verdict != nil, "dropped span %q delivered", s.Name())
+		// The nearest kept ancestor in the truth, through spans that arrived dropped.
+		want, wantUnknown := "", ""
+		seen := map[string]bool{a.name: true}
+		for p := a.parent; p != "" && !seen[p]; {
+			seen[p] = true
+			pa, arrived := truth[idOf(p)]
+			if !arrived {
+				wantUnknown = p
+				break
+			}
+			if pa.kept {
+				want = p
+				break
+			}
+			p = pa.parent
+		}
+		// The delivered ancestor, skipping connectors.
+		got := ""
+		gotDangling := false
+		for p := s.ParentSpanID(); !p.IsEmpty(); {
+			ps, ok := byID[p]
+			if !ok {
+				gotDangling = true
+				if pa, arrived := truth[p]; arrived {
+					require.True(t, allowDangling, "span %q points at %q, which arrived but was never delivered", s.Name(), pa.name)
+				}
+				break
+			}
+			if _, conn := ps.Attributes().Get(ConnectorAttribute); !conn {
+				got = ps.Name()
+				break
+			}
+			p = ps.ParentSpanID()
+		}
+		switch {
+		case gotDangling && !allowDangling:
+			require.NotEmpty(t, wantUnknown, "span %q dangles although its ancestors all arrived", s.Name())
+		case !gotDangling && want != "":
+			require.Equal(t, want, got, "span %q: hangs below the wrong ancestor", s.Name())
+		case !gotDangling && wantUnknown == "":
+			require.Equal(t, "", got, "span %q: every ancestor dropped, it must be a root", s.Name())
+		}
+	}
+	if complete {
+		for id, a := range truth {
+			if a.kept {
+				_, ok := byID[id]
+				require.True(t, ok, "kept span %q never delivered", a.name)
+			}
+		}
+		require.Zero(t, d.m.HeldSpans())
+	}
+	_ = svcattr.OriginalParentSpanID
+}

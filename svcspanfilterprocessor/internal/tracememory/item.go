@@ -1,0 +1,98 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+)
+
+// HeldReason is what a held span waits for: a bitmask, released when it is zero.
+type HeldReason uint8
+
+const (
+	WaitParent  HeldReason = 1 << iota // the walk to its nearest kept ancestor reached an unknown span
+	WaitContent                        // a content candidate whose content has not arrived (issue 18)
+)
+
+// requestOrigin is the client context of the request spans came in with: released spans go on with
+// their own request's client metadata, never another's.
+type requestOrigin struct{ info client.Info }
+
+// resourceOrigin and scopeOrigin are shared by every span taken from one ResourceSpans / ScopeSpans.
+type resourceOrigin struct {
+	request   *requestOrigin
+	resource  pcommon.Resource
+	schemaURL string
+}
+
+type scopeOrigin struct {
+	resource  *resourceOrigin
+	scope     pcommon.InstrumentationScope
+	schemaURL string
+}
+
+// item is a kept span the memory holds (or has released and not yet handed on).
+type item struct {
+	span   ptrace.Span
+	origin *scopeOrigin
+	trace  *trace
+	// heldAt starts the max wait (and the content wait); recovery restores it.
+	heldAt time.Time
+	reason HeldReason
+	// waitOn is the unknown span the parent walk stopped at (indexes trace.waitingOn).
+	waitOn pcommon.SpanID
+	ref    *RecordRef
+	bytes  int64
+	held   bool
+	// admission that held it, so that a refused journal append discards only its own items.
+	admission *Admission
+}
+
+// RecordRef counts the items of one journal record still in the memory or on their way to the next
+// consumer; the record is removed from the journal when the count reaches zero.
+type RecordRef struct {
+	mu      sync.Mutex
+	id      uint64
+	left    int
+	journal journal.Journal
+	logger  *zap.Logger
+}
+
+// NewRecordRef is the reference of journal record id with items still to hand on (recovery and
+// the content join use it; Admit makes its own).
+func (m *Memory) NewRecordRef(id uint64, items int) *RecordRef {
+	return &RecordRef{id: id, left: items, journal: m.journal, logger: m.cfg.Logger}
+}
+
+// Done marks n items of the record handed on or discarded.
+func (r *RecordRef) Done(n int) {
+	if r == nil || n == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.left -= n
+	id, last := r.id, r.left == 0
+	r.mu.Unlock()
+	if last && id != 0 {
+		if err := r.journal.Remove(context.Background(), id); err != nil {
+			r.logger.Warn("Could not remove a delivered journal record; it will be delivered again after a restart",
+				zap.Uint64("record", id), zap.Error(err))
+		}
+	}
+}
+
+// commit sets the journal id of a record whose items may already be in flight, and releases the
+// guard that kept the count above zero until the id was known.
+func (r *RecordRef) commit(id uint64) {
+	r.mu.Lock()
+	r.id = id
+	r.mu.Unlock()
+	r.Done(1)
+}

@@ -1,0 +1,94 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"container/list"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+)
+
+// ErrOverloaded: spans released but refused by the next consumer alone fill the memory limit. The
+// processor refuses new data with a retryable error (push back) instead of buffering without bound.
+var ErrOverloaded = errors.New("svcspanfilter: the next consumer is refusing released spans and they fill trace_integrity.memory_limit_mib; retry later")
+
+// Memory is the trace memory, safe for concurrent use: it is sharded by trace id, each shard under
+// its own lock, and it never calls the next consumer.
+type Memory struct {
+	cfg     Config
+	journal journal.Journal
+	join    Join
+	observe Observer
+	shards  []*shard
+
+	// bytes: records, held spans and waiting content; heldBytes the held spans alone.
+	bytes      atomic.Int64
+	heldBytes  atomic.Int64
+	heldSpans  atomic.Int64
+	traces     atomic.Int64
+	readyBytes atomic.Int64
+
+	readyMu sync.Mutex
+	ready   []*Delivery
+	wake    chan struct{}
+}
+
+type shard struct {
+	mu     sync.Mutex
+	traces map[pcommon.TraceID]*trace
+	// idle (no held span), waiting (held spans) and late (records forgotten, open parents kept)
+	// traces, each ordered by last activity, oldest first.
+	idle, waiting, late *list.List
+	// withContent are traces holding content that waits for its span.
+	withContent map[*trace]struct{}
+}
+
+// New returns an empty memory. j may be journal.Nop, join may be nil (no content join) and observe
+// may be nil.
+func New(cfg Config, j journal.Journal, join Join, observe Observer) *Memory {
+	cfg.setDefaults()
+	if j == nil {
+		j = journal.Nop
+	}
+	if join == nil {
+		join = noJoin{}
+	}
+	if observe == nil {
+		observe = func(*Stats) {}
+	}
+	m := &Memory{cfg: cfg, journal: j, join: join, observe: observe, wake: make(chan struct{}, 1)}
+	m.shards = make([]*shard, cfg.Shards)
+	for i := range m.shards {
+		m.shards[i] = &shard{
+			traces: map[pcommon.TraceID]*trace{}, idle: list.New(), waiting: list.New(), late: list.New(),
+			withContent: map[*trace]struct{}{},
+		}
+	}
+	return m
+}
+
+func (m *Memory) shardOf(id pcommon.TraceID) int {
+	// Trace ids are random: their last bytes spread evenly.
+	return int(uint32(id[12])<<24|uint32(id[13])<<16|uint32(id[14])<<8|uint32(id[15])) % len(m.shards)
+}
+
+// HeldSpans is the number of spans held (waiting for their parent or content).
+func (m *Memory) HeldSpans() int64 { return m.heldSpans.Load() }
+
+// HeldBytes is the estimated size of the held spans.
+func (m *Memory) HeldBytes() int64 { return m.heldBytes.Load() }
+
+// Bytes is everything the budget counts: records, held spans, waiting content and ready spans.
+func (m *Memory) Bytes() int64 { return m.bytes.Load() + m.readyBytes.Load() }
+
+// ReadyBytes is the size of released spans not yet accepted by the next consumer.
+func (m *Memory) ReadyBytes() int64 { return m.readyBytes.Load() }
+
+// Traces is the number of traces in memory.
+func (m *Memory) Traces() int64 { return m.traces.Load() }
+
+// Wake is signalled when deliveries are queued for the releaser.
+func (m *Memory) Wake() <-chan struct{} { return m.wake }

@@ -1,0 +1,54 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"fmt"
+
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+)
+
+// Recover re-admits the held spans of the journal's KindSpans records, oldest first, with their
+// original held time (so their waits resume with the original deadlines) and their request's client
+// metadata. Spans that resolve among themselves are queued for the releaser at once. Records of
+// other kinds are left to their owners. The span records of the traces (which spans were dropped)
+// are not in the journal: a recovered span waits on its own parent id.
+func (m *Memory) Recover(records []journal.Record) error {
+	var errs []error
+	for _, rec := range records {
+		if rec.Kind != journal.KindSpans {
+			continue
+		}
+		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(rec.Payload)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
+			m.NewRecordRef(rec.ID, 1).Done(1) // unreadable: nothing to deliver from it
+			continue
+		}
+		decisions := make([]Decision, td.SpanCount())
+		for i := range decisions {
+			decisions[i].Verdict = Keep
+		}
+		adm := &Admission{m: m, ref: m.NewRecordRef(rec.ID, 1)}
+		info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
+		m.admit(adm, &requestOrigin{info: info}, td, decisions, rec.HeldAt)
+		if adm.Pass {
+			// Spans that resolve at once go on under the record too.
+			n := td.SpanCount()
+			adm.ref.add(n)
+			d := &Delivery{Info: info, Traces: td, Spans: n, refs: map[*RecordRef]int{adm.ref: n}}
+			adm.Deliveries = append(adm.Deliveries, d)
+		}
+		m.queue(adm.Deliveries)
+		adm.ref.Done(1) // the guard: the record goes when its last span is handed on
+		if !adm.Stats.empty() {
+			m.observe(&adm.Stats)
+		}
+	}
+	m.Enforce()
+	if len(errs) > 0 {
+		return fmt.Errorf("tracememory: %d journal records could not be read: %v", len(errs), errs)
+	}
+	return nil
+}

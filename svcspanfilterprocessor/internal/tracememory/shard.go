@@ -1,0 +1,182 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"container/list"
+	"encoding/hex"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/pkg/svcattr"
+)
+
+// The methods below run under the shard's lock.
+
+// touch returns the trace of id (created on first sight) marked active at now.
+func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
+	t, ok := sh.traces[id]
+	if !ok {
+		t = newTrace(id)
+		t.lastActivity = now
+		sh.traces[id] = t
+		m.traces.Add(1)
+		m.bytes.Add(t.bytes)
+		sh.place(t)
+		return t
+	}
+	if now.After(t.lastActivity) {
+		t.lastActivity = now
+	}
+	sh.place(t)
+	return t
+}
+
+// place puts t at the back of the list its state belongs to. A trace whose activity lies in the
+// past (recovery) goes to the back too: expiry scans the waiting list whole, and the idle lists are
+// only approximately ordered then, which only delays forgetting it.
+func (sh *shard) place(t *trace) {
+	want := sh.idle
+	if len(t.held) > 0 {
+		want = sh.waiting
+	}
+	if t.list == want {
+		want.MoveToBack(t.elem)
+		return
+	}
+	if t.list != nil {
+		t.list.Remove(t.elem)
+	}
+	t.list, t.elem = want, want.PushBack(t)
+}
+
+// moveTo moves t to the back of l without changing its activity.
+func (sh *shard) moveTo(t *trace, l *list.List) {
+	if t.list != nil {
+		t.list.Remove(t.elem)
+	}
+	t.list, t.elem = l, l.PushBack(t)
+}
+
+// addBytes changes the size of t and of the memory.
+func (m *Memory) addBytes(t *trace, n int64) {
+	t.bytes += n
+	m.bytes.Add(n)
+}
+
+// hold makes it a held item of t.
+func (sh *shard) hold(m *Memory, t *trace, it *item) {
+	if old := t.held[it.span.SpanID()]; old != nil {
+		sh.discardHeld(m, t, old) // a span sent again replaces its held copy
+	}
+	if t.held == nil {
+		t.held = map[pcommon.SpanID]*item{}
+	}
+	it.held = true
+	it.trace = t
+	t.held[it.span.SpanID()] = it
+	m.addBytes(t, it.bytes)
+	m.heldBytes.Add(it.bytes)
+	m.heldSpans.Add(1)
+	if len(t.held) == 1 {
+		sh.place(t)
+	}
+}
+
+// unhold takes it out of t's held spans (it is released or discarded).
+func (sh *shard) unhold(m *Memory, t *trace, it *item) {
+	if it.reason&WaitParent != 0 {
+		t.removeWaiting(it)
+	}
+	delete(t.held, it.span.SpanID())
+	it.held = false
+	m.addBytes(t, -it.bytes)
+	m.heldBytes.Add(-it.bytes)
+	m.heldSpans.Add(-1)
+	if len(t.held) == 0 {
+		sh.place(t)
+	}
+}
+
+// discardHeld forgets a held copy without delivering it.
+func (sh *shard) discardHeld(m *Memory, t *trace, it *item) {
+	sh.unhold(m, t, it)
+	it.ref.Done(1)
+}
+
+// settleParent gives held item it the parent it goes on with; it is released unless it still waits
+// for content.
+func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.SpanID, reparent ReparentReason, why ReleaseReason, out *released) {
+	if it.reason&WaitParent != 0 {
+		t.removeWaiting(it)
+		it.reason &^= WaitParent
+		it.waitOn = pcommon.SpanID{}
+	}
+	if parent != it.span.ParentSpanID() {
+		setParent(it.span, parent)
+		out.stats.Reparented[reparent]++
+	}
+	if it.reason == 0 {
+		sh.release(m, t, it, why, out)
+	}
+}
+
+// release hands a settled item to out.
+func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
+	sh.unhold(m, t, it)
+	it.reason = 0
+	out.items = append(out.items, it)
+	out.stats.Released[why]++
+}
+
+// expireParent ends the parent wait of it at the unknown span its walk stopped at: rule 1, the span
+// keeps pointing at its (unknown) parent, never becomes a root, and that parent is now open.
+func (sh *shard) expireParent(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
+	open := it.waitOn
+	m.addBytes(t, t.addOpen(open))
+	sh.settleParent(m, t, it, open, ReparentOpenAncestor, why, out)
+}
+
+// forget removes a trace that holds nothing.
+func (sh *shard) forget(m *Memory, t *trace, out *released) {
+	for id, cs := range t.content {
+		for _, c := range cs {
+			c.ref.Done(1)
+			out.stats.ContentDiscarded++
+		}
+		delete(t.content, id)
+	}
+	delete(sh.withContent, t)
+	if t.list != nil {
+		t.list.Remove(t.elem)
+		t.list, t.elem = nil, nil
+	}
+	delete(sh.traces, t.id)
+	m.traces.Add(-1)
+	m.bytes.Add(-t.bytes)
+	t.bytes = 0
+}
+
+// compact forgets the span records of an idle trace but keeps its open parents (and its experiment
+// flag) for the late parent window.
+func (sh *shard) compact(m *Memory, t *trace) {
+	m.addBytes(t, -int64(len(t.records))*recordCost)
+	t.records = nil
+	sh.moveTo(t, sh.late)
+}
+
+// setParent points span at parent and records the parent it had (first one wins, so a span
+// re-parented by an earlier gateway keeps its true original parent).
+func setParent(span ptrace.Span, parent pcommon.SpanID) {
+	original := span.ParentSpanID()
+	if _, ok := span.Attributes().Get(svcattr.OriginalParentSpanID); !ok && !original.IsEmpty() {
+		span.Attributes().PutStr(svcattr.OriginalParentSpanID, hex.EncodeToString(original[:]))
+	}
+	span.SetParentSpanID(parent)
+}
+
+// released collects what one operation released, and its events.
+type released struct {
+	items []*item
+	stats Stats
+}

@@ -1,0 +1,48 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// spanSize estimates the memory of a span: its strings and attribute values plus a fixed cost per
+// field group. It is close to the span's proto size and cheap (no marshalling on the hot path).
+func spanSize(s ptrace.Span) int64 {
+	n := int64(96 + len(s.Name()) + len(s.TraceState().AsRaw()) + len(s.Status().Message()))
+	n += mapSize(s.Attributes())
+	for i := 0; i < s.Events().Len(); i++ {
+		e := s.Events().At(i)
+		n += 32 + int64(len(e.Name())) + mapSize(e.Attributes())
+	}
+	for i := 0; i < s.Links().Len(); i++ {
+		l := s.Links().At(i)
+		n += 48 + int64(len(l.TraceState().AsRaw())) + mapSize(l.Attributes())
+	}
+	return n
+}
+
+func mapSize(m pcommon.Map) int64 {
+	var n int64
+	for k, v := range m.All() {
+		n += 24 + int64(len(k)) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v pcommon.Value) int64 {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return int64(len(v.Str()))
+	case pcommon.ValueTypeBytes:
+		return int64(v.Bytes().Len())
+	case pcommon.ValueTypeSlice:
+		var n int64
+		for i := 0; i < v.Slice().Len(); i++ {
+			n += 16 + valueSize(v.Slice().At(i))
+		}
+		return n
+	case pcommon.ValueTypeMap:
+		return mapSize(v.Map())
+	}
+	return 8
+}

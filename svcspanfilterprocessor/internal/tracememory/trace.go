@@ -1,0 +1,148 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"container/list"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// spanState is what the memory knows of a span it has seen.
+type spanState uint8
+
+const (
+	stateKept      spanState = iota + 1 // kept: delivered (or held, to be delivered)
+	stateDropped                        // dropped by the filter
+	stateConnector                      // dropped, but delivered as a connector span
+)
+
+// delivered reports whether a span in this state is (or will be) in the delivered tree.
+func (s spanState) delivered() bool { return s == stateKept || s == stateConnector }
+
+// record is what a trace remembers of one span: enough to walk up through dropped ancestors.
+type record struct {
+	parent pcommon.SpanID
+	state  spanState
+}
+
+// Memory costs counted in the byte budget for what is not a held span (Go map entries with overhead).
+const (
+	traceCost   = 256
+	recordCost  = 48
+	openCost    = 32
+	itemCost    = 96
+	contentCost = 64
+)
+
+// trace is the memory of one trace.
+type trace struct {
+	id      pcommon.TraceID
+	records map[pcommon.SpanID]record
+	// held are the held items by their own span id (a span sent twice replaces its held copy).
+	held map[pcommon.SpanID]*item
+	// waitingOn indexes held items by the unknown span their parent walk stopped at, so the arrival
+	// of that span resolves exactly them.
+	waitingOn map[pcommon.SpanID][]*item
+	// open are parents that delivered spans point at and that were not seen when they were delivered.
+	open map[pcommon.SpanID]struct{}
+	// content waits for its span (issue 18), by span id.
+	content    map[pcommon.SpanID][]waitingContent
+	experiment bool
+
+	lastActivity time.Time
+	bytes        int64
+	// list is the shard list the trace is on (idle, waiting or late), elem its element there.
+	list *list.List
+	elem *list.Element
+}
+
+func newTrace(id pcommon.TraceID) *trace {
+	return &trace{id: id, records: make(map[pcommon.SpanID]record, 8), bytes: traceCost}
+}
+
+// walkEnd is where a parent walk through known-dropped spans ends.
+type walkEnd uint8
+
+const (
+	endRoot      walkEnd = iota // no parent, or every ancestor is known dropped
+	endDelivered                // a kept span or a connector
+	endUnknown                  // a span the trace has not seen
+)
+
+// walk goes up from parent through spans known to be dropped and returns where it ends and the id
+// there (empty for endRoot). A malformed cycle ends as a root.
+func (t *trace) walk(self, parent pcommon.SpanID) (walkEnd, pcommon.SpanID) {
+	p := parent
+	for steps := 0; steps <= len(t.records); steps++ {
+		if p.IsEmpty() || p == self {
+			return endRoot, pcommon.SpanID{}
+		}
+		rec, ok := t.records[p]
+		switch {
+		case !ok:
+			return endUnknown, p
+		case rec.state.delivered():
+			return endDelivered, p
+		}
+		p = rec.parent
+	}
+	return endRoot, pcommon.SpanID{}
+}
+
+// setRecord remembers a span, and reports the size change.
+func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
+	if id.IsEmpty() {
+		return 0
+	}
+	if t.records == nil {
+		t.records = make(map[pcommon.SpanID]record, 8)
+	}
+	old, had := t.records[id]
+	if had && old.state == stateConnector && st == stateDropped {
+		st = stateConnector // the dropped span sent again: its connector is already out
+	}
+	t.records[id] = record{parent: parent, state: st}
+	if had {
+		return 0
+	}
+	return recordCost
+}
+
+func (t *trace) addOpen(id pcommon.SpanID) int64 {
+	if t.open == nil {
+		t.open = map[pcommon.SpanID]struct{}{}
+	}
+	if _, ok := t.open[id]; ok {
+		return 0
+	}
+	t.open[id] = struct{}{}
+	return openCost
+}
+
+func (t *trace) hasKeptOrOpen() bool { return len(t.open) > 0 }
+
+// removeWaiting takes it out of the waitingOn index.
+func (t *trace) removeWaiting(it *item) {
+	list := t.waitingOn[it.waitOn]
+	for i, w := range list {
+		if w == it {
+			list[i] = list[len(list)-1]
+			list[len(list)-1] = nil
+			list = list[:len(list)-1]
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(t.waitingOn, it.waitOn)
+	} else {
+		t.waitingOn[it.waitOn] = list
+	}
+}
+
+func (t *trace) addWaiting(it *item, on pcommon.SpanID) {
+	if t.waitingOn == nil {
+		t.waitingOn = map[pcommon.SpanID][]*item{}
+	}
+	it.waitOn = on
+	t.waitingOn[on] = append(t.waitingOn[on], it)
+}
