@@ -12,13 +12,16 @@ import (
 	"github.com/svc/svc-collector/pkg/sampling"
 )
 
-// Defaults of the configuration.
+// Defaults of the configuration, sized for a gateway at 10k spans/s with agent runs of up to 10
+// minutes (README, "Memory sizing").
 const (
 	defaultSampleRate       = 1.0
 	defaultWaitDuration     = 5 * time.Second
 	defaultMaxWaitDuration  = time.Minute
 	defaultRememberDuration = 30 * time.Second
-	defaultMaxTraces        = 10_000
+	defaultLateParentWindow = 15 * time.Minute
+	defaultMaxTraces        = 200_000
+	defaultMemoryLimitMiB   = 256
 )
 
 // removedBlockedScopesKey is the option of the Python SDK v4 that SPEC.md 4.5 removed. A config that
@@ -86,16 +89,26 @@ type ScopeSpanName struct {
 
 // TraceIntegrityConfig bounds the memory and the wait that keep every trace one connected tree.
 type TraceIntegrityConfig struct {
-	// WaitDuration: a kept span whose parent is unknown waits until its trace has received no span
-	// for this long; then it becomes a root of the trace.
+	// WaitDuration: a kept span whose parent is unknown is held until its trace has received no span
+	// for this long; then it goes on with its original parent id (rule 1: never made a root while
+	// an ancestor may be kept), and that parent becomes an open parent of the trace.
 	WaitDuration time.Duration `mapstructure:"wait_duration"`
 	// MaxWaitDuration caps the wait of a span even while its trace keeps receiving spans.
 	MaxWaitDuration time.Duration `mapstructure:"max_wait_duration"`
 	// RememberDuration: the span ids (kept and dropped, with their parents) of a trace are
 	// remembered this long after its last span, so that late children are resolved without waiting.
 	RememberDuration time.Duration `mapstructure:"remember_duration"`
-	// MaxTraces bounds the traces in memory (waiting or remembered). When it is reached, the trace
-	// idle the longest is forgotten; if it held spans, they are released as roots.
+	// LateParentWindow: a trace with open parents remembers them this long after its last span, so
+	// that a dropped parent ending that late is still delivered as a connector span.
+	LateParentWindow time.Duration `mapstructure:"late_parent_window"`
+	// ConnectorSpans: deliver a dropped span that delivered spans point at as a stripped connector
+	// span (ids, name, kind, times, status code; marker attribute svc.gateway.connector).
+	ConnectorSpans bool `mapstructure:"connector_spans"`
+	// MemoryLimitMiB bounds the estimated memory of the trace memory: span records, held spans and
+	// released spans the next consumer has not accepted yet.
+	MemoryLimitMiB int `mapstructure:"memory_limit_mib"`
+	// MaxTraces bounds the traces in memory. Over either bound, the traces idle the longest are
+	// forgotten first; then the oldest waiting traces' held spans go on by rule 1.
 	MaxTraces int `mapstructure:"max_traces"`
 
 	// prevent unkeyed literal initialization
@@ -115,6 +128,9 @@ func createDefaultConfig() component.Config {
 			WaitDuration:     defaultWaitDuration,
 			MaxWaitDuration:  defaultMaxWaitDuration,
 			RememberDuration: defaultRememberDuration,
+			LateParentWindow: defaultLateParentWindow,
+			ConnectorSpans:   true,
+			MemoryLimitMiB:   defaultMemoryLimitMiB,
 			MaxTraces:        defaultMaxTraces,
 		},
 		ContentJoin: defaultContentJoinConfig(),
@@ -188,6 +204,13 @@ func (ti TraceIntegrityConfig) validate() []error {
 	if ti.RememberDuration < ti.WaitDuration {
 		errs = append(errs, fmt.Errorf("trace_integrity.remember_duration (%v) must be at least wait_duration (%v)",
 			ti.RememberDuration, ti.WaitDuration))
+	}
+	if ti.LateParentWindow < ti.RememberDuration {
+		errs = append(errs, fmt.Errorf("trace_integrity.late_parent_window (%v) must be at least remember_duration (%v)",
+			ti.LateParentWindow, ti.RememberDuration))
+	}
+	if ti.MemoryLimitMiB < 1 {
+		errs = append(errs, fmt.Errorf("trace_integrity.memory_limit_mib must be at least 1, got %d", ti.MemoryLimitMiB))
 	}
 	if ti.MaxTraces < 1 {
 		errs = append(errs, fmt.Errorf("trace_integrity.max_traces must be at least 1, got %d", ti.MaxTraces))

@@ -33,7 +33,8 @@ func TestLoadConfig(t *testing.T) {
 	full.SampleRate = 0.25
 	full.TraceIntegrity = TraceIntegrityConfig{
 		WaitDuration: 10 * time.Second, MaxWaitDuration: 2 * time.Minute,
-		RememberDuration: time.Minute, MaxTraces: 50000,
+		RememberDuration: time.Minute, LateParentWindow: 20 * time.Minute, ConnectorSpans: false,
+		MemoryLimitMiB: 512, MaxTraces: 50000,
 	}
 	full.ContentJoin = ContentJoinConfig{Enabled: true, Wait: 8 * time.Second, InstrumentationScopes: []string{"my-company.llm"}}
 
@@ -78,6 +79,10 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{name: "wait_longer_than_memory", errContains: []string{
 			"trace_integrity.remember_duration (30s) must be at least wait_duration (1m0s)",
+		}},
+		{name: "bad_memory", errContains: []string{
+			"trace_integrity.memory_limit_mib must be at least 1, got 0",
+			"trace_integrity.late_parent_window (10s) must be at least remember_duration (30s)",
 		}},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/genaicontent"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
@@ -184,3 +185,20 @@ func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey, bySpan m
 		}
 	}
 }
+
+// AddContent makes the traces processor the logs processor's contentSink (instance.go): the content
+// records of one logs call go into the trace memory. Spans the join releases are delivered by the
+// releaser.
+func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) error {
+	out, err := addContent(ctx, p.mem, p.journal, ld, p.now())
+	if err != nil {
+		p.logger.Warn("Could not take GenAI content records; the logs request is refused for the client to retry", zap.Error(err))
+		return err
+	}
+	if out.discarded > 0 {
+		p.logger.Debug("Discarded GenAI content records: their span was dropped or already went on", zap.Int("spans", out.discarded))
+	}
+	return nil
+}
+
+var _ contentSink = (*spanFilterProcessor)(nil)

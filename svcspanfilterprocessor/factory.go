@@ -30,7 +30,7 @@ func createTraces(ctx context.Context, set processor.Settings, cfg component.Con
 	if err != nil {
 		return nil, err
 	}
-	p, err := newSpanFilterProcessor(set, cfg.(*Config), next)
+	p, err := newSpanFilterProcessor(set, cfg.(*Config), next, nil)
 	if err == nil {
 		err = shared.Value().setTraces(p)
 	}

@@ -139,7 +139,7 @@ func newHarness(t *testing.T, cfg *Config, next ...consumer.Traces) *harness {
 	set.Logger = zap.New(core)
 	h.logs = logs
 
-	p, err := newSpanFilterProcessor(set, cfg, nextConsumer)
+	p, err := newSpanFilterProcessor(set, cfg, nextConsumer, nil)
 	require.NoError(t, err)
 	p.now = h.clock.Now
 	proc, err := processorhelper.NewTraces(context.Background(), set, cfg, nextConsumer, p.processTraces,
@@ -156,14 +156,14 @@ func (h *harness) consume(spans ...testSpan) {
 	td := batch(spans...)
 	h.inputs = append(h.inputs, cloneTraces(td))
 	require.NoError(h.t, h.proc.ConsumeTraces(context.Background(), td))
-	h.p.deliverPending(context.Background(), false)
+	h.p.deliverReady(context.Background(), false)
 }
 
 // advance moves the clock and runs one round of the releaser.
 func (h *harness) advance(d time.Duration) {
 	h.clock.Advance(d)
-	h.p.expire()
-	h.p.deliverPending(context.Background(), false)
+	h.p.mem.Expire()
+	h.p.deliverReady(context.Background(), false)
 }
 
 func (h *harness) shutdown() {

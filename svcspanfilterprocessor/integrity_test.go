@@ -2,7 +2,10 @@ package svcspanfilterprocessor
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +36,11 @@ func reasonPoint(reason string, v int64) metricdata.DataPoint[int64] {
 	return metricdata.DataPoint[int64]{Attributes: attribute.NewSet(attribute.String("reason", reason)), Value: v}
 }
 
+func hexID(name string) string {
+	id := idOf(name)
+	return hex.EncodeToString(id[:])
+}
+
 func point(v int64) metricdata.DataPoint[int64] { return metricdata.DataPoint[int64]{Value: v} }
 
 var ignoreTime = []metricdatatest.Option{metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars()}
@@ -49,8 +57,7 @@ func TestMetrics(t *testing.T) {
 		testSpan{name: "noise", scope: scopeSDK, parent: "agent"},
 	)
 	// agent waits for "GET /"; llm is re-parented to agent at once.
-	metadatatest.AssertEqualProcessorSvcspanfilterTracesWaiting(t, h.telemetry, []metricdata.DataPoint[int64]{point(1)}, ignoreTime...)
-	metadatatest.AssertEqualProcessorSvcspanfilterSpansWaiting(t, h.telemetry, []metricdata.DataPoint[int64]{point(1)}, ignoreTime...)
+	metadatatest.AssertEqualProcessorSvcspanfilterSpansHeld(t, h.telemetry, []metricdata.DataPoint[int64]{point(1)}, ignoreTime...)
 	metadatatest.AssertEqualProcessorSvcspanfilterTracesInMemory(t, h.telemetry, []metricdata.DataPoint[int64]{point(1)}, ignoreTime...)
 
 	h.consume(testSpan{name: "GET /", scope: scopeHTTPServer})
@@ -65,7 +72,19 @@ func TestMetrics(t *testing.T) {
 	metadatatest.AssertEqualProcessorSvcspanfilterSpansReparented(t, h.telemetry, []metricdata.DataPoint[int64]{
 		reasonPoint("dropped_parent", 1), reasonPoint("no_kept_ancestor", 1),
 	}, ignoreTime...)
-	metadatatest.AssertEqualProcessorSvcspanfilterTracesWaiting(t, h.telemetry, []metricdata.DataPoint[int64]{point(0)}, ignoreTime...)
+	metadatatest.AssertEqualProcessorSvcspanfilterSpansReleased(t, h.telemetry, []metricdata.DataPoint[int64]{
+		reasonPoint("parent_arrived", 1),
+	}, ignoreTime...)
+	metadatatest.AssertEqualProcessorSvcspanfilterSpansHeld(t, h.telemetry, []metricdata.DataPoint[int64]{point(0)}, ignoreTime...)
+	metadatatest.AssertEqualProcessorSvcspanfilterHeldBytes(t, h.telemetry, []metricdata.DataPoint[int64]{point(0)}, ignoreTime...)
+
+	// A dropped span that a delivered span points at arrives late: a connector.
+	h.consume(testSpan{name: "chat", scope: scopeOpenAI, parent: "tool http"})
+	h.advance(defaultWaitDuration)
+	h.consume(testSpan{name: "tool http", scope: scopeHTTPClient, parent: "tool"})
+	metadatatest.AssertEqualProcessorSvcspanfilterConnectorSpans(t, h.telemetry, []metricdata.DataPoint[int64]{point(1)}, ignoreTime...)
+	assert.Equal(t, "tool http", h.tree()["chat"])
+	assert.Equal(t, "tool", h.tree()["tool http"])
 	h.shutdown()
 }
 
@@ -84,14 +103,15 @@ func TestMaxWaitReleasesBusyTrace(t *testing.T) {
 		}
 	}
 	h.advance(0)
-	assert.Equal(t, map[string]string{"orphan": ""}, h.tree())
-	metadatatest.AssertEqualProcessorSvcspanfilterSpansReparented(t, h.telemetry, []metricdata.DataPoint[int64]{
-		reasonPoint("wait_expired", 1),
+	assert.Equal(t, map[string]string{"orphan": "<" + hexID("elsewhere") + ">"}, h.tree(), "rule 1: the parent id stays")
+	metadatatest.AssertEqualProcessorSvcspanfilterSpansReleased(t, h.telemetry, []metricdata.DataPoint[int64]{
+		reasonPoint("max_wait", 1),
 	}, ignoreTime...)
 	h.shutdown()
 }
 
-// A late child whose trace was forgotten waits again and, its parent never coming, becomes a root.
+// A late child whose trace was forgotten waits again and, its parent never coming, goes on with its
+// parent id (rule 1).
 func TestRememberDurationBoundsTheMemory(t *testing.T) {
 	h := newHarness(t, createDefaultConfig().(*Config))
 	h.consume(testSpan{name: "agent", scope: scopeSDK}, testSpan{name: "http", scope: scopeHTTPClient, parent: "agent"})
@@ -101,11 +121,11 @@ func TestRememberDurationBoundsTheMemory(t *testing.T) {
 	assert.Equal(t, "agent", h.tree()["remembered child"], "resolved from the trace's memory")
 
 	h.advance(defaultRememberDuration) // idle for the whole remember_duration: forgotten
-	assert.Zero(t, len(h.p.state.traces))
+	assert.Zero(t, h.p.mem.Traces())
 	h.consume(testSpan{name: "forgotten child", scope: scopeSDK, parent: "http"})
 	assert.NotContains(t, h.tree(), "forgotten child", "must wait: the trace's memory is gone")
 	h.advance(defaultWaitDuration)
-	assert.Equal(t, "", h.tree()["forgotten child"])
+	assert.Equal(t, "<"+hexID("http")+">", h.tree()["forgotten child"])
 	h.shutdown()
 }
 
@@ -117,16 +137,21 @@ func TestMaxTracesEvictsIdleTracesFirstThenWaitingOnes(t *testing.T) {
 		return testSpan{name: name, scope: scopeSDK, trace: traceN(n), parentID: idOf("parent of " + name)}
 	}
 	h.consume(waiting(1, "waits 1"))
+	h.clock.Advance(time.Millisecond)
 	h.consume(testSpan{name: "idle root", scope: scopeSDK, trace: traceN(2)})
+	h.clock.Advance(time.Millisecond)
 	h.consume(waiting(3, "waits 3")) // over the bound: the idle trace 2 goes, nothing is released
 	assert.Equal(t, map[string]string{"idle root": ""}, h.tree())
 	assert.Empty(t, h.logs.FilterMessageSnippet("max_traces reached").All())
+	metadatatest.AssertEqualProcessorSvcspanfilterTracesEvicted(t, h.telemetry, []metricdata.DataPoint[int64]{reasonPoint("max_traces", 1)}, ignoreTime...)
 
-	h.consume(waiting(4, "waits 4")) // every trace waits: the oldest (1) is released as a root
-	assert.Equal(t, map[string]string{"idle root": "", "waits 1": ""}, h.tree())
-	metadatatest.AssertEqualProcessorSvcspanfilterTracesEvicted(t, h.telemetry, []metricdata.DataPoint[int64]{point(1)}, ignoreTime...)
-	metadatatest.AssertEqualProcessorSvcspanfilterSpansReparented(t, h.telemetry, []metricdata.DataPoint[int64]{
-		reasonPoint("trace_evicted", 1),
+	h.clock.Advance(time.Millisecond)
+	h.consume(waiting(4, "waits 4")) // every trace waits: the oldest (1) goes on by rule 1
+	h.p.deliverReady(context.Background(), false)
+	assert.Equal(t, map[string]string{"idle root": "", "waits 1": "<" + hexID("parent of waits 1") + ">"}, h.tree())
+	metadatatest.AssertEqualProcessorSvcspanfilterTracesEvicted(t, h.telemetry, []metricdata.DataPoint[int64]{reasonPoint("max_traces", 2)}, ignoreTime...)
+	metadatatest.AssertEqualProcessorSvcspanfilterSpansReleased(t, h.telemetry, []metricdata.DataPoint[int64]{
+		reasonPoint("evicted", 1),
 	}, ignoreTime...)
 	warnings := h.logs.FilterMessageSnippet("max_traces reached").All()
 	require.Len(t, warnings, 1)
@@ -135,23 +160,29 @@ func TestMaxTracesEvictsIdleTracesFirstThenWaitingOnes(t *testing.T) {
 
 	h.consume(waiting(5, "waits 5")) // again within the log interval: counted, not logged again
 	assert.Len(t, h.logs.FilterMessageSnippet("max_traces reached").All(), 1)
-	metadatatest.AssertEqualProcessorSvcspanfilterTracesEvicted(t, h.telemetry, []metricdata.DataPoint[int64]{point(2)}, ignoreTime...)
+	metadatatest.AssertEqualProcessorSvcspanfilterTracesEvicted(t, h.telemetry, []metricdata.DataPoint[int64]{reasonPoint("max_traces", 3)}, ignoreTime...)
 	h.shutdown()
 }
 
-// Shutdown delivers every waiting span, as a root, so that none is lost.
-func TestShutdownReleasesWaitingSpans(t *testing.T) {
-	h := newHarness(t, createDefaultConfig().(*Config))
-	h.consume(
-		testSpan{name: "a", scope: scopeSDK, parentID: idOf("x")},
-		testSpan{name: "b", scope: scopeSDK, trace: traceN(9), parent: "a"},
-	)
-	require.Empty(t, h.delivered())
+// The byte budget: a small memory_limit_mib evicts waiting traces by rule 1 too.
+func TestMemoryLimitEvicts(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.TraceIntegrity.MemoryLimitMiB = 1
+	h := newHarness(t, cfg)
+	big := strings.Repeat("x", 64<<10)
+	for i := range 40 {
+		h.clock.Advance(time.Millisecond)
+		h.consume(testSpan{name: fmt.Sprint("waits ", i), scope: scopeSDK, trace: traceN(byte(i)), parentID: idOf(fmt.Sprint("p", i)),
+			attrs: map[string]any{"gen_ai.prompt": big}})
+	}
+	h.p.deliverReady(context.Background(), false)
+	assert.LessOrEqual(t, h.p.mem.Bytes(), int64(1<<20))
+	tree := h.tree()
+	require.NotEmpty(t, tree)
+	assert.Equal(t, "<"+hexID("p0")+">", tree["waits 0"], "the oldest went on first, by rule 1")
+	assert.NotContains(t, tree, "waits 39")
 	h.shutdown()
-	assert.Equal(t, map[string]string{"a": "", "b": ""}, h.tree())
-	metadatatest.AssertEqualProcessorSvcspanfilterSpansReparented(t, h.telemetry, []metricdata.DataPoint[int64]{
-		reasonPoint("shutdown", 2),
-	}, ignoreTime...)
+	assert.Len(t, h.tree(), 40, "nothing lost")
 }
 
 // Malformed parent links must not loop: a span that is its own ancestor becomes a root.
@@ -173,7 +204,7 @@ func TestResentBatchHoldsSpanOnce(t *testing.T) {
 	child := testSpan{name: "child", scope: scopeSDK, parent: "agent"}
 	h.consume(child)
 	h.consume(child)
-	assert.Equal(t, 1, h.p.state.spansHeld)
+	assert.Equal(t, 1, int(h.p.mem.HeldSpans()))
 	h.consume(testSpan{name: "agent", scope: scopeSDK})
 	assert.Equal(t, map[string]string{"child": "agent", "agent": ""}, h.tree()) // tree() fails on a duplicate
 	h.shutdown()
@@ -185,7 +216,7 @@ func TestResentSpanThatNowResolvesIsDeliveredOnce(t *testing.T) {
 	child := testSpan{name: "child", scope: scopeSDK, parent: "agent"}
 	h.consume(child)
 	h.consume(child, testSpan{name: "agent", scope: scopeSDK})
-	assert.Zero(t, h.p.state.spansHeld)
+	assert.Zero(t, int(h.p.mem.HeldSpans()))
 	h.shutdown()
 	assert.Equal(t, map[string]string{"child": "agent", "agent": ""}, h.tree()) // tree() fails on a duplicate
 }
@@ -217,16 +248,16 @@ func TestRefusedReleaseIsRetried(t *testing.T) {
 	next := &flakyConsumer{err: errors.New("queue is full")}
 	h := newHarness(t, createDefaultConfig().(*Config), next)
 	h.consume(testSpan{name: "child", scope: scopeSDK, parent: "agent"})
-	// The parent arrives: the child is released to the releaser, whose deliveries are refused twice.
+	// The parent arrives: the child is released and delivered by the same call, refused, then
+	// refused again by the releaser.
+	next.refuse = 2
 	_, err := h.p.processTraces(context.Background(), batch(testSpan{name: "agent", scope: scopeSDK}))
 	require.NoError(t, err)
-	next.refuse = 2
 
-	h.p.deliverPending(context.Background(), false)
-	h.p.deliverPending(context.Background(), false)
+	h.p.deliverReady(context.Background(), false)
 	assert.Equal(t, 2, next.refused)
 	assert.Zero(t, next.SpanCount(), "nothing accepted yet")
-	h.p.deliverPending(context.Background(), false)
+	h.p.deliverReady(context.Background(), false)
 	require.Equal(t, 1, next.SpanCount(), "delivered once, after the refusals")
 	assert.Equal(t, "child", next.AllTraces()[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Name())
 	assert.Len(t, h.logs.FilterMessageSnippet("will be retried").All(), 2)
@@ -282,8 +313,7 @@ func TestReleasedSpansKeepTheirRequestClientInfo(t *testing.T) {
 	require.ErrorIs(t, err, processorhelper.ErrSkipProcessingData, "nothing to pass on: the child waits")
 	_, err = h.p.processTraces(tenant("b"), batch(testSpan{name: "agent", scope: scopeSDK}))
 	require.NoError(t, err)
-	h.p.deliverPending(context.Background(), false)
-	assert.Equal(t, []string{"a"}, gotTenants, "the child goes with its own request's metadata")
+	assert.Equal(t, []string{"a"}, gotTenants, "the child goes, within b's call, with its own request's metadata")
 	h.shutdown()
 }
 
@@ -298,6 +328,6 @@ func TestReleaserGoroutineDeliversAfterWait(t *testing.T) {
 	require.NoError(t, proc.ConsumeTraces(context.Background(), batch(testSpan{name: "orphan", scope: scopeSDK, parentID: idOf("remote")})))
 	require.Eventually(t, func() bool { return sink.SpanCount() == 1 }, 5*time.Second, 5*time.Millisecond)
 	span := sink.AllTraces()[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
-	assert.True(t, span.ParentSpanID().IsEmpty())
+	assert.Equal(t, idOf("remote"), span.ParentSpanID(), "rule 1: the unknown parent stays")
 	require.NoError(t, proc.Shutdown(context.Background()))
 }

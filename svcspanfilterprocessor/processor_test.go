@@ -53,7 +53,7 @@ func TestGolden(t *testing.T) {
 			}
 			h := newHarness(t, cfg)
 			tc.steps(h)
-			assert.Zero(t, h.p.state.spansHeld, "spans still wait for their parent at the end of the case")
+			assert.Zero(t, int(h.p.mem.HeldSpans()), "spans still wait for their parent at the end of the case")
 			h.shutdown()
 
 			assert.Equal(t, tc.wantTree, h.tree(), "trees differ (span → parent)")
@@ -219,7 +219,8 @@ func goldenCases() []goldenCase {
 					testSpan{name: "experiment http", scope: scopeHTTPClient, trace: out, parent: "experiment task", attrs: map[string]any{"svc.environment": "sdk-experiment"}},
 				)
 			},
-			wantTree: map[string]string{"experiment item": "", "experiment task": "experiment item"},
+			// Per trace (issue 16.2): the item marks the trace, so its production span is kept too.
+			wantTree: map[string]string{"experiment item": "", "experiment task": "experiment item", "production llm": "experiment item"},
 		},
 		{
 			// The child arrives first, then its dropped parent, then the kept grandparent.
@@ -267,16 +268,41 @@ func goldenCases() []goldenCase {
 			wantOriginalParent: map[string]string{"late llm call": "GET /weather"},
 		},
 		{
-			// The parent lives in a service that does not send to this gateway.
-			name: "parent_never_arrives_becomes_root_after_wait",
+			// The parent lives in a service that does not send to this gateway: rule 1, the span keeps
+			// its parent id (the platform joins it if the parent ever arrives there).
+			name: "parent_never_arrives_keeps_parent_after_wait",
 			steps: func(h *harness) {
 				h.consume(testSpan{name: "llm call", scope: scopeSDK, parentID: idOf("remote caller")})
 				h.advance(defaultWaitDuration - time.Millisecond)
 				require.Empty(h.t, h.delivered(), "released before the wait ended")
 				h.advance(time.Millisecond)
 			},
-			wantTree:           map[string]string{"llm call": ""},
-			wantOriginalParent: map[string]string{"llm call": "remote caller"},
+			wantTree: map[string]string{"llm call": "<" + hexID("remote caller") + ">"},
+		},
+		{
+			// A dropped HTTP span of a tool ends after its kept child was delivered: a connector.
+			name: "connector_for_dropped_parent_ending_late",
+			steps: func(h *harness) {
+				h.consume(testSpan{name: "agent", scope: scopeSDK})
+				h.consume(testSpan{name: "chat", scope: scopeOpenAI, parent: "GET /tool", attrs: genAIAttrs})
+				h.advance(defaultWaitDuration)
+				h.consume(testSpan{name: "GET /tool", scope: scopeHTTPClient, parent: "agent", attrs: map[string]any{"http.request.method": "GET"}})
+			},
+			wantTree: map[string]string{"agent": "", "chat": "GET /tool", "GET /tool": "agent"},
+		},
+		{
+			// The item marks its (sampled-out) trace as an experiment: spans after it are kept, the span
+			// sampled out before it stays dropped.
+			name:   "experiment_marks_trace",
+			config: func(cfg *Config) { cfg.SampleRate = 0.01 },
+			steps: func(h *harness) {
+				out := pcommon.TraceID{0xcc, 8: 0xff, 9: 0xff, 10: 0xff, 11: 0xff, 12: 0xff, 13: 0xff, 14: 0xff, 15: 0xff}
+				h.consume(testSpan{name: "sampled out before", scope: scopeSDK, trace: out})
+				h.consume(testSpan{name: "experiment item", scope: scopeSDK, trace: out, parent: "sampled out before", attrs: map[string]any{"svc.experiment.id": "e1"}})
+				h.consume(testSpan{name: "task llm", scope: scopeOpenAI, trace: out, parent: "experiment item", attrs: genAIAttrs})
+			},
+			wantTree:           map[string]string{"experiment item": "", "task llm": "experiment item"},
+			wantOriginalParent: map[string]string{"experiment item": "sampled out before"},
 		},
 		{
 			// An agent trace in one batch, as the end-to-end test sends it.

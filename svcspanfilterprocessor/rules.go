@@ -125,22 +125,43 @@ func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdic
 	}
 }
 
-// decide is the per-span decision. It does not allocate: it is on the path of every span.
+// decide is the per-span decision of a span on its own (the trace's experiment flag aside).
 func (f *spanFilter) decide(v *scopeVerdict, span ptrace.Span) decision {
+	sv := f.judge(v, span)
+	if sv.sampledOut && !sv.experiment {
+		return droppedSampledOut
+	}
+	return sv.decision
+}
+
+// spanVerdict is the filter's view of one span: the rule that keeps or drops it, whether the
+// sampler takes a kept span out, and whether the span marks its trace as an experiment (then its
+// trace's sampled-out spans are kept: SPEC.md 9.2.4, per trace).
+type spanVerdict struct {
+	decision   decision
+	sampledOut bool
+	experiment bool
+}
+
+// judge is the per-span decision. It does not allocate: it is on the path of every span. The
+// experiment mark is looked for only in traces the sampler takes out (sampling is per trace id, so
+// it changes nothing elsewhere).
+func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
 	if v.dropAll {
-		return droppedDropRule
+		return spanVerdict{decision: droppedDropRule}
 	}
 	name := span.Name()
 	if _, ok := f.dropSpanNames[name]; ok {
-		return droppedDropRule
+		return spanVerdict{decision: droppedDropRule}
 	}
 	for _, n := range v.dropSpanNames {
 		if n == name {
-			return droppedDropRule
+			return spanVerdict{decision: droppedDropRule}
 		}
 	}
 
 	sampledIn := f.sampler.Keep(span.TraceID())
+	experiment := false
 	// The reported reason follows the default filter's order: svc-sdk scope, known scope, gen_ai.
 	// attribute, then the keep rules. The scope alone may already settle it.
 	keep, hasKeep := v.keep, v.hasKeep
@@ -151,28 +172,23 @@ func (f *spanFilter) decide(v *scopeVerdict, span ptrace.Span) decision {
 		scan := f.scanAttributes(span.Attributes(), wantGenAI, wantKeepPrefix, !sampledIn)
 		switch {
 		case scan.drop:
-			return droppedDropRule
+			return spanVerdict{decision: droppedDropRule}
 		case scan.genAI:
 			keep, hasKeep = keptGenAIAttribute, true
 		case scan.keepPrefix:
 			keep, hasKeep = keptKeepRule, true
 		}
-		if scan.experiment {
-			sampledIn = true // SPEC.md 9.2.4: experiments must not be sampled
-		}
+		experiment = scan.experiment
 	}
 	if !hasKeep {
 		if _, ok := f.keepSpanNames[name]; ok {
 			keep, hasKeep = keptKeepRule, true
 		}
 	}
-	switch {
-	case !hasKeep:
-		return droppedNotGenAI
-	case !sampledIn:
-		return droppedSampledOut
+	if !hasKeep {
+		return spanVerdict{decision: droppedNotGenAI, experiment: experiment}
 	}
-	return keep
+	return spanVerdict{decision: keep, sampledOut: !sampledIn, experiment: experiment}
 }
 
 type attrScan struct {

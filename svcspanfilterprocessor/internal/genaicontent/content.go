@@ -215,11 +215,7 @@ func (c *Content) inputMessages() (any, bool) {
 		}
 		return a.arrival - b.arrival
 	})
-	msgs := make([]message, 0, len(recs))
-	for _, r := range recs {
-		msgs = append(msgs, r.msg)
-	}
-	return msgs, true
+	return withParts(recs, func(r inputRecord) message { return r.msg })
 }
 
 // outputMessages: copied from the newest event form, else the choices ordered by index.
@@ -240,11 +236,19 @@ func (c *Content) outputMessages() (any, bool) {
 		}
 		return a.arrival - b.arrival
 	})
+	return withParts(recs, func(r choiceRecord) message { return r.msg })
+}
+
+// withParts lists the messages that hold something: with content capture off the instrumentations
+// still send the events, with empty bodies, and an empty message list shows nothing on the platform.
+func withParts[R any](recs []R, msg func(R) message) (any, bool) {
 	msgs := make([]message, 0, len(recs))
 	for _, r := range recs {
-		msgs = append(msgs, r.msg)
+		if m := msg(r); len(m.Parts) > 0 {
+			msgs = append(msgs, m)
+		}
 	}
-	return msgs, true
+	return msgs, len(msgs) > 0
 }
 
 func cmpTimestamp(a, b pcommon.Timestamp) int {

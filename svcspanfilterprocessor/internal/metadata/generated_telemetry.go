@@ -28,14 +28,18 @@ type TelemetryBuilder struct {
 	meter                                    metric.Meter
 	mu                                       sync.Mutex
 	registrations                            []metric.Registration
+	ProcessorSvcspanfilterConnectorSpans     metric.Int64Counter
+	ProcessorSvcspanfilterHeldBytes          metric.Int64ObservableGauge
+	ProcessorSvcspanfilterMemoryBytes        metric.Int64ObservableGauge
 	ProcessorSvcspanfilterSpansDropped       metric.Int64Counter
+	ProcessorSvcspanfilterSpansHeld          metric.Int64ObservableGauge
 	ProcessorSvcspanfilterSpansKept          metric.Int64Counter
+	ProcessorSvcspanfilterSpansRefused       metric.Int64Counter
+	ProcessorSvcspanfilterSpansReleased      metric.Int64Counter
 	ProcessorSvcspanfilterSpansReparented    metric.Int64Counter
 	ProcessorSvcspanfilterSpansUndeliverable metric.Int64Counter
-	ProcessorSvcspanfilterSpansWaiting       metric.Int64ObservableGauge
 	ProcessorSvcspanfilterTracesEvicted      metric.Int64Counter
 	ProcessorSvcspanfilterTracesInMemory     metric.Int64ObservableGauge
-	ProcessorSvcspanfilterTracesWaiting      metric.Int64ObservableGauge
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -49,12 +53,42 @@ func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
 }
 
-// RegisterProcessorSvcspanfilterSpansWaitingCallback sets callback for observable ProcessorSvcspanfilterSpansWaiting metric.
-func (builder *TelemetryBuilder) RegisterProcessorSvcspanfilterSpansWaitingCallback(cb metric.Int64Callback) error {
+// RegisterProcessorSvcspanfilterHeldBytesCallback sets callback for observable ProcessorSvcspanfilterHeldBytes metric.
+func (builder *TelemetryBuilder) RegisterProcessorSvcspanfilterHeldBytesCallback(cb metric.Int64Callback) error {
 	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		cb(ctx, &observerInt64{inst: builder.ProcessorSvcspanfilterSpansWaiting, obs: o})
+		cb(ctx, &observerInt64{inst: builder.ProcessorSvcspanfilterHeldBytes, obs: o})
 		return nil
-	}, builder.ProcessorSvcspanfilterSpansWaiting)
+	}, builder.ProcessorSvcspanfilterHeldBytes)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterProcessorSvcspanfilterMemoryBytesCallback sets callback for observable ProcessorSvcspanfilterMemoryBytes metric.
+func (builder *TelemetryBuilder) RegisterProcessorSvcspanfilterMemoryBytesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorSvcspanfilterMemoryBytes, obs: o})
+		return nil
+	}, builder.ProcessorSvcspanfilterMemoryBytes)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterProcessorSvcspanfilterSpansHeldCallback sets callback for observable ProcessorSvcspanfilterSpansHeld metric.
+func (builder *TelemetryBuilder) RegisterProcessorSvcspanfilterSpansHeldCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorSvcspanfilterSpansHeld, obs: o})
+		return nil
+	}, builder.ProcessorSvcspanfilterSpansHeld)
 	if err != nil {
 		return err
 	}
@@ -70,21 +104,6 @@ func (builder *TelemetryBuilder) RegisterProcessorSvcspanfilterTracesInMemoryCal
 		cb(ctx, &observerInt64{inst: builder.ProcessorSvcspanfilterTracesInMemory, obs: o})
 		return nil
 	}, builder.ProcessorSvcspanfilterTracesInMemory)
-	if err != nil {
-		return err
-	}
-	builder.mu.Lock()
-	defer builder.mu.Unlock()
-	builder.registrations = append(builder.registrations, reg)
-	return nil
-}
-
-// RegisterProcessorSvcspanfilterTracesWaitingCallback sets callback for observable ProcessorSvcspanfilterTracesWaiting metric.
-func (builder *TelemetryBuilder) RegisterProcessorSvcspanfilterTracesWaitingCallback(cb metric.Int64Callback) error {
-	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		cb(ctx, &observerInt64{inst: builder.ProcessorSvcspanfilterTracesWaiting, obs: o})
-		return nil
-	}, builder.ProcessorSvcspanfilterTracesWaiting)
 	if err != nil {
 		return err
 	}
@@ -122,9 +141,33 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ProcessorSvcspanfilterConnectorSpans, err = builder.meter.Int64Counter(
+		"otelcol_processor_svcspanfilter_connector_spans",
+		metric.WithDescription("Dropped spans delivered as stripped connector spans because delivered spans point at them. [Development]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorSvcspanfilterHeldBytes, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_svcspanfilter_held_bytes",
+		metric.WithDescription("Estimated size of the held spans. [Development]"),
+		metric.WithUnit("By"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorSvcspanfilterMemoryBytes, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_svcspanfilter_memory_bytes",
+		metric.WithDescription("Estimated size of everything trace_integrity.memory_limit_mib bounds: span records, held spans, waiting content and released spans the next consumer has not accepted yet. [Development]"),
+		metric.WithUnit("By"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ProcessorSvcspanfilterSpansDropped, err = builder.meter.Int64Counter(
 		"otelcol_processor_svcspanfilter_spans_dropped",
 		metric.WithDescription("Spans dropped, by reason (not_genai: no keep rule matched, drop_rule, sampled_out). [Development]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorSvcspanfilterSpansHeld, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_svcspanfilter_spans_held",
+		metric.WithDescription("Kept spans held while they wait for their parent span (or their content). [Development]"),
 		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)
@@ -134,39 +177,39 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ProcessorSvcspanfilterSpansRefused, err = builder.meter.Int64Counter(
+		"otelcol_processor_svcspanfilter_spans_refused",
+		metric.WithDescription("Spans refused with a retryable error (push back): released spans the next consumer did not accept fill trace_integrity.memory_limit_mib, or the journal could not record held spans. Clients send them again. [Development]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorSvcspanfilterSpansReleased, err = builder.meter.Int64Counter(
+		"otelcol_processor_svcspanfilter_spans_released",
+		metric.WithDescription("Held spans that went on, by reason (parent_arrived, wait_expired, max_wait, evicted, shutdown, content). Except for parent_arrived they keep pointing at their unknown parent (rule 1). [Development]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ProcessorSvcspanfilterSpansReparented, err = builder.meter.Int64Counter(
 		"otelcol_processor_svcspanfilter_spans_reparented",
-		metric.WithDescription("Kept spans whose parent span id was changed, by reason (dropped_parent: moved to the nearest kept ancestor; no_kept_ancestor, wait_expired, trace_evicted, shutdown: made a root of the trace). [Development]"),
+		metric.WithDescription("Kept spans whose parent span id was changed, by reason (dropped_parent: moved to the nearest kept ancestor or connector; no_kept_ancestor: every ancestor is known dropped, made a root; open_ancestor: the wait ended at an unknown ancestor above a dropped parent, which the span now points at). [Development]"),
 		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorSvcspanfilterSpansUndeliverable, err = builder.meter.Int64Counter(
 		"otelcol_processor_svcspanfilter_spans_undeliverable",
-		metric.WithDescription("Held spans the next consumer refused and that were given up (permanent error, retry buffer full, or still refused at shutdown). Every such loss is also logged at error level. [Development]"),
-		metric.WithUnit("{spans}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorSvcspanfilterSpansWaiting, err = builder.meter.Int64ObservableGauge(
-		"otelcol_processor_svcspanfilter_spans_waiting",
-		metric.WithDescription("Kept spans held while they wait for their parent span. [Development]"),
+		metric.WithDescription("Released spans the next consumer refused permanently (or still refused at shutdown) and that were given up. Every such loss is also logged at error level. [Development]"),
 		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorSvcspanfilterTracesEvicted, err = builder.meter.Int64Counter(
 		"otelcol_processor_svcspanfilter_traces_evicted",
-		metric.WithDescription("Traces with waiting spans that were released early because trace_integrity.max_traces was reached; their waiting spans became roots. [Development]"),
+		metric.WithDescription("Traces evicted because trace_integrity.memory_limit_mib or max_traces was reached, by reason (memory_limit, max_traces): idle traces are forgotten first, then the held spans of the oldest waiting traces go on by rule 1. [Development]"),
 		metric.WithUnit("{traces}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorSvcspanfilterTracesInMemory, err = builder.meter.Int64ObservableGauge(
 		"otelcol_processor_svcspanfilter_traces_in_memory",
-		metric.WithDescription("Traces the processor remembers (waiting or recently seen), bounded by trace_integrity.max_traces. [Development]"),
-		metric.WithUnit("{traces}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorSvcspanfilterTracesWaiting, err = builder.meter.Int64ObservableGauge(
-		"otelcol_processor_svcspanfilter_traces_waiting",
-		metric.WithDescription("Traces that hold kept spans waiting for their parent span. [Development]"),
+		metric.WithDescription("Traces the processor remembers (waiting, recently seen, or with open parents), bounded by trace_integrity.max_traces. [Development]"),
 		metric.WithUnit("{traces}"),
 	)
 	errs = errors.Join(errs, err)

@@ -21,6 +21,50 @@ func NewSettings(tt *componenttest.Telemetry) processor.Settings {
 	return set
 }
 
+func AssertEqualProcessorSvcspanfilterConnectorSpans(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_svcspanfilter_connector_spans",
+		Description: "Dropped spans delivered as stripped connector spans because delivered spans point at them. [Development]",
+		Unit:        "{spans}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_connector_spans")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorSvcspanfilterHeldBytes(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_svcspanfilter_held_bytes",
+		Description: "Estimated size of the held spans. [Development]",
+		Unit:        "By",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_held_bytes")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorSvcspanfilterMemoryBytes(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_svcspanfilter_memory_bytes",
+		Description: "Estimated size of everything trace_integrity.memory_limit_mib bounds: span records, held spans, waiting content and released spans the next consumer has not accepted yet. [Development]",
+		Unit:        "By",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_memory_bytes")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorSvcspanfilterSpansDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcspanfilter_spans_dropped",
@@ -33,6 +77,20 @@ func AssertEqualProcessorSvcspanfilterSpansDropped(t *testing.T, tt *componentte
 		},
 	}
 	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_spans_dropped")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorSvcspanfilterSpansHeld(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_svcspanfilter_spans_held",
+		Description: "Kept spans held while they wait for their parent span (or their content). [Development]",
+		Unit:        "{spans}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_spans_held")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
@@ -53,10 +111,42 @@ func AssertEqualProcessorSvcspanfilterSpansKept(t *testing.T, tt *componenttest.
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorSvcspanfilterSpansRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_svcspanfilter_spans_refused",
+		Description: "Spans refused with a retryable error (push back): released spans the next consumer did not accept fill trace_integrity.memory_limit_mib, or the journal could not record held spans. Clients send them again. [Development]",
+		Unit:        "{spans}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_spans_refused")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorSvcspanfilterSpansReleased(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_svcspanfilter_spans_released",
+		Description: "Held spans that went on, by reason (parent_arrived, wait_expired, max_wait, evicted, shutdown, content). Except for parent_arrived they keep pointing at their unknown parent (rule 1). [Development]",
+		Unit:        "{spans}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_spans_released")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorSvcspanfilterSpansReparented(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcspanfilter_spans_reparented",
-		Description: "Kept spans whose parent span id was changed, by reason (dropped_parent: moved to the nearest kept ancestor; no_kept_ancestor, wait_expired, trace_evicted, shutdown: made a root of the trace). [Development]",
+		Description: "Kept spans whose parent span id was changed, by reason (dropped_parent: moved to the nearest kept ancestor or connector; no_kept_ancestor: every ancestor is known dropped, made a root; open_ancestor: the wait ended at an unknown ancestor above a dropped parent, which the span now points at). [Development]",
 		Unit:        "{spans}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -72,7 +162,7 @@ func AssertEqualProcessorSvcspanfilterSpansReparented(t *testing.T, tt *componen
 func AssertEqualProcessorSvcspanfilterSpansUndeliverable(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcspanfilter_spans_undeliverable",
-		Description: "Held spans the next consumer refused and that were given up (permanent error, retry buffer full, or still refused at shutdown). Every such loss is also logged at error level. [Development]",
+		Description: "Released spans the next consumer refused permanently (or still refused at shutdown) and that were given up. Every such loss is also logged at error level. [Development]",
 		Unit:        "{spans}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -85,24 +175,10 @@ func AssertEqualProcessorSvcspanfilterSpansUndeliverable(t *testing.T, tt *compo
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
-func AssertEqualProcessorSvcspanfilterSpansWaiting(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_svcspanfilter_spans_waiting",
-		Description: "Kept spans held while they wait for their parent span. [Development]",
-		Unit:        "{spans}",
-		Data: metricdata.Gauge[int64]{
-			DataPoints: dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_spans_waiting")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
 func AssertEqualProcessorSvcspanfilterTracesEvicted(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcspanfilter_traces_evicted",
-		Description: "Traces with waiting spans that were released early because trace_integrity.max_traces was reached; their waiting spans became roots. [Development]",
+		Description: "Traces evicted because trace_integrity.memory_limit_mib or max_traces was reached, by reason (memory_limit, max_traces): idle traces are forgotten first, then the held spans of the oldest waiting traces go on by rule 1. [Development]",
 		Unit:        "{traces}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -118,27 +194,13 @@ func AssertEqualProcessorSvcspanfilterTracesEvicted(t *testing.T, tt *componentt
 func AssertEqualProcessorSvcspanfilterTracesInMemory(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcspanfilter_traces_in_memory",
-		Description: "Traces the processor remembers (waiting or recently seen), bounded by trace_integrity.max_traces. [Development]",
+		Description: "Traces the processor remembers (waiting, recently seen, or with open parents), bounded by trace_integrity.max_traces. [Development]",
 		Unit:        "{traces}",
 		Data: metricdata.Gauge[int64]{
 			DataPoints: dps,
 		},
 	}
 	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_traces_in_memory")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorSvcspanfilterTracesWaiting(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_svcspanfilter_traces_waiting",
-		Description: "Traces that hold kept spans waiting for their parent span. [Development]",
-		Unit:        "{traces}",
-		Data: metricdata.Gauge[int64]{
-			DataPoints: dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_traces_waiting")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -20,7 +20,15 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
-	require.NoError(t, tb.RegisterProcessorSvcspanfilterSpansWaitingCallback(func(_ context.Context, observer metric.Int64Observer) error {
+	require.NoError(t, tb.RegisterProcessorSvcspanfilterHeldBytesCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
+	require.NoError(t, tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
+	require.NoError(t, tb.RegisterProcessorSvcspanfilterSpansHeldCallback(func(_ context.Context, observer metric.Int64Observer) error {
 		observer.Observe(1)
 		return nil
 	}))
@@ -28,19 +36,36 @@ func TestSetupTelemetry(t *testing.T) {
 		observer.Observe(1)
 		return nil
 	}))
-	require.NoError(t, tb.RegisterProcessorSvcspanfilterTracesWaitingCallback(func(_ context.Context, observer metric.Int64Observer) error {
-		observer.Observe(1)
-		return nil
-	}))
+	tb.ProcessorSvcspanfilterConnectorSpans.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansDropped.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansKept.Add(context.Background(), 1)
+	tb.ProcessorSvcspanfilterSpansRefused.Add(context.Background(), 1)
+	tb.ProcessorSvcspanfilterSpansReleased.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansReparented.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansUndeliverable.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterTracesEvicted.Add(context.Background(), 1)
+	AssertEqualProcessorSvcspanfilterConnectorSpans(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSvcspanfilterHeldBytes(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSvcspanfilterMemoryBytes(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSvcspanfilterSpansDropped(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSvcspanfilterSpansHeld(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSvcspanfilterSpansKept(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSvcspanfilterSpansRefused(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSvcspanfilterSpansReleased(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSvcspanfilterSpansReparented(t, testTel,
@@ -49,16 +74,10 @@ func TestSetupTelemetry(t *testing.T) {
 	AssertEqualProcessorSvcspanfilterSpansUndeliverable(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorSvcspanfilterSpansWaiting(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSvcspanfilterTracesEvicted(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSvcspanfilterTracesInMemory(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorSvcspanfilterTracesWaiting(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 

@@ -76,8 +76,15 @@ func (m *Memory) Delivered(d *Delivery) {
 // Discard reports that d is given up (a permanent error): it leaves the budget and the journal.
 func (m *Memory) Discard(d *Delivery) { m.Delivered(d) }
 
-// Requeue puts refused deliveries back for the releaser, oldest first.
-func (m *Memory) Requeue(ds ...*Delivery) { m.queue(ds) }
+// Requeue puts refused deliveries back for the releaser, ahead of those queued since.
+func (m *Memory) Requeue(ds ...*Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	m.readyMu.Lock()
+	m.ready = append(append([]*Delivery(nil), ds...), m.ready...)
+	m.readyMu.Unlock()
+}
 
 func (m *Memory) queue(ds []*Delivery) {
 	if len(ds) == 0 {

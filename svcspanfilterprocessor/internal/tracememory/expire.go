@@ -143,9 +143,9 @@ func (m *Memory) evictOne(why EvictReason, waiting bool, out *released) bool {
 	}
 	if waiting {
 		sh.releaseAll(m, t, ReleaseEvicted, out)
-	} else {
-		sh.forget(m, t, out)
+		out.stats.EvictedWaiting++
 	}
+	sh.forget(m, t, out)
 	out.stats.Evicted[why]++
 	return true
 }

@@ -50,7 +50,9 @@ type Stats struct {
 	Released   [NumReleaseReasons]int64
 	Reparented [NumReparentReasons]int64
 	// Evicted counts traces evicted (forgotten or whose held spans were released) by reason.
-	Evicted          [NumEvictReasons]int64
+	Evicted [NumEvictReasons]int64
+	// EvictedWaiting counts the evicted traces that held spans (they went on early).
+	EvictedWaiting   int64
 	Connectors       int64
 	ContentDiscarded int64
 }
@@ -65,6 +67,7 @@ func (s *Stats) add(o *Stats) {
 	for i := range s.Evicted {
 		s.Evicted[i] += o.Evicted[i]
 	}
+	s.EvictedWaiting += o.EvictedWaiting
 	s.Connectors += o.Connectors
 	s.ContentDiscarded += o.ContentDiscarded
 }

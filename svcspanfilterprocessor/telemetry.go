@@ -1,0 +1,117 @@
+package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfilterprocessor"
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+)
+
+// evictionLogInterval limits the warning about evictions to one per interval under sustained overload.
+const evictionLogInterval = 10 * time.Second
+
+// metricOptions are the precomputed `reason` attribute sets, so recording allocates nothing per reason.
+type metricOptions struct {
+	decision [numDecisions]metric.AddOption
+	reparent [tracememory.NumReparentReasons]metric.AddOption
+	release  [tracememory.NumReleaseReasons]metric.AddOption
+	evict    [tracememory.NumEvictReasons]metric.AddOption
+}
+
+func reasonOpt(reason string) metric.AddOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason)))
+}
+
+func newMetricOptions() metricOptions {
+	var o metricOptions
+	for d := range numDecisions {
+		o.decision[d] = reasonOpt(d.reason())
+	}
+	for r := range tracememory.NumReparentReasons {
+		o.reparent[r] = reasonOpt(r.String())
+	}
+	for r := range tracememory.NumReleaseReasons {
+		o.release[r] = reasonOpt(r.String())
+	}
+	for r := range tracememory.NumEvictReasons {
+		o.evict[r] = reasonOpt(r.String())
+	}
+	return o
+}
+
+func (p *spanFilterProcessor) registerGauges() error {
+	gauge := func(read func() int64) metric.Int64Callback {
+		return func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(read())
+			return nil
+		}
+	}
+	tb := p.telemetry
+	return errors.Join(
+		tb.RegisterProcessorSvcspanfilterSpansHeldCallback(gauge(p.mem.HeldSpans)),
+		tb.RegisterProcessorSvcspanfilterHeldBytesCallback(gauge(p.mem.HeldBytes)),
+		tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(gauge(p.mem.Bytes)),
+		tb.RegisterProcessorSvcspanfilterTracesInMemoryCallback(gauge(p.mem.Traces)),
+	)
+}
+
+// recordStats is the memory's observer: it turns its events into metrics.
+func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
+	ctx := context.Background()
+	tb := p.telemetry
+	for r, n := range s.Reparented {
+		if n > 0 {
+			tb.ProcessorSvcspanfilterSpansReparented.Add(ctx, n, p.metricOpt.reparent[r])
+		}
+	}
+	for r, n := range s.Released {
+		if n > 0 {
+			tb.ProcessorSvcspanfilterSpansReleased.Add(ctx, n, p.metricOpt.release[r])
+		}
+	}
+	for r, n := range s.Evicted {
+		if n > 0 {
+			tb.ProcessorSvcspanfilterTracesEvicted.Add(ctx, n, p.metricOpt.evict[r])
+		}
+	}
+	if s.Connectors > 0 {
+		tb.ProcessorSvcspanfilterConnectorSpans.Add(ctx, s.Connectors)
+	}
+	// Forgetting idle traces is the normal life of a full memory; spans going on early is not.
+	if s.EvictedWaiting > 0 {
+		p.evictions.warn(p, s.EvictedWaiting)
+	}
+}
+
+// evictionLog rate-limits the eviction warning.
+type evictionLog struct {
+	mu        sync.Mutex
+	sinceLast int64
+	last      time.Time
+}
+
+func (l *evictionLog) warn(p *spanFilterProcessor, n int64) {
+	l.mu.Lock()
+	l.sinceLast += n
+	now := p.now()
+	if !l.last.IsZero() && now.Sub(l.last) < evictionLogInterval {
+		l.mu.Unlock()
+		return
+	}
+	evicted := l.sinceLast
+	l.sinceLast, l.last = 0, now
+	l.mu.Unlock()
+	p.logger.Warn("trace_integrity memory_limit_mib or max_traces reached: idle traces were forgotten and the "+
+		"spans still waiting for their parent in the traces idle the longest went on with their parent id "+
+		"unchanged. Raise memory_limit_mib or max_traces, lower wait_duration, or add gateway instances with "+
+		"trace-id-affine routing in front of them.",
+		zap.Int("memory_limit_mib", p.cfg.MemoryLimitMiB),
+		zap.Int("max_traces", p.cfg.MaxTraces),
+		zap.Int64("traces_evicted", evicted))
+}
