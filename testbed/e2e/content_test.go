@@ -23,8 +23,8 @@ const (
 	scopeJSOpenAI     = "@opentelemetry/instrumentation-openai"
 )
 
-// contentJoinWait is the join's wait in these tests: long, so that a span delayed by the join could
-// not be mistaken for one that was not.
+// contentJoinWait is the join's wait in the test of spans that must not wait: long, so that a span
+// delayed by the join could not be mistaken for one that was not.
 const contentJoinWait = 30 * time.Second
 
 // genAIMessage is one message of gen_ai.input.messages / gen_ai.output.messages as the platform
@@ -100,13 +100,8 @@ func detailsEvent(attr string, msgs ...attribute.Value) otellog.Record {
 }
 
 func TestContentLogRecordsJoinTheirSpans(t *testing.T) {
-	t.Skip("issue 18: svcspanfilter takes content records only once the trace memory implements contentSink " +
-		"and distribution/config.yaml puts svcspanfilter in the logs/evaluations pipeline; the coordinator " +
-		"removes this skip with that wiring")
-
-	g := startGateway(t, gatewayOptions{sets: []string{
-		"processors::svcspanfilter::content_join::wait=" + contentJoinWait.String(),
-	}})
+	// The default config: spans and records 2s apart are within the join's default wait (5s).
+	g := startGateway(t, gatewayOptions{})
 	ctx := context.Background()
 	lp := g.loggerProvider(t)
 
@@ -199,8 +194,6 @@ func TestContentLogRecordsJoinTheirSpans(t *testing.T) {
 // Spans that carry their own content, and spans of instrumentations that do not emit content
 // events, are not held for content: they reach the platform long before the join's wait ends.
 func TestSpansNotWaitingForContentAreNotDelayed(t *testing.T) {
-	t.Skip("issue 18: runs once svcspanfilter is wired to the trace memory's content join (see TestContentLogRecordsJoinTheirSpans)")
-
 	g := startGateway(t, gatewayOptions{sets: []string{
 		"processors::svcspanfilter::content_join::wait=" + contentJoinWait.String(),
 	}})
