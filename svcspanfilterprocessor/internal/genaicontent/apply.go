@@ -53,17 +53,27 @@ func Apply(span ptrace.Span, c *Content) bool {
 func CarriesContent(attrs pcommon.Map) bool {
 	found := false
 	attrs.Range(func(k string, v pcommon.Value) bool {
-		switch {
-		case k == AttrInputMessages || k == AttrOutputMessages:
-			found = !isEmpty(v)
-		case k == "gen_ai.prompt" || k == "gen_ai.completion":
-			found = !isEmpty(v)
-		case indexedUnder(k, "gen_ai.prompt.") || indexedUnder(k, "gen_ai.completion."):
-			found = true
-		}
+		found = isContentAttribute(k, v)
 		return !found
 	})
 	return found
+}
+
+const (
+	genAIPrefix       = "gen_ai."
+	attrOperationName = "gen_ai.operation.name"
+)
+
+// isContentAttribute reports whether the attribute k holds a prompt or a completion.
+func isContentAttribute(k string, v pcommon.Value) bool {
+	switch {
+	case k == AttrInputMessages || k == AttrOutputMessages:
+		return !isEmpty(v)
+	case k == "gen_ai.prompt" || k == "gen_ai.completion":
+		return !isEmpty(v)
+	default:
+		return indexedUnder(k, "gen_ai.prompt.") || indexedUnder(k, "gen_ai.completion.")
+	}
 }
 
 // indexedUnder reports whether k is prefix followed by a digit (gen_ai.prompt.0.content).

@@ -58,11 +58,20 @@ func (c *Candidates) IsCandidate(_ pcommon.Resource, scope pcommon.Instrumentati
 	if !c.matchScope(scope.Name()) {
 		return false
 	}
-	op, ok := span.Attributes().Get("gen_ai.operation.name")
-	if !ok || !inferenceOperations[op.Str()] {
-		return false
-	}
-	return !CarriesContent(span.Attributes())
+	// One pass over the attributes (this runs for every kept span of these scopes).
+	inference, content := false, false
+	span.Attributes().Range(func(k string, v pcommon.Value) bool {
+		if len(k) < len(genAIPrefix) || k[:len(genAIPrefix)] != genAIPrefix {
+			return true
+		}
+		if k == attrOperationName {
+			inference = inferenceOperations[v.Str()]
+			return inference
+		}
+		content = isContentAttribute(k, v)
+		return !content
+	})
+	return inference && !content
 }
 
 func (c *Candidates) matchScope(name string) bool {
