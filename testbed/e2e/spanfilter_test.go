@@ -124,8 +124,9 @@ func TestTraceSplitAcrossRequestsStaysOneTree(t *testing.T) {
 }
 
 // A span whose parent lives in a service that does not send to this gateway waits
-// trace_integrity.wait_duration, then arrives as a root that records its original parent.
-func TestSpanWithRemoteParentBecomesRootAfterWait(t *testing.T) {
+// trace_integrity.wait_duration, then arrives with its parent id unchanged (rule 1: a span is made a
+// root only when every ancestor is known dropped).
+func TestSpanWithRemoteParentKeepsItsParentAfterWait(t *testing.T) {
 	g := startGateway(t, gatewayOptions{sets: []string{"processors::svcspanfilter::trace_integrity::wait_duration=1s"}})
 	tp := g.tracerProvider(t, "support-agent")
 	remote := trace.NewSpanContext(trace.SpanContextConfig{
@@ -145,10 +146,94 @@ func TestSpanWithRemoteParentBecomesRootAfterWait(t *testing.T) {
 	if !ok {
 		t.Fatal("the span did not reach the platform")
 	}
-	if obs.ParentObservationID != "" {
-		t.Errorf("the span arrived with parent %s, which the platform never receives", obs.ParentObservationID)
+	if obs.ParentObservationID != remote.SpanID().String() {
+		t.Errorf("the span arrived with parent %q, want its own parent %s", obs.ParentObservationID, remote.SpanID())
 	}
-	if got := obs.Attributes["svc.original_parent_span_id"]; got != remote.SpanID().String() {
-		t.Errorf("svc.original_parent_span_id = %v, want %s", got, remote.SpanID())
+	if got, ok := obs.Attributes["svc.original_parent_span_id"]; ok {
+		t.Errorf("the span was not re-parented but records svc.original_parent_span_id = %v", got)
+	}
+}
+
+// Issue 10: agent runs whose parents end 20 s and 90 s after their children (the SDKs export each
+// span when it ends) read back as one tree each: the HTTP root is dropped, invoke_agent becomes the
+// root, the chats hang below it, and the dropped tool HTTP span that ends after its kept chat arrives
+// as a connector span. wait_duration is 1s, so the children go on long before their parents.
+func TestAgentRunsWithLateParentsAreOneTreeEach(t *testing.T) {
+	g := startGateway(t, gatewayOptions{sets: []string{"processors::svcspanfilter::trace_integrity::wait_duration=1s"}})
+	tp := g.tracerProvider(t, "support-agent")
+	httpServer := tp.Tracer(workload.ScopeHTTPServer)
+	app := tp.Tracer(workload.ScopeApp)
+	llm := tp.Tracer(workload.ScopeOpenAI)
+	httpClient := tp.Tracer(workload.ScopeHTTPClient)
+
+	type run struct {
+		late                time.Duration
+		root, agent, tool   trace.Span
+		chat, chatAfterTool trace.Span
+		traceID             string
+	}
+	start := func(late time.Duration) *run {
+		r := &run{late: late}
+		ctx, root := httpServer.Start(context.Background(), "POST /v1/agent/run", trace.WithSpanKind(trace.SpanKindServer))
+		agentCtx, agent := app.Start(ctx, workload.SpanAgent, trace.WithAttributes(attribute.String("gen_ai.operation.name", "invoke_agent")))
+		_, chat := llm.Start(agentCtx, "chat gpt-4o", trace.WithAttributes(attribute.String("gen_ai.request.model", "gpt-4o")))
+		toolCtx, tool := httpClient.Start(agentCtx, "GET /tools/weather", trace.WithSpanKind(trace.SpanKindClient))
+		_, chatAfterTool := llm.Start(toolCtx, "chat gpt-4o (tool)", trace.WithAttributes(attribute.String("gen_ai.request.model", "gpt-4o")))
+		r.root, r.agent, r.tool, r.chat, r.chatAfterTool = root, agent, tool, chat, chatAfterTool
+		r.traceID = root.SpanContext().TraceID().String()
+		return r
+	}
+	runs := []*run{start(20 * time.Second), start(90 * time.Second)}
+	for _, r := range runs {
+		r.chat.End()
+		r.chatAfterTool.End()
+	}
+	flush(t, tp)
+	began := time.Now()
+	g.waitForSpans(t, 4) // the chats go on after wait_duration, pointing at their unknown parents
+
+	for _, r := range runs {
+		// The tool's HTTP span ends halfway, the agent and its HTTP root at the end.
+		time.Sleep(time.Until(began.Add(r.late / 2)))
+		r.tool.End()
+		flush(t, tp)
+	}
+	for _, r := range runs {
+		time.Sleep(time.Until(began.Add(r.late)))
+		r.agent.End()
+		r.root.End()
+		flush(t, tp)
+	}
+	g.waitForSpans(t, 4+2+2) // + the agents + the tool connectors
+
+	for _, r := range runs {
+		t.Run(r.late.String(), func(t *testing.T) {
+			obs := g.observations(t, r.traceID)
+			parents := assertConnectedTree(t, obs, workload.SpanAgent)
+			want := map[string]string{
+				workload.SpanAgent:   "",
+				"chat gpt-4o":        workload.SpanAgent,
+				"GET /tools/weather": workload.SpanAgent,
+				"chat gpt-4o (tool)": "GET /tools/weather",
+			}
+			if len(parents) != len(want) {
+				t.Errorf("observations %v, want %v", parents, want)
+			}
+			for name, parent := range want {
+				if got, ok := parents[name]; !ok || got != parent {
+					t.Errorf("%q hangs from %q, want %q", name, got, parent)
+				}
+			}
+			conn, ok := g.platform.Observation(r.traceID, r.tool.SpanContext().SpanID().String())
+			if !ok {
+				t.Fatal("the connector span is not on the platform")
+			}
+			if conn.Attributes["svc.gateway.connector"] != true {
+				t.Errorf("the tool span is not marked as a connector: %v", conn.Attributes)
+			}
+			if n := g.platform.SpanDeliveries(r.traceID, r.chat.SpanContext().SpanID().String()); n != 1 {
+				t.Errorf("the chat was delivered %d times, want once", n)
+			}
+		})
 	}
 }

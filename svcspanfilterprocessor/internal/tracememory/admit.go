@@ -70,6 +70,9 @@ type origins struct {
 }
 
 func (o *origins) get(r, s int32) *scopeOrigin {
+	if o.scope == nil {
+		o.resource, o.scope = map[int32]*resourceOrigin{}, map[[2]int32]*scopeOrigin{}
+	}
 	key := [2]int32{r, s}
 	if so, ok := o.scope[key]; ok {
 		return so
@@ -112,8 +115,10 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 // admit is Admit with the held time and record given (recovery passes the original ones).
 func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, decisions []Decision, heldAt time.Time) {
 	adm.HeldAt = heldAt
-	refs := make([]spanRef, 0, len(decisions))
-	byShard := make([][]int32, len(m.shards))
+	sc := m.scratch.Get().(*admitScratch)
+	defer m.scratch.Put(sc)
+	refs := sc.refs[:0]
+	shardOf := sc.shardOf[:0]
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		sss := rss.At(i).ScopeSpans()
@@ -121,19 +126,33 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
-				s := m.shardOf(span.TraceID())
-				byShard[s] = append(byShard[s], int32(len(refs)))
+				shardOf = append(shardOf, int32(m.shardOf(span.TraceID())))
 				refs = append(refs, spanRef{span: span, resource: int32(i), scope: int32(j), decision: decisions[len(refs)]})
 			}
 		}
 	}
-	og := &origins{td: td, request: req, resource: map[int32]*resourceOrigin{}, scope: map[[2]int32]*scopeOrigin{}}
+	// The spans' indexes grouped by shard (a counting sort), so each shard is locked once.
+	counts := sc.counts(len(m.shards))
+	for _, s := range shardOf {
+		counts[s+1]++
+	}
+	for s := 1; s < len(counts); s++ {
+		counts[s] += counts[s-1]
+	}
+	order := sc.order(len(refs))
+	fill := sc.fill(counts)
+	for i, s := range shardOf {
+		order[fill[s]] = int32(i)
+		fill[s]++
+	}
+	og := &origins{td: td, request: req}
 	var copies *heldCopy
 	if m.cfg.Journaled {
 		copies = newHeldCopy()
 	}
 	var out released
-	for s, idx := range byShard {
+	for s := range m.shards {
+		idx := order[counts[s]:counts[s+1]]
 		if len(idx) == 0 {
 			continue
 		}
@@ -163,14 +182,44 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	}
 	adm.Deliveries = m.group(out.items)
 	adm.Stats = out.stats
+	clear(refs) // no reference to the batch stays in the pool
+	sc.refs, sc.shardOf = refs[:0], shardOf[:0]
+}
+
+// admitScratch is the per-call working memory of admit, pooled.
+type admitScratch struct {
+	refs           []spanRef
+	shardOf, index []int32
+	offsets, next  []int32
+}
+
+func (sc *admitScratch) counts(shards int) []int32 {
+	sc.offsets = append(sc.offsets[:0], make([]int32, shards+1)...)
+	return sc.offsets
+}
+
+func (sc *admitScratch) order(n int) []int32 {
+	if cap(sc.index) < n {
+		sc.index = make([]int32, n)
+	}
+	return sc.index[:n]
+}
+
+func (sc *admitScratch) fill(counts []int32) []int32 {
+	sc.next = append(sc.next[:0], counts...)
+	return sc.next
 }
 
 // admit runs under the shard lock for the spans of the batch (idx into refs) that belong to it.
 func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, og *origins, copies *heldCopy, now time.Time, out *released) {
 	// First every span is recorded, so that a parent later in the batch is already known.
+	var last *trace
 	for _, i := range idx {
 		r := &refs[i]
-		r.trace = sh.touch(m, r.span.TraceID(), now)
+		if id := r.span.TraceID(); last == nil || last.id != id {
+			last = sh.touch(m, id, now)
+		}
+		r.trace = last
 		if r.decision.MarksExperiment {
 			r.trace.experiment = true
 		}

@@ -57,24 +57,28 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	sh := m.shards[m.shardOf(traceID)]
 	sh.mu.Lock()
 	t := sh.touch(m, traceID, now)
-	rec, seen := t.records[spanID]
+	_, seen := t.records[spanID]
 	switch it := t.held[spanID]; {
-	case it != nil && it.reason&WaitContent != 0:
-		// The span waits for its content: it gathers the pieces until the content is complete (the
-		// input of a call often comes in an earlier logs batch than its output).
+	case it != nil:
+		// Held (for its content or its parent): not delivered yet. It gathers the pieces (the input
+		// of a call often comes in an earlier logs batch than its output); they are joined when it
+		// is released. A span waiting for its content goes once the content is complete.
 		it.content = append(it.content, waitingContent{content: c, at: now, ref: ref})
 		m.addBytes(t, c.Size()+contentCost)
-		if m.join.Complete(it.contents()) {
-			it.reason &^= WaitContent
-			if it.reason == 0 {
-				sh.release(m, t, it, ReleaseContent, &out)
-			} else {
-				sh.joinHeldContent(m, t, it)
-			}
-			outcome = ContentJoined
-		}
 		ref = nil // done when the gathered content is joined
-	case seen && (rec.state != stateKept || it == nil):
+		outcome = ContentJoined
+		if it.reason&WaitContent != 0 {
+			if m.join.Complete(it.contents()) {
+				it.reason &^= WaitContent
+				if it.reason == 0 {
+					sh.release(m, t, it, ReleaseContent, &out)
+				}
+			} else {
+				outcome = ContentWaiting
+			}
+		}
+	case seen:
+		// Dropped, or already gone on: too late.
 		outcome = ContentDiscarded
 		out.stats.ContentDiscarded++
 	default:

@@ -31,6 +31,8 @@ type Memory struct {
 	traces     atomic.Int64
 	readyBytes atomic.Int64
 
+	scratch sync.Pool
+
 	readyMu sync.Mutex
 	ready   []*Delivery
 	wake    chan struct{}
@@ -60,6 +62,7 @@ func New(cfg Config, j journal.Journal, join Join, observe Observer) *Memory {
 		observe = func(*Stats) {}
 	}
 	m := &Memory{cfg: cfg, journal: j, join: join, observe: observe, wake: make(chan struct{}, 1)}
+	m.scratch.New = func() any { return &admitScratch{} }
 	m.shards = make([]*shard, cfg.Shards)
 	for i := range m.shards {
 		m.shards[i] = &shard{

@@ -389,12 +389,15 @@ func TestContentHook(t *testing.T) {
 	d.deliver(d.m.TakeReady())
 	assert.Zero(t, d.m.HeldSpans())
 
+	require.NoError(t, d.send(sp{name: "chat 2", parent: "later", kept: true}))
+	assert.Equal(t, ContentJoined, d.m.AddContent(testTrace, idOf("chat 2"), fakeContent("while held"), nil), "held for its parent: joined")
+	assert.Equal(t, ContentDiscarded, d.m.AddContent(testTrace, idOf("agent"), fakeContent("late"), nil), "already delivered")
 	assert.Equal(t, ContentWaiting, d.m.AddContent(testTrace, idOf("tool"), fakeContent("early"), nil))
 	require.NoError(t, d.send(sp{name: "tool", parent: "agent", kept: true}))
 	assert.Equal(t, ContentWaiting, d.m.AddContent(testTrace, idOf("noise"), fakeContent("x"), nil))
 	require.NoError(t, d.send(sp{name: "noise", parent: "agent"}))
 	d.shutdown()
-	assert.Equal(t, int64(1), d.stats.ContentDiscarded)
+	assert.Equal(t, int64(2), d.stats.ContentDiscarded)
 	for _, s := range d.delivered {
 		v, _ := s.Attributes().Get("content")
 		switch s.Name() {
@@ -402,6 +405,8 @@ func TestContentHook(t *testing.T) {
 			assert.Equal(t, "hi", v.Str())
 		case "tool":
 			assert.Equal(t, "early", v.Str())
+		case "chat 2":
+			assert.Equal(t, "while held", v.Str())
 		}
 	}
 }

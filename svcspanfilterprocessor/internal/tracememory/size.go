@@ -5,8 +5,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// spanSize estimates the memory of a span: its strings and attribute values plus a fixed cost per
-// field group. It is close to the span's proto size and cheap (no marshalling on the hot path).
+// spanSize estimates the heap a span takes in pdata: its strings and attribute values plus the
+// structs around them (calibrated with benchmarks/BenchmarkOpenLongRunningTraces so that the heap in
+// use stays near memory_limit_mib). It is cheap: no marshalling on the hot path.
 func spanSize(s ptrace.Span) int64 {
 	n := int64(96 + len(s.Name()) + len(s.TraceState().AsRaw()) + len(s.Status().Message()))
 	n += mapSize(s.Attributes())
@@ -24,7 +25,7 @@ func spanSize(s ptrace.Span) int64 {
 func mapSize(m pcommon.Map) int64 {
 	var n int64
 	for k, v := range m.All() {
-		n += 24 + int64(len(k)) + valueSize(v)
+		n += 56 + int64(len(k)) + valueSize(v)
 	}
 	return n
 }

@@ -30,7 +30,7 @@ const (
 	traceCost   = 256
 	recordCost  = 48
 	openCost    = 32
-	itemCost    = 96
+	itemCost    = 256
 	contentCost = 64
 )
 
