@@ -201,42 +201,47 @@ func BenchmarkSpanFilter(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer func() { _ = proc.Shutdown(context.Background()) }()
-			src := realisticBatch(benchTraces)
-			spansPerBatch := src.SpanCount()
-
-			const chunk = 32 // batches copied with the timer stopped, then processed with it running
-			var mallocs uint64
-			var ms runtime.MemStats
-			round := uint64(0)
-			b.ResetTimer()
-			b.StopTimer()
-			for done := 0; done < b.N; {
-				n := min(chunk, b.N-done)
-				batches := make([]ptrace.Traces, n)
-				for i := range batches {
-					round++
-					batches[i] = withFreshTraceIDs(src, round)
-				}
-				// The copies' garbage is collected here, so that the timed part pays only for its own.
-				runtime.GC()
-				runtime.ReadMemStats(&ms)
-				before := ms.Mallocs
-				b.StartTimer()
-				for _, td := range batches {
-					if err := proc.ConsumeTraces(context.Background(), td); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.StopTimer()
-				runtime.ReadMemStats(&ms)
-				mallocs += ms.Mallocs - before
-				done += n
-			}
-			spans := float64(b.N) * float64(spansPerBatch)
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/spans, "ns/span")
-			b.ReportMetric(float64(mallocs)/spans, "allocs/span")
+			measureTraces(b, proc, realisticBatch(benchTraces))
 		})
 	}
+}
+
+// measureTraces runs proc over fresh-trace copies of src and reports ns and allocations per span.
+func measureTraces(b *testing.B, proc processor.Traces, src ptrace.Traces) {
+	b.Helper()
+	spansPerBatch := src.SpanCount()
+
+	const chunk = 32 // batches copied with the timer stopped, then processed with it running
+	var mallocs uint64
+	var ms runtime.MemStats
+	round := uint64(0)
+	b.ResetTimer()
+	b.StopTimer()
+	for done := 0; done < b.N; {
+		n := min(chunk, b.N-done)
+		batches := make([]ptrace.Traces, n)
+		for i := range batches {
+			round++
+			batches[i] = withFreshTraceIDs(src, round)
+		}
+		// The copies' garbage is collected here, so that the timed part pays only for its own.
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before := ms.Mallocs
+		b.StartTimer()
+		for _, td := range batches {
+			if err := proc.ConsumeTraces(context.Background(), td); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		runtime.ReadMemStats(&ms)
+		mallocs += ms.Mallocs - before
+		done += n
+	}
+	spans := float64(b.N) * float64(spansPerBatch)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/spans, "ns/span")
+	b.ReportMetric(float64(mallocs)/spans, "allocs/span")
 }
 
 // The benchmark compares like with like only if both processors keep the same spans.

@@ -45,6 +45,8 @@ type Config struct {
 	// Storage names a storage extension (file_storage/<name>) that keeps the held state across a
 	// crash (see storage.go); nil keeps it in memory only.
 	Storage *component.ID `mapstructure:"storage"`
+	// ContentJoin attaches GenAI content sent as log records to its span (contentjoin_config.go).
+	ContentJoin ContentJoinConfig `mapstructure:"content_join"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -134,6 +136,7 @@ func createDefaultConfig() component.Config {
 			MemoryLimitMiB:   defaultMemoryLimitMiB,
 			MaxTraces:        defaultMaxTraces,
 		},
+		ContentJoin: defaultContentJoinConfig(),
 	}
 }
 
@@ -191,6 +194,7 @@ func (cfg *Config) Validate() error {
 	if err := validateStorage(cfg.Storage); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, cfg.ContentJoin.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -36,6 +36,10 @@ func TestLoadConfig(t *testing.T) {
 		RememberDuration: time.Minute, LateParentWindow: 20 * time.Minute, ConnectorSpans: false,
 		MemoryLimitMiB: 512, MaxTraces: 50000,
 	}
+	full.ContentJoin = ContentJoinConfig{Enabled: true, Wait: 8 * time.Second, InstrumentationScopes: []string{"my-company.llm"}}
+
+	joinOff := createDefaultConfig().(*Config)
+	joinOff.ContentJoin.Enabled = false
 
 	onlyKeep := createDefaultConfig().(*Config)
 	onlyKeep.DefaultFilter = false
@@ -50,6 +54,11 @@ func TestLoadConfig(t *testing.T) {
 		{name: "", want: createDefaultConfig().(*Config)},
 		{name: "full", want: full},
 		{name: "only_keep_rules", want: onlyKeep},
+		{name: "content_join_off", want: joinOff},
+		{name: "content_join_bad", errContains: []string{
+			"content_join.wait must be positive, got 0s",
+			`content_join.instrumentation_scopes[0]: instrumentation scope "opentelemetry.instrumentation." must not end with "."`,
+		}},
 		{name: "blocked_scopes", errContains: []string{
 			`"blocked_instrumentation_scopes" was removed`,
 			"drop: {instrumentation_scopes: [sqlalchemy, psycopg]}",

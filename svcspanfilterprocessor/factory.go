@@ -11,25 +11,58 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 )
 
+// logsStability is the stability of the logs side (the content join). It moves to metadata.yaml
+// (mdatagen's LogsStability) with the join's metrics.
+const logsStability = component.StabilityLevelDevelopment
+
 // NewFactory returns the factory of the svcspanfilter processor.
 func NewFactory() processor.Factory {
 	return processor.NewFactory(
 		metadata.Type,
 		createDefaultConfig,
 		processor.WithTraces(createTraces, metadata.TracesStability),
+		processor.WithLogs(createLogs, logsStability),
 	)
 }
 
 func createTraces(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
-	p, err := newSpanFilterProcessor(set, cfg.(*Config), next, nil)
+	shared, err := instances.LoadOrStore(set.ID, newSpanFilterInstance(set.ID))
 	if err != nil {
 		return nil, err
 	}
+	p, err := newSpanFilterProcessor(set, cfg.(*Config), next, nil)
+	if err == nil {
+		err = shared.Value().setTraces(p)
+	}
+	if err != nil {
+		shared.release()
+		return nil, err
+	}
 	// processorhelper carries the synchronous part (and the standard processor telemetry); the
-	// spans that wait for their parent are delivered by the processor's own releaser.
+	// spans that wait for their parent are delivered by the processor's own releaser. Start and
+	// Shutdown go through the instance shared with the logs processor of the same ID.
 	return processorhelper.NewTraces(ctx, set, cfg, next, p.processTraces,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
-		processorhelper.WithStart(p.start),
-		processorhelper.WithShutdown(p.shutdown),
+		processorhelper.WithStart(shared.Start),
+		processorhelper.WithShutdown(shared.Shutdown),
+	)
+}
+
+// createLogs builds the logs side: in a logs pipeline the component takes the GenAI content records
+// out and hands them to the trace memory of its traces pipeline (same component ID).
+func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
+	shared, err := instances.LoadOrStore(set.ID, newSpanFilterInstance(set.ID))
+	if err != nil {
+		return nil, err
+	}
+	lp := &contentLogsProcessor{
+		logger:  set.Logger,
+		enabled: cfg.(*Config).ContentJoin.Enabled,
+		sink:    shared.Value().contentSink,
+	}
+	return processorhelper.NewLogs(ctx, set, cfg, next, lp.processLogs,
+		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
+		processorhelper.WithStart(shared.Start),
+		processorhelper.WithShutdown(shared.Shutdown),
 	)
 }

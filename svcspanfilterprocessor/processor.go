@@ -2,6 +2,7 @@ package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -68,10 +69,11 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 		MaxTraces:        ti.MaxTraces,
 		MemoryLimitBytes: int64(ti.MemoryLimitMiB) << 20,
 		ConnectorSpans:   ti.ConnectorSpans,
+		ContentWait:      cfg.ContentJoin.Wait,
 		Journaled:        j != journal.Nop,
 		Now:              func() time.Time { return p.now() },
 		Logger:           set.Logger,
-	}, j, nil, p.recordStats)
+	}, j, newContentJoin(cfg.ContentJoin), p.recordStats)
 	if err := p.registerGauges(); err != nil {
 		tb.Shutdown()
 		return nil, err
@@ -82,7 +84,9 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 // recoverJournal re-admits the held spans a previous process left in the journal (the storage
 // option calls it at start, before the first span).
 func (p *spanFilterProcessor) recoverJournal(records []journal.Record) error {
-	return p.mem.Recover(records)
+	// Content first: recovered spans that wait for it are joined as they are re-admitted.
+	_, contentErr := recoverContent(p.mem, records)
+	return errors.Join(contentErr, p.mem.Recover(records))
 }
 
 // releaserInterval is how often the releaser looks for expired waits: often enough that a span waits

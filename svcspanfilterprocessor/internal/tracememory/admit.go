@@ -255,7 +255,18 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 		delete(t.open, id)
 		m.addBytes(t, -openCost)
 	}
-	joined := sh.joinWaitingContent(m, t, span, out)
+	// Content that waits for this span is joined at once when it is complete or the span expects
+	// no more; a candidate with part of its content waits for the rest, gathering what came.
+	awaits := m.join.AwaitsContent(span, og.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope)).Scope())
+	gather := false
+	if cs, ok := t.content[id]; ok {
+		if !awaits || m.join.Complete(contentsOf(cs)) {
+			sh.joinWaitingContent(m, t, span, out)
+			awaits = false
+		} else {
+			gather = true
+		}
+	}
 	var reason HeldReason
 	end, at := t.walk(id, span.ParentSpanID())
 	switch end {
@@ -272,7 +283,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	case endUnknown:
 		reason |= WaitParent
 	}
-	if !joined && m.join.AwaitsContent(span, og.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope)).Scope()) {
+	if awaits {
 		reason |= WaitContent
 	}
 	if reason == 0 {
@@ -284,6 +295,9 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	it.bytes = spanSize(it.span) + itemCost
 	r.held = true
 	sh.hold(m, t, it)
+	if gather {
+		sh.takeWaitingContent(t, it)
+	}
 	if reason&WaitParent != 0 {
 		t.addWaiting(it, at)
 	}

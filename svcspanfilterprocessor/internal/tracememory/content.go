@@ -19,13 +19,17 @@ type Join interface {
 	// AwaitsContent reports whether a kept span without waiting content should be held until its
 	// content arrives (or ContentWait ends).
 	AwaitsContent(span ptrace.Span, scope pcommon.InstrumentationScope) bool
-	// Apply joins content to its span.
+	// Complete reports whether content (every piece that arrived for one span) is all a waiting span
+	// needs: the call's output arrived. A span waiting for content gathers pieces until then.
+	Complete(content []Content) bool
+	// Apply joins content to its span, once: every piece gathered for it.
 	Apply(span ptrace.Span, content []Content)
 }
 
 type noJoin struct{}
 
 func (noJoin) AwaitsContent(ptrace.Span, pcommon.InstrumentationScope) bool { return false }
+func (noJoin) Complete([]Content) bool                                      { return true }
 func (noJoin) Apply(ptrace.Span, []Content)                                 { panic("tracememory: no content join") }
 
 type waitingContent struct {
@@ -56,13 +60,23 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	_, seen := t.records[spanID]
 	switch it := t.held[spanID]; {
 	case it != nil:
-		// Held (for content, or still for its parent): not delivered yet, so joined now.
-		m.join.Apply(it.span, []Content{c})
-		it.reason &^= WaitContent
-		if it.reason == 0 {
-			sh.release(m, t, it, ReleaseContent, &out)
-		}
+		// Held (for its content or its parent): not delivered yet. It gathers the pieces (the input
+		// of a call often comes in an earlier logs batch than its output); they are joined when it
+		// is released. A span waiting for its content goes once the content is complete.
+		it.content = append(it.content, waitingContent{content: c, at: now, ref: ref})
+		m.addBytes(t, c.Size()+contentCost)
+		ref = nil // done when the gathered content is joined
 		outcome = ContentJoined
+		if it.reason&WaitContent != 0 {
+			if m.join.Complete(it.contents()) {
+				it.reason &^= WaitContent
+				if it.reason == 0 {
+					sh.release(m, t, it, ReleaseContent, &out)
+				}
+			} else {
+				outcome = ContentWaiting
+			}
+		}
 	case seen:
 		// Dropped, or already gone on: too late.
 		outcome = ContentDiscarded
@@ -90,13 +104,56 @@ func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, out *
 	if !ok {
 		return false
 	}
-	contents := make([]Content, len(cs))
-	for i, c := range cs {
-		contents[i] = c.content
-	}
-	m.join.Apply(span, contents)
+	m.join.Apply(span, contentsOf(cs))
 	sh.removeContent(m, t, span.SpanID(), cs)
 	return true
+}
+
+// takeWaitingContent moves the content waiting for a span that arrived into the held item that
+// waits for the rest of it (its bytes stay counted).
+func (sh *shard) takeWaitingContent(t *trace, it *item) {
+	id := it.span.SpanID()
+	it.content = append(it.content, t.content[id]...)
+	delete(t.content, id)
+	if len(t.content) == 0 {
+		delete(sh.withContent, t)
+	}
+}
+
+// joinHeldContent joins the content a held span gathered (complete, or its wait ended).
+func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item) {
+	if len(it.content) == 0 {
+		return
+	}
+	m.join.Apply(it.span, it.contents())
+	for _, c := range it.content {
+		m.addBytes(t, -(c.content.Size() + contentCost))
+		c.ref.Done(1)
+	}
+	it.content = nil
+}
+
+// returnHeldContent puts the content a held span gathered back among the trace's waiting content
+// (the held copy is discarded: a copy sent again, or a refused journal append, brings the span back).
+func (sh *shard) returnHeldContent(t *trace, it *item) {
+	if len(it.content) == 0 {
+		return
+	}
+	if t.content == nil {
+		t.content = map[pcommon.SpanID][]waitingContent{}
+	}
+	id := it.span.SpanID()
+	t.content[id] = append(it.content, t.content[id]...)
+	sh.withContent[t] = struct{}{}
+	it.content = nil
+}
+
+func contentsOf(cs []waitingContent) []Content {
+	out := make([]Content, len(cs))
+	for i, c := range cs {
+		out[i] = c.content
+	}
+	return out
 }
 
 func (sh *shard) dropContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent, out *released) {

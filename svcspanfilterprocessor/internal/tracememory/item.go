@@ -53,7 +53,11 @@ type item struct {
 	held   bool
 	// admission that held it, so that a refused journal append discards only its own items.
 	admission *Admission
+	// content gathered while it waits for the rest of its content (WaitContent).
+	content []waitingContent
 }
+
+func (it *item) contents() []Content { return contentsOf(it.content) }
 
 // RecordRef counts the items of one journal record still in the memory or on their way to the next
 // consumer; the record is removed from the journal when the count reaches zero.

@@ -368,6 +368,8 @@ func (fakeJoin) AwaitsContent(span ptrace.Span, _ pcommon.InstrumentationScope) 
 	return span.Name() == "chat"
 }
 
+func (fakeJoin) Complete([]Content) bool { return true }
+
 func (fakeJoin) Apply(span ptrace.Span, content []Content) {
 	for _, c := range content {
 		span.Attributes().PutStr("content", string(c.(fakeContent)))

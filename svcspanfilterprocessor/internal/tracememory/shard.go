@@ -83,8 +83,10 @@ func (sh *shard) hold(m *Memory, t *trace, it *item) {
 	}
 }
 
-// unhold takes it out of t's held spans (it is released or discarded).
+// unhold takes it out of t's held spans (it is released or discarded). Content it gathered and did
+// not join goes back to wait among the trace's content.
 func (sh *shard) unhold(m *Memory, t *trace, it *item) {
+	sh.returnHeldContent(t, it)
 	if it.reason&WaitParent != 0 {
 		t.removeWaiting(it)
 	}
@@ -123,6 +125,7 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 
 // release hands a settled item to out.
 func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
+	sh.joinHeldContent(m, t, it) // what it gathered, complete or not: its wait is over
 	sh.unhold(m, t, it)
 	it.reason = 0
 	out.items = append(out.items, it)

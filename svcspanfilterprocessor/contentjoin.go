@@ -1,0 +1,204 @@
+package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfilterprocessor"
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/genaicontent"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+)
+
+// contentJoin is the content join as the trace memory's hook: which spans wait for content, when
+// their content is complete, and how it goes onto the span (genaicontent).
+type contentJoin struct {
+	candidates *genaicontent.Candidates
+}
+
+var _ tracememory.Join = (*contentJoin)(nil)
+
+// newContentJoin is the memory's hook for cfg; nil (no join: no span waits for content) when the
+// join is off.
+func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
+	if !cfg.Enabled {
+		return nil
+	}
+	return &contentJoin{candidates: genaicontent.NewCandidates(cfg.InstrumentationScopes)}
+}
+
+// noResource stands for the resource IsCandidate does not read (the memory's hook passes none).
+var noResource = pcommon.NewResource()
+
+// AwaitsContent: a content candidate (genaicontent.Candidates) may still receive content.
+func (j *contentJoin) AwaitsContent(span ptrace.Span, scope pcommon.InstrumentationScope) bool {
+	return j.candidates.IsCandidate(noResource, scope, span)
+}
+
+// Complete: the output of the call arrived, so nothing more is expected.
+func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
+	for _, p := range pieces {
+		if sc, ok := p.(spanContent); ok && sc.c.HasOutput() {
+			return true
+		}
+	}
+	return false
+}
+
+// Apply joins every piece of content gathered for span onto it.
+func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) {
+	genaicontent.Apply(span, mergeContent(pieces))
+}
+
+func mergeContent(pieces []tracememory.Content) *genaicontent.Content {
+	if len(pieces) == 1 {
+		if sc, ok := pieces[0].(spanContent); ok {
+			return sc.c
+		}
+	}
+	all := &genaicontent.Content{}
+	for _, p := range pieces {
+		if sc, ok := p.(spanContent); ok {
+			all.Merge(sc.c)
+		}
+	}
+	return all
+}
+
+// spanContent is the content records of one span from one logs call, parsed once, outside the
+// memory's locks.
+type spanContent struct {
+	c *genaicontent.Content
+}
+
+// Size is what the records hold, counted in the memory's byte budget.
+func (s spanContent) Size() int64 { return int64(s.c.Bytes()) }
+
+type spanKey struct {
+	trace pcommon.TraceID
+	span  pcommon.SpanID
+}
+
+// contentBySpan parses the content records of ld (as the logs processor hands them: content only,
+// every record with a span context) into one Content per span, spans in first-seen order.
+func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) {
+	var keys []spanKey
+	bySpan := map[spanKey]*genaicontent.Content{}
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		sls := rls.At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				lr := lrs.At(k)
+				key := spanKey{trace: lr.TraceID(), span: lr.SpanID()}
+				c, ok := bySpan[key]
+				if !ok {
+					c = &genaicontent.Content{}
+				}
+				if c.Add(lr) && !ok {
+					bySpan[key] = c
+					keys = append(keys, key)
+				}
+			}
+		}
+	}
+	return keys, bySpan
+}
+
+// contentOutcomes counts what the memory did with the content of one logs call, per span.
+type contentOutcomes struct {
+	joined, waiting, discarded int
+}
+
+// addContent is the processor's contentSink: the content records of one logs call are made durable
+// (one KindContent journal record, before the call is acknowledged) and each span's content is
+// given to the memory. A journal that cannot take them makes the call fail with a retryable error:
+// the client sends them again, nothing is half kept. j is the memory's own journal (the memory removes
+// the record through it once every span's content is joined or discarded).
+func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, ld plog.Logs, now time.Time) (contentOutcomes, error) {
+	var out contentOutcomes
+	keys, bySpan := contentBySpan(ld)
+	if len(keys) == 0 {
+		return out, nil
+	}
+	var ref *tracememory.RecordRef
+	if j != nil && j != journal.Nop {
+		payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
+		if err != nil {
+			return out, consumererror.NewPermanent(fmt.Errorf("svcspanfilter: content records: %w", err))
+		}
+		// Content goes out on its span, with the span's own request metadata: none is kept here.
+		id, err := j.Append(ctx, journal.KindContent, now, nil, payload)
+		if err != nil {
+			return out, fmt.Errorf("svcspanfilter: content records could not be made durable, retry: %w", err)
+		}
+		ref = m.NewRecordRef(id, len(keys))
+	}
+	out.give(m, keys, bySpan, ref)
+	return out, nil
+}
+
+// recoverContent gives the memory the content of the KindContent records a previous process left
+// (their wait starts again).
+func recoverContent(m *tracememory.Memory, records []journal.Record) (contentOutcomes, error) {
+	var out contentOutcomes
+	var errs []error
+	for _, rec := range records {
+		if rec.Kind != journal.KindContent {
+			continue
+		}
+		ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
+			m.NewRecordRef(rec.ID, 1).Done(1)
+			continue
+		}
+		keys, bySpan := contentBySpan(ld)
+		if len(keys) == 0 {
+			m.NewRecordRef(rec.ID, 1).Done(1)
+			continue
+		}
+		out.give(m, keys, bySpan, m.NewRecordRef(rec.ID, len(keys)))
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("svcspanfilter: %d content journal records could not be read: %v", len(errs), errs)
+	}
+	return out, nil
+}
+
+func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey, bySpan map[spanKey]*genaicontent.Content, ref *tracememory.RecordRef) {
+	for _, k := range keys {
+		switch m.AddContent(k.trace, k.span, spanContent{c: bySpan[k]}, ref) {
+		case tracememory.ContentJoined:
+			out.joined++
+		case tracememory.ContentWaiting:
+			out.waiting++
+		case tracememory.ContentDiscarded:
+			out.discarded++
+		}
+	}
+}
+
+// AddContent makes the traces processor the logs processor's contentSink (instance.go): the content
+// records of one logs call go into the trace memory. Spans the join releases are delivered by the
+// releaser.
+func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) error {
+	out, err := addContent(ctx, p.mem, p.journal, ld, p.now())
+	if err != nil {
+		p.logger.Warn("Could not take GenAI content records; the logs request is refused for the client to retry", zap.Error(err))
+		return err
+	}
+	if out.discarded > 0 {
+		p.logger.Debug("Discarded GenAI content records: their span was dropped or already went on", zap.Int("spans", out.discarded))
+	}
+	return nil
+}
+
+var _ contentSink = (*spanFilterProcessor)(nil)

@@ -1,0 +1,295 @@
+package svcspanfilterprocessor
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/pkg/golden"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+)
+
+type joinClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *joinClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *joinClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// joinFixture is the memory with the content join, and the records and span of one real call (the
+// Python openai-v2 golden case: system, user, assistant tool call, tool answer, then the choice).
+type joinFixture struct {
+	t      *testing.T
+	clock  *joinClock
+	m      *tracememory.Memory
+	stats  tracememory.Stats
+	inputs plog.Logs // the records emitted when the call starts
+	output plog.Logs // the choice, emitted when it ends
+	// passed are spans that went on at once; delivered those the memory released later.
+	passed, delivered []ptrace.Span
+}
+
+const joinCase = "python_tool_round_trip"
+
+func newJoinFixture(t *testing.T, cfg ContentJoinConfig) *joinFixture {
+	return newJournaledJoinFixture(t, cfg, journal.Nop)
+}
+
+// newJournaledJoinFixture: j must be the memory's own journal (it removes records through it).
+func newJournaledJoinFixture(t *testing.T, cfg ContentJoinConfig, j journal.Journal) *joinFixture {
+	f := &joinFixture{t: t, clock: &joinClock{now: time.Unix(1_763_899_200, 0)}}
+	mcfg := tracememory.Config{
+		WaitDuration: 5 * time.Second, MaxWaitDuration: time.Minute, RememberDuration: 30 * time.Second,
+		ContentWait: cfg.Wait, MaxTraces: 1000, MemoryLimitBytes: 64 << 20, ConnectorSpans: true, Now: f.clock.Now,
+	}
+	var mu sync.Mutex
+	f.m = tracememory.New(mcfg, j, newContentJoin(cfg), func(s *tracememory.Stats) {
+		mu.Lock()
+		f.stats.ContentDiscarded += s.ContentDiscarded
+		mu.Unlock()
+	})
+	all := golden.ReadLogs(t, filepath.Join("internal", "genaicontent", "testdata", joinCase, "logs.json"))
+	f.inputs, f.output = plog.NewLogs(), plog.NewLogs()
+	all.CopyTo(f.inputs)
+	all.CopyTo(f.output)
+	f.inputs.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().RemoveIf(func(lr plog.LogRecord) bool { return lr.EventName() == "gen_ai.choice" })
+	f.output.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().RemoveIf(func(lr plog.LogRecord) bool { return lr.EventName() != "gen_ai.choice" })
+	return f
+}
+
+func (f *joinFixture) sendSpan(kept bool) {
+	f.t.Helper()
+	td := golden.ReadTraces(f.t, filepath.Join("internal", "genaicontent", "testdata", joinCase, "span.json"))
+	verdict := tracememory.Drop
+	if kept {
+		verdict = tracememory.Keep
+	}
+	adm, err := f.m.Admit(client.Info{}, td, []tracememory.Decision{{Verdict: verdict}})
+	require.NoError(f.t, err)
+	adm.Commit(0)
+	f.collect(adm.Deliveries)
+	if adm.Pass {
+		f.passed = append(f.passed, td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0))
+	}
+}
+
+func (f *joinFixture) sendContent(ld plog.Logs) contentOutcomes {
+	f.t.Helper()
+	out, err := addContent(context.Background(), f.m, journal.Nop, ld, f.clock.Now())
+	require.NoError(f.t, err)
+	f.collect(f.m.TakeReady())
+	return out
+}
+
+func (f *joinFixture) expire(d time.Duration) {
+	f.clock.advance(d)
+	f.m.Expire()
+	f.collect(f.m.TakeReady())
+}
+
+func (f *joinFixture) collect(ds []*tracememory.Delivery) {
+	for _, d := range ds {
+		f.delivered = append(f.delivered, d.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0))
+		f.m.Delivered(d)
+	}
+}
+
+// attrs are the content attributes of the one span that left, and whether it was held.
+func (f *joinFixture) left() (in, out string, held bool) {
+	f.t.Helper()
+	spans := append(append([]ptrace.Span(nil), f.passed...), f.delivered...)
+	require.Len(f.t, spans, 1, "the span leaves exactly once")
+	get := func(k string) string {
+		v, _ := spans[0].Attributes().Get(k)
+		return v.Str()
+	}
+	return get("gen_ai.input.messages"), get("gen_ai.output.messages"), len(f.delivered) == 1
+}
+
+func TestContentJoinTiming(t *testing.T) {
+	on := defaultContentJoinConfig()
+	tests := []struct {
+		name    string
+		cfg     ContentJoinConfig
+		run     func(f *joinFixture)
+		wantIn  bool
+		wantOut bool
+		// wantHeld: the span waited in the memory instead of going on with its own batch.
+		wantHeld bool
+	}{
+		{name: "logs first, complete: joined at once, never held", cfg: on, wantIn: true, wantOut: true, run: func(f *joinFixture) {
+			f.sendContent(f.inputs)
+			f.sendContent(f.output)
+			f.sendSpan(true)
+		}},
+		{name: "spans first: held until the output arrives", cfg: on, wantIn: true, wantOut: true, wantHeld: true, run: func(f *joinFixture) {
+			f.sendSpan(true)
+			require.Equal(f.t, int64(1), f.m.HeldSpans())
+			f.expire(time.Second)
+			f.sendContent(f.inputs)
+			require.Equal(f.t, int64(1), f.m.HeldSpans(), "input alone does not complete the call")
+			f.expire(time.Second)
+			out := f.sendContent(f.output)
+			assert.Equal(f.t, 1, out.joined)
+			assert.Zero(f.t, f.m.HeldSpans())
+		}},
+		{name: "input first, then the span, then the output", cfg: on, wantIn: true, wantOut: true, wantHeld: true, run: func(f *joinFixture) {
+			f.sendContent(f.inputs)
+			f.sendSpan(true)
+			require.Equal(f.t, int64(1), f.m.HeldSpans(), "waits for the rest of its content")
+			f.sendContent(f.output)
+		}},
+		{name: "spans first, only input comes: goes with it when the wait ends", cfg: on, wantIn: true, wantHeld: true, run: func(f *joinFixture) {
+			f.sendSpan(true)
+			f.sendContent(f.inputs)
+			f.expire(4 * time.Second)
+			require.Equal(f.t, int64(1), f.m.HeldSpans())
+			f.expire(time.Second)
+		}},
+		{name: "span sent again while it gathers content: one copy, all content", cfg: on, wantIn: true, wantOut: true, wantHeld: true, run: func(f *joinFixture) {
+			f.sendSpan(true)
+			f.sendContent(f.inputs)
+			f.sendSpan(true)
+			require.Equal(f.t, int64(1), f.m.HeldSpans())
+			f.sendContent(f.output)
+		}},
+		{name: "no content ever: goes without when the wait ends", cfg: on, wantHeld: true, run: func(f *joinFixture) {
+			f.sendSpan(true)
+			f.expire(5 * time.Second)
+		}},
+		{name: "join off: the span is never held, records are not kept", cfg: ContentJoinConfig{}, run: func(f *joinFixture) {
+			f.sendSpan(true)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newJoinFixture(t, tt.cfg)
+			tt.run(f)
+			in, out, held := f.left()
+			assert.Equal(t, tt.wantIn, in != "", "input messages: %s", in)
+			assert.Equal(t, tt.wantOut, out != "", "output messages: %s", out)
+			assert.Equal(t, tt.wantHeld, held, "held")
+			if tt.wantIn {
+				assert.Contains(t, in, `"name":"lookup_order"`)
+			}
+			if tt.wantOut {
+				assert.Contains(t, out, "Order A-1042 has shipped.")
+			}
+			f.expire(time.Hour) // the idle trace is forgotten
+			assert.Zero(t, f.m.Bytes(), "nothing left in the budget")
+		})
+	}
+}
+
+// Content of a span the filter dropped goes nowhere and is counted.
+func TestContentOfDroppedSpanIsDiscarded(t *testing.T) {
+	f := newJoinFixture(t, defaultContentJoinConfig())
+	f.sendContent(f.inputs)
+	f.sendSpan(false)
+	out := f.sendContent(f.output)
+	assert.Equal(t, 1, out.discarded, "content after its span was dropped")
+	assert.Equal(t, int64(2), f.stats.ContentDiscarded, "the waiting input and the late output")
+	assert.Empty(t, f.passed)
+	assert.Empty(t, f.delivered)
+}
+
+// Content whose span never comes is discarded when its wait ends.
+func TestContentWithoutSpanExpires(t *testing.T) {
+	f := newJoinFixture(t, defaultContentJoinConfig())
+	out := f.sendContent(f.inputs)
+	assert.Equal(t, 1, out.waiting)
+	f.expire(5 * time.Second)
+	assert.Equal(t, int64(1), f.stats.ContentDiscarded)
+	f.expire(time.Hour)
+	assert.Zero(t, f.m.Bytes())
+}
+
+// memJournal is a journal.Journal in memory.
+type memJournal struct {
+	mu   sync.Mutex
+	next uint64
+	live map[uint64]journal.Record
+	fail error
+}
+
+func (j *memJournal) Append(_ context.Context, kind journal.Kind, at time.Time, md map[string][]string, payload []byte) (uint64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.fail != nil {
+		return 0, j.fail
+	}
+	j.next++
+	j.live[j.next] = journal.Record{ID: j.next, Kind: kind, HeldAt: at, Metadata: md, Payload: payload}
+	return j.next, nil
+}
+
+func (j *memJournal) Remove(_ context.Context, ids ...uint64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, id := range ids {
+		delete(j.live, id)
+	}
+	return nil
+}
+
+// Content is durable before the logs call returns (one KindContent record per call), removed from
+// the journal once joined, and recovered after a crash: the span that arrives after the restart
+// still gets it.
+func TestContentJournal(t *testing.T) {
+	j := &memJournal{live: map[uint64]journal.Record{}}
+	f := newJournaledJoinFixture(t, defaultContentJoinConfig(), j)
+	_, err := addContent(context.Background(), f.m, j, f.inputs, f.clock.Now())
+	require.NoError(t, err)
+	require.Len(t, j.live, 1)
+	rec := j.live[1]
+	assert.Equal(t, journal.KindContent, rec.Kind)
+
+	// The process dies; a new memory recovers the record.
+	j2 := &memJournal{live: map[uint64]journal.Record{rec.ID: rec}}
+	g := newJournaledJoinFixture(t, defaultContentJoinConfig(), j2)
+	out, err := recoverContent(g.m, []journal.Record{rec})
+	require.NoError(t, err)
+	assert.Equal(t, 1, out.waiting)
+	g.sendContent(g.output)
+	g.sendSpan(true)
+	in, outMsgs, held := g.left()
+	assert.Contains(t, in, "lookup_order")
+	assert.Contains(t, outMsgs, "Order A-1042 has shipped.")
+	assert.False(t, held)
+	assert.Empty(t, j2.live, "the recovered record is removed once its content is joined")
+
+	// A journal that cannot take the records fails the call: the client retries, nothing is kept.
+	j.fail = errors.New("disk full")
+	_, err = addContent(context.Background(), f.m, j, f.output, f.clock.Now())
+	require.ErrorContains(t, err, "retry")
+	assert.False(t, consumererror.IsPermanent(err))
+}
+
+// The joined span removes its content's journal record.
+func TestContentJournalRecordRemovedWhenJoined(t *testing.T) {
+	j := &memJournal{live: map[uint64]journal.Record{}}
+	f := newJournaledJoinFixture(t, defaultContentJoinConfig(), j)
+	_, err := addContent(context.Background(), f.m, j, f.inputs, f.clock.Now())
+	require.NoError(t, err)
+	_, err = addContent(context.Background(), f.m, j, f.output, f.clock.Now())
+	require.NoError(t, err)
+	assert.Len(t, j.live, 2)
+	f.sendSpan(true)
+	assert.Empty(t, len(j.live), "both records removed once their content is on the span")
+}
