@@ -200,7 +200,7 @@ func TestAttributes(t *testing.T) {
 	m := pcommon.NewMap()
 	m.PutStr("gen_ai.prompt.0.content", "mail jane@example.com")
 	m.PutStr("gen_ai.request.model", "jane@example.com") // structural: skipped
-	m.PutStr("app.raw.body", "jane@example.com")        // user skip list
+	m.PutStr("app.raw.body", "jane@example.com")         // user skip list
 	m.PutStr("app.id", "jane@example.com")
 	m.PutStr("svc.trace.metadata.user", "jane@example.com") // skipped by the caller
 	m.PutStr("langsmith.metadata.password", "hunter2")
