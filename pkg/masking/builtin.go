@@ -286,16 +286,22 @@ var bearerTokenSet = newByteSet("A-Z", "a-z", "0-9", "._~+/=-")
 // the whole run of token bytes after that (the pattern is greedy), so that is the window.
 // When the word is not a match there, the scan continues right after its first byte.
 func bearerWindow(s string, _ int, k int) (int, int, bool) {
+	if k > 0 && isWordByte(s[k-1]) {
+		return k, k + 1, false
+	}
 	end := k + 6
 	for end < len(s) && isSpace(s[end]) {
 		end++
 	}
-	ws := end - (k + 6)
+	if end == k+6 {
+		return k, k + 1, false
+	}
+	// Only now read the token (a token is read at most once: it is matched or shorter than 8).
 	tokenStart := end
 	for end < len(s) && bearerTokenSet[s[end]] {
 		end++
 	}
-	if ws == 0 || end-tokenStart < 8 || (k > 0 && isWordByte(s[k-1])) {
+	if end-tokenStart < 8 {
 		return k, k + 1, false
 	}
 	return k, end, true

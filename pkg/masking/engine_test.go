@@ -224,3 +224,12 @@ func TestAttributes(t *testing.T) {
 		}
 	}
 }
+
+// TestScanIsLinear: adversarial repetitions of anchors finish (each window is read once).
+func TestScanIsLinear(t *testing.T) {
+	e := mustEngine(t, Config{BuiltinRules: BuiltinRuleNames()})
+	for _, unit := range []string{"bearer", "aBearer x", "Bearer \t", "sk-", "-_AJ", "DE89 ", "+1 ", "@a.", "4111 "} {
+		s := strings.Repeat(unit, 200_000/len(unit))
+		e.String(s) // a quadratic scan would take minutes here
+	}
+}

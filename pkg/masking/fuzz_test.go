@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -12,7 +13,7 @@ import (
 func referenceMask(cfg Config, s string) string {
 	for _, name := range cfg.BuiltinRules {
 		b := builtinRules[name]
-		re := regexp.MustCompile(b.pattern)
+		re := referenceRegexp(b.pattern)
 		if b.accept == nil {
 			s = re.ReplaceAllString(s, b.replacement)
 			continue
@@ -29,9 +30,20 @@ func referenceMask(cfg Config, s string) string {
 		if repl == "" {
 			repl = DefaultReplacement
 		}
-		s = regexp.MustCompile(r.Pattern).ReplaceAllString(s, repl)
+		s = referenceRegexp(r.Pattern).ReplaceAllString(s, repl)
 	}
 	return s
+}
+
+var referenceCache sync.Map // pattern -> *regexp.Regexp
+
+func referenceRegexp(pattern string) *regexp.Regexp {
+	if re, ok := referenceCache.Load(pattern); ok {
+		return re.(*regexp.Regexp)
+	}
+	re := regexp.MustCompile(pattern)
+	referenceCache.Store(pattern, re)
+	return re
 }
 
 // fuzzConfig switches on every builtin and two user rules, one with a literal prefix.
