@@ -13,9 +13,9 @@ type builtinRule struct {
 	replacement string
 	// accept, when set, vets each match; a rejected match is left as it is (e.g. Luhn).
 	accept func(match string) bool
-	// anchor returns the next index >= from of a byte that every match contains (filtered by
-	// a cheap test of its neighbours), or -1.
-	anchor func(s string, from int) int
+	// anchor says how to find the next index of a byte that every match contains (filtered
+	// by a cheap test of its neighbours); see find.
+	anchor anchorKind
 	// window returns the stretch s[start:end] around anchor k that holds every match near k;
 	// ok=false when no match can be there. The scan continues at end either way.
 	window func(s string, from, k int) (start, end int, ok bool)
@@ -27,7 +27,7 @@ var builtinRules = map[string]*builtinRule{
 	"email": {
 		pattern:     `[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`,
 		replacement: "[EMAIL]",
-		anchor:      anchorByte('@'),
+		anchor:      anchorAt,
 		window:      runWindow(newByteSet("A-Z", "a-z", "0-9", "._%+-@"), len("a@b.co"), nil),
 	},
 	// Payment card numbers of the major networks (Visa, Mastercard, American Express, Discover,
@@ -37,7 +37,7 @@ var builtinRules = map[string]*builtinRule{
 		pattern:     `\b(?:4\d{3}|5[1-5]\d{2}|2[2-7]\d{2}|3[0-9]\d{2}|6(?:011|5\d{2}))(?:[ -]?\d){9,15}\b`,
 		replacement: "[CARD]",
 		accept:      luhnValid,
-		anchor:      anchorDigit,
+		anchor:      anchorCardPrefix,
 		window:      runWindow(newByteSet("0-9", " -"), 13, hasAtLeastDigits(13)),
 	},
 	// API keys and tokens: OpenAI / Anthropic (sk-, sk-proj-, sk-ant-; the part after the
@@ -57,14 +57,14 @@ var builtinRules = map[string]*builtinRule{
 			`|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})`,
 		replacement: "[API_KEY]",
 		accept:      apiKeyAccept,
-		anchor:      anchorAPIKey,
+		anchor:      anchorKeyPrefix,
 		window:      runWindow(newByteSet("A-Z", "a-z", "0-9", "_.-"), len("xoxb-")+10, nil),
 	},
 	// Bearer tokens in HTTP Authorization values: the scheme is kept, the token masked.
 	"bearer_token": {
 		pattern:     `(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}`,
 		replacement: "$1 [TOKEN]",
-		anchor:      anchorBearer,
+		anchor:      anchorBearerWord,
 		window:      bearerWindow,
 	},
 	// International phone numbers: a '+', a country code, and groups of digits separated by
@@ -75,7 +75,7 @@ var builtinRules = map[string]*builtinRule{
 		pattern:     `\+[1-9][0-9]{0,2}(?:[ .-]?(?:\([0-9]{1,4}\)|[0-9]{1,4})){2,6}\b`,
 		replacement: "[PHONE]",
 		accept:      phoneDigits,
-		anchor:      anchorPhone,
+		anchor:      anchorPlus,
 		window:      runWindow(newByteSet("0-9", " .()+-"), 10, hasAtLeastDigits(9)),
 	},
 	// International bank account numbers, compact or in groups of four, whose country code
@@ -84,7 +84,7 @@ var builtinRules = map[string]*builtinRule{
 		pattern:     `\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b`,
 		replacement: "[IBAN]",
 		accept:      ibanValid,
-		anchor:      anchorIBAN,
+		anchor:      anchorCountryCode,
 		window:      runWindow(newByteSet("A-Z", "0-9", " "), 15, nil),
 	},
 }
@@ -136,14 +136,55 @@ func runWindow(set *byteSet, minLen int, qualifies func(string) bool) func(strin
 	}
 }
 
-// anchorByte finds c.
-func anchorByte(c byte) func(string, int) int {
-	return func(s string, from int) int {
-		k := strings.IndexByte(s[from:], c)
-		if k < 0 {
+type anchorKind uint8
+
+const (
+	anchorAt          anchorKind = iota // '@'
+	anchorCardPrefix                    // 4 digits in a row
+	anchorKeyPrefix                     // a byte of an API key prefix
+	anchorBearerWord                    // "bearer"
+	anchorPlus                          // '+' and a digit
+	anchorCountryCode                   // two capitals and a digit
+)
+
+// find returns the next anchor at or after from, or -1. st is fresh for each pass over a text.
+// (A switch rather than a function value, so that st stays on the stack.)
+func (a anchorKind) find(s string, from int, st *anchorState) int {
+	switch a {
+	case anchorAt:
+		if k := strings.IndexByte(s[from:], '@'); k >= 0 {
+			return from + k
+		}
+		return -1
+	case anchorCardPrefix:
+		return anchorCard(s, from)
+	case anchorKeyPrefix:
+		return anchorAPIKey(s, from, st)
+	case anchorBearerWord:
+		return anchorBearer(s, from, st)
+	case anchorPlus:
+		return anchorPhone(s, from)
+	default:
+		return anchorIBAN(s, from)
+	}
+}
+
+// anchorCard finds 4 digits in a row, at the start of a run of digits (every card match starts
+// with its 4-digit network prefix, and the run can only start there or earlier).
+func anchorCard(s string, from int) int {
+	for i := from; ; {
+		i = anchorDigit(s, i)
+		if i < 0 {
 			return -1
 		}
-		return from + k
+		j := i + 1
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		if j-i >= 4 {
+			return i
+		}
+		i = j
 	}
 }
 
@@ -196,21 +237,15 @@ func anchorIBAN(s string, from int) int {
 
 // anchorAPIKey finds a byte of a key prefix: the '-' or '_' after sk, rk, pk, gh?, github,
 // glpat, xox?; the 'A' of AKIA, ASIA, AIza; the 'J' of eyJ. Every api_key match has one.
-func anchorAPIKey(s string, from int) int {
-	for i := from; i < len(s); i++ {
-		i = skipWithout4(s, i, '-', '_', 'A', 'J')
-		if i >= len(s) {
-			return -1
+func anchorAPIKey(s string, from int, st *anchorState) int {
+	st.init("-_AJ")
+	for {
+		k := st.next(s, from)
+		if k < 0 || apiKeyPrefixAt(s, k) {
+			return k
 		}
-		end := min(i+8, len(s))
-		for ; i < end; i++ {
-			if apiKeyPrefixAt(s, i) {
-				return i
-			}
-		}
-		i-- // the outer loop's i++
+		from = k + 1
 	}
-	return -1
 }
 
 func apiKeyPrefixAt(s string, i int) bool {
@@ -258,21 +293,15 @@ func apiKeyAccept(m string) bool {
 }
 
 // anchorBearer finds "bearer" in any letter case.
-func anchorBearer(s string, from int) int {
-	for i := from; i < len(s); i++ {
-		i = skipWithout2(s, i, 'b', 'B')
-		if i >= len(s) {
-			return -1
+func anchorBearer(s string, from int, st *anchorState) int {
+	st.init("bB")
+	for {
+		k := st.next(s, from)
+		if k < 0 || (k+6 <= len(s) && strings.EqualFold(s[k:k+6], "bearer")) {
+			return k
 		}
-		end := min(i+8, len(s))
-		for ; i < end; i++ {
-			if s[i]|0x20 == 'b' && i+6 <= len(s) && strings.EqualFold(s[i:i+6], "bearer") {
-				return i
-			}
-		}
-		i--
+		from = k + 1
 	}
-	return -1
 }
 
 // isSpace is \s of RE2.
@@ -323,4 +352,67 @@ func hasAtLeastDigits(n int) func(string) bool {
 		}
 		return false
 	}
+}
+
+// anchorState remembers, during one pass over a text, where each anchor byte occurs next, so
+// that a rule anchored on several bytes finds them with strings.IndexByte (vector
+// instructions) without searching the same stretch twice.
+type anchorState struct {
+	n    int
+	byte [4]byte
+	at   [4]int // next index of byte[i] at or after the last search; -1: none left
+}
+
+func (st *anchorState) init(bytes string) {
+	if st.n != 0 {
+		return
+	}
+	st.n = copy(st.byte[:], bytes)
+	for i := range st.n {
+		st.at[i] = -2 // not searched yet
+	}
+}
+
+// next returns the smallest index >= from of any of the bytes, or -1.
+func (st *anchorState) next(s string, from int) int {
+	best := -1
+	for i := 0; i < st.n; i++ {
+		at := st.at[i]
+		if at == -1 {
+			continue
+		}
+		if at < from {
+			k := strings.IndexByte(s[from:], st.byte[i])
+			if k < 0 {
+				st.at[i] = -1
+				continue
+			}
+			at = from + k
+			st.at[i] = at
+		}
+		if best < 0 || at < best {
+			best = at
+		}
+	}
+	return best
+}
+
+// digitAnchors tells whether a text has any anchor of the card_number and iban rules. Both
+// rules would scan every digit; one pass answers for both, and prose (whose numbers are short
+// and rarely follow two capitals) skips both rules.
+func digitAnchors(s string) (card, iban bool) {
+	for i := 0; !(card && iban); {
+		i = anchorDigit(s, i)
+		if i < 0 {
+			break
+		}
+		iban = iban || (i >= 2 && isUpper(s[i-1]) && isUpper(s[i-2]))
+		j := i + 1
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		card = card || j-i >= 4
+		i = j
+	}
+	return card, iban
 }

@@ -110,9 +110,21 @@ func (e *Engine) String(s string) (string, bool) {
 		return s, false
 	}
 	out := s
+	// digitsOf is the text digitAnchors last looked at (valid while no rule changed it).
+	var digitsOf string
+	var cardAnchor, ibanAnchor, digitsKnown bool
 	for i := range e.rules {
 		r := &e.rules[i]
 		if r.builtin != nil {
+			if a := r.builtin.anchor; a == anchorCardPrefix || a == anchorCountryCode {
+				if !digitsKnown || len(digitsOf) != len(out) || digitsOf != out {
+					cardAnchor, ibanAnchor = digitAnchors(out)
+					digitsOf, digitsKnown = out, true
+				}
+				if (a == anchorCardPrefix && !cardAnchor) || (a == anchorCountryCode && !ibanAnchor) {
+					continue
+				}
+			}
 			out = r.scan(out)
 			continue
 		}
@@ -146,8 +158,9 @@ func (r *rule) scan(s string) string {
 	b := r.builtin
 	var out []byte
 	copied := 0
+	var st anchorState
 	for from := 0; from < len(s); {
-		k := b.anchor(s, from)
+		k := b.anchor.find(s, from, &st)
 		if k < 0 {
 			break
 		}

@@ -46,6 +46,10 @@ func referenceRegexp(pattern string) *regexp.Regexp {
 	return re
 }
 
+// maxFuzzLen bounds fuzz inputs: windows and anchors behave the same on short text, and the
+// reference (Go regexp over the whole text) is slow on long inputs with many matches.
+const maxFuzzLen = 512
+
 // fuzzConfig switches on every builtin and two user rules, one with a literal prefix.
 var fuzzConfig = Config{
 	BuiltinRules: BuiltinRuleNames(),
@@ -75,6 +79,9 @@ func FuzzEngineEqualsReference(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > maxFuzzLen {
+			return
+		}
 		got, _ := e.String(s)
 		if want := referenceMask(fuzzConfig, s); got != want {
 			t.Fatalf("engine and reference differ on %q:\nengine:    %q\nreference: %q", s, got, want)
@@ -92,6 +99,9 @@ func FuzzEachRuleEqualsReference(f *testing.F) {
 		engines[i], _ = New(Config{BuiltinRules: []string{name}})
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > maxFuzzLen {
+			return
+		}
 		for i, name := range names {
 			got, _ := engines[i].String(s)
 			if want := referenceMask(Config{BuiltinRules: []string{name}}, s); got != want {
@@ -113,7 +123,7 @@ func FuzzTextKeepsJSONValid(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
-		if !json.Valid([]byte(doc)) {
+		if len(doc) > maxFuzzLen || !json.Valid([]byte(doc)) {
 			return
 		}
 		out, res := e.Text(doc)
