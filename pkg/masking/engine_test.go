@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/svc/svc-collector/pkg/scorerecord"
 )
 
 func mustEngine(t *testing.T, cfg Config) *Engine {
@@ -231,5 +233,36 @@ func TestScanIsLinear(t *testing.T) {
 	for _, unit := range []string{"bearer", "aBearer x", "Bearer \t", "sk-", "-_AJ", "DE89 ", "+1 ", "@a.", "4111 "} {
 		s := strings.Repeat(unit, 200_000/len(unit))
 		e.String(s) // a quadratic scan would take minutes here
+	}
+}
+
+func TestScore(t *testing.T) {
+	e := mustEngine(t, Config{BuiltinRules: BuiltinRuleNames(), Keys: []string{"password"}, KeyReplacement: "***"})
+	s := scorerecord.Score{
+		Name:     "helpfulness",
+		Value:    pcommon.NewValueStr("reply to jane@example.com"),
+		Comment:  "The answer repeats the user's card 4111 1111 1111 1111; otherwise helpful.",
+		Metadata: pcommon.NewMap(),
+	}
+	s.Metadata.PutStr("evaluator", "gpt-4o judge")
+	s.Metadata.PutStr("reviewer", "jane@example.com")
+	s.Metadata.PutStr("password", "hunter2")
+	if res := e.Score(&s); res != Masked {
+		t.Fatalf("Score = %v, want Masked", res)
+	}
+	if s.Comment != "The answer repeats the user's card [CARD]; otherwise helpful." || s.Value.Str() != "reply to [EMAIL]" || s.Name != "helpfulness" {
+		t.Errorf("score = %+v", s)
+	}
+	want := map[string]any{"evaluator": "gpt-4o judge", "reviewer": "[EMAIL]", "password": "***"}
+	for k, w := range want {
+		if v, _ := s.Metadata.Get(k); v.AsRaw() != w {
+			t.Errorf("metadata %s = %v, want %v", k, v.AsRaw(), w)
+		}
+	}
+	// A categorical value without personal data is left as it is; numbers are not touched.
+	cat := scorerecord.Score{Value: pcommon.NewValueStr("positive")}
+	num := scorerecord.Score{Value: pcommon.NewValueDouble(0.75)}
+	if e.Score(&cat) != Unchanged || e.Score(&num) != Unchanged || cat.Value.Str() != "positive" {
+		t.Errorf("clean score changed")
 	}
 }
