@@ -70,7 +70,7 @@ func BenchmarkMaskingEngine(b *testing.B) {
 				b.StopTimer()
 				batch.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().CopyTo(attrs)
 				b.StartTimer()
-				engine.Attributes(attrs, nil)
+				engine.Attributes(attrs, nil, nil)
 			}
 		})
 		b.Run(tc.name+"/contrib-redaction", func(b *testing.B) {

@@ -34,7 +34,7 @@ func TestCoverage(t *testing.T) {
 			td := golden.ReadTraces(t, in)
 			before := ptrace.NewTraces()
 			td.CopyTo(before)
-			forEachSpan(td, func(s ptrace.Span) { e.Span(s, nil) })
+			forEachSpan(td, func(s ptrace.Span) { e.Span(s, nil, nil) })
 			golden.CheckTraces(t, strings.Replace(in, ".input.", ".expected.", 1), td)
 
 			raw, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)

@@ -207,7 +207,11 @@ func TestAttributes(t *testing.T) {
 	m.PutStr("svc.trace.metadata.user", "jane@example.com") // skipped by the caller
 	m.PutStr("langsmith.metadata.password", "hunter2")
 	m.PutStr("exception.message", "invalid card 4111111111111111")
-	res := e.Attributes(m, func(name string) bool { return strings.HasPrefix(name, "svc.trace.metadata.") })
+	var st Stats
+	res := e.Attributes(m, func(name string) bool { return strings.HasPrefix(name, "svc.trace.metadata.") }, &st)
+	if st != (Stats{Masked: 3}) {
+		t.Errorf("stats = %+v, want 3 masked", st)
+	}
 	if res != Masked {
 		t.Errorf("Attributes = %v, want Masked", res)
 	}
@@ -247,7 +251,7 @@ func TestScore(t *testing.T) {
 	s.Metadata.PutStr("evaluator", "gpt-4o judge")
 	s.Metadata.PutStr("reviewer", "jane@example.com")
 	s.Metadata.PutStr("password", "hunter2")
-	if res := e.Score(&s); res != Masked {
+	if res := e.Score(&s, nil); res != Masked {
 		t.Fatalf("Score = %v, want Masked", res)
 	}
 	if s.Comment != "The answer repeats the user's card [CARD]; otherwise helpful." || s.Value.Str() != "reply to [EMAIL]" || s.Name != "helpfulness" {
@@ -262,7 +266,7 @@ func TestScore(t *testing.T) {
 	// A categorical value without personal data is left as it is; numbers are not touched.
 	cat := scorerecord.Score{Value: pcommon.NewValueStr("positive")}
 	num := scorerecord.Score{Value: pcommon.NewValueDouble(0.75)}
-	if e.Score(&cat) != Unchanged || e.Score(&num) != Unchanged || cat.Value.Str() != "positive" {
+	if e.Score(&cat, nil) != Unchanged || e.Score(&num, nil) != Unchanged || cat.Value.Str() != "positive" {
 		t.Errorf("clean score changed")
 	}
 }

@@ -11,22 +11,23 @@ import (
 // may be nil), the attributes of its events (prompt and completion events of the earlier GenAI
 // conventions, exception events) and links, and its status message. Names, ids, kinds and
 // timestamps are structure and stay.
-func (e *Engine) Span(span ptrace.Span, skip func(name string) bool) Result {
+func (e *Engine) Span(span ptrace.Span, skip func(name string) bool, st *Stats) Result {
 	if e == nil {
 		return Unchanged
 	}
-	res := e.Attributes(span.Attributes(), skip)
+	res := e.Attributes(span.Attributes(), skip, st)
 	events := span.Events()
 	for i := 0; i < events.Len(); i++ {
-		res = max(res, e.Attributes(events.At(i).Attributes(), skip))
+		res = max(res, e.Attributes(events.At(i).Attributes(), skip, st))
 	}
 	links := span.Links()
 	for i := 0; i < links.Len(); i++ {
-		res = max(res, e.Attributes(links.At(i).Attributes(), skip))
+		res = max(res, e.Attributes(links.At(i).Attributes(), skip, st))
 	}
 	if msg := span.Status().Message(); msg != "" {
 		if out, r := e.Text(msg); r != Unchanged {
 			span.Status().SetMessage(out)
+			st.Add(r)
 			res = max(res, r)
 		}
 	}
@@ -36,7 +37,7 @@ func (e *Engine) Span(span ptrace.Span, skip func(name string) bool) Result {
 // Score masks a score record's content: its comment, a string value (a categorical value that
 // no rule changes stays as it is) and its metadata (as Attributes masks attributes, masked keys
 // whole). Name, ids, numbers and data type stay.
-func (e *Engine) Score(s *scorerecord.Score) Result {
+func (e *Engine) Score(s *scorerecord.Score, st *Stats) Result {
 	if e == nil {
 		return Unchanged
 	}
@@ -44,16 +45,18 @@ func (e *Engine) Score(s *scorerecord.Score) Result {
 	if s.Comment != "" {
 		var r Result
 		s.Comment, r = e.Text(s.Comment)
+		st.Add(r)
 		res = max(res, r)
 	}
 	if s.Value != (pcommon.Value{}) && s.Value.Type() == pcommon.ValueTypeStr {
 		if out, r := e.Text(s.Value.Str()); r != Unchanged {
 			s.Value.SetStr(out)
+			st.Add(r)
 			res = max(res, r)
 		}
 	}
 	if s.Metadata != (pcommon.Map{}) {
-		res = max(res, e.Attributes(s.Metadata, nil))
+		res = max(res, e.Attributes(s.Metadata, nil, st))
 	}
 	return res
 }

@@ -40,10 +40,32 @@ func (e *Engine) Skips(name string) bool {
 	return false
 }
 
+// Stats counts the values masking changed, by what it did (for the components' metrics).
+// A nil *Stats counts nothing.
+type Stats struct {
+	Masked, Oversized, Failed int64
+}
+
+// Add counts one value's result.
+func (st *Stats) Add(r Result) {
+	if st == nil {
+		return
+	}
+	switch r {
+	case Masked:
+		st.Masked++
+	case Oversized:
+		st.Oversized++
+	case Failed:
+		st.Failed++
+	}
+}
+
 // Attributes masks every attribute of m in place, except structural and skipped ones and
 // those for which skip (may be nil) is true. An attribute whose name, or the last dotted
-// segment of it, is a masked key is replaced whole (`langsmith.metadata.password`).
-func (e *Engine) Attributes(m pcommon.Map, skip func(name string) bool) Result {
+// segment of it, is a masked key is replaced whole (`langsmith.metadata.password`). st (may be
+// nil) counts the changed attributes.
+func (e *Engine) Attributes(m pcommon.Map, skip func(name string) bool, st *Stats) Result {
 	if e == nil {
 		return Unchanged
 	}
@@ -56,10 +78,13 @@ func (e *Engine) Attributes(m pcommon.Map, skip func(name string) bool) Result {
 			if v.Type() != pcommon.ValueTypeStr || v.Str() != e.keyReplacement {
 				v.SetStr(e.keyReplacement)
 				res = max(res, Masked)
+				st.Add(Masked)
 			}
 			continue
 		}
-		res = max(res, e.Value(v))
+		r := e.Value(v)
+		st.Add(r)
+		res = max(res, r)
 	}
 	return res
 }
