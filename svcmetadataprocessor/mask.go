@@ -210,6 +210,16 @@ func (m *masker) maskMetadataJSON(key, text string) (string, maskResult) {
 	}
 }
 
+// maskWhole replaces a raw value under a masked key by key_replacement (a string), whatever
+// its type.
+func (m *masker) maskWhole(v pcommon.Value) maskResult {
+	if v.Type() == pcommon.ValueTypeStr && v.Str() == m.keyReplacement {
+		return unchanged
+	}
+	v.SetStr(m.keyReplacement)
+	return masked
+}
+
 // jsonMaskVisitor masks the values of a JSON document.
 type jsonMaskVisitor struct{ m *masker }
 
@@ -264,10 +274,7 @@ func (m *masker) maskValueAt(v pcommon.Value, depth int) (maskResult, bool) {
 		}
 		for k, mv := range v.Map().All() {
 			if m.isMaskedKey(k) {
-				if mv.Type() != pcommon.ValueTypeStr || mv.Str() != m.keyReplacement {
-					mv.SetStr(m.keyReplacement)
-					res = masked
-				}
+				res = max(res, m.maskWhole(mv))
 				continue
 			}
 			r, tooDeep := m.maskValueAt(mv, depth+1)

@@ -84,20 +84,14 @@ func (p *metadataProcessor) processTraces(ctx context.Context, td ptrace.Traces)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
-		resource := rs.Resource()
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
-			alreadyEncoded := svcattr.IsJSONEncoded(resource, ss.Scope())
+			enc := encodingOf(rs.Resource(), ss.Scope())
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
-				p.processSpan(spans.At(k), alreadyEncoded, &c)
+				p.processSpan(spans.At(k), enc, &c)
 			}
-		}
-		// Every span of this resource is now in the new encoding: mark it, so the platform
-		// decodes its metadata to typed values and a second pass leaves it alone.
-		if v, ok := resource.Attributes().Get(svcattr.MetadataEncodingKey); !ok || v.Str() != svcattr.MetadataEncodingJSON {
-			resource.Attributes().PutStr(svcattr.MetadataEncodingKey, svcattr.MetadataEncodingJSON)
 		}
 	}
 	p.record(ctx, c)
@@ -123,9 +117,9 @@ func (p *metadataProcessor) record(ctx context.Context, c counts) {
 }
 
 // processSpan runs the steps in order: encode per-key metadata, flatten bare metadata, promote,
-// enforce the propagated-metadata limit, upgrade trace input/output, mask. Steps after the first
-// write values that are already encoded.
-func (p *metadataProcessor) processSpan(span ptrace.Span, alreadyEncoded bool, c *counts) {
+// enforce the propagated-metadata limit, upgrade trace input/output, mask. Every step writes
+// metadata in the span's own encoding enc (see spanEncoding).
+func (p *metadataProcessor) processSpan(span ptrace.Span, enc spanEncoding, c *counts) {
 	attrs := span.Attributes()
 	var found attrKind
 	for k := range attrs.All() {
@@ -134,47 +128,49 @@ func (p *metadataProcessor) processSpan(span ptrace.Span, alreadyEncoded bool, c
 	if found&p.relevant == 0 {
 		return
 	}
-	if found&kindsMetadataKey != 0 {
-		c.encoded += encodeMetadataAttributes(attrs, alreadyEncoded)
+	if found&kindsMetadataKey != 0 && enc == jsonEncoding {
+		c.encoded += encodeNonStringMetadata(attrs)
 	}
+	var flattened int64
 	if found&kindBareObservationMetadata != 0 {
-		c.encoded += flatten(attrs, svcattr.ObservationMetadata, svcattr.ObservationMetadataPrefix)
+		flattened += flatten(attrs, svcattr.ObservationMetadata, svcattr.ObservationMetadataPrefix, enc)
 	}
 	if found&kindBareTraceMetadata != 0 {
-		c.encoded += flatten(attrs, svcattr.TraceMetadata, svcattr.TraceMetadataPrefix)
+		flattened += flatten(attrs, svcattr.TraceMetadata, svcattr.TraceMetadataPrefix, enc)
+	}
+	if enc == jsonEncoding {
+		c.encoded += flattened
 	}
 	if found&p.relevant&kindOpenInferenceMetadata != 0 {
-		c.promoted += promoteOpenInference(attrs)
+		c.promoted += promoteOpenInference(attrs, enc)
 	}
 	if found&p.relevant&kindVercelAIMetadata != 0 {
-		c.promoted += promotePrefixed(attrs, vercelAIMetadataPrefix)
+		c.promoted += promotePrefixed(attrs, vercelAIMetadataPrefix, enc)
 	}
 	if found&p.relevant&kindOpenLLMetryProperty != 0 {
-		c.promoted += promotePrefixed(attrs, openLLMetryPropertiesPrefix)
+		c.promoted += promotePrefixed(attrs, openLLMetryPropertiesPrefix, enc)
 	}
-	if found&(kindTraceMetadataKey|kindBareTraceMetadata) != 0 {
+	if found&(kindTraceMetadataKey|kindBareTraceMetadata) != 0 && enc == jsonEncoding {
 		c.droppedForLength += p.dropLongPropagatedMetadata(span)
 	}
 	if found&p.relevant&kindTraceIO != 0 && span.ParentSpanID().IsEmpty() {
 		upgradeTraceIO(attrs)
 	}
 	if p.masker != nil && found&(kindsMasked|kindsPromotion) != 0 {
-		p.maskAttributes(attrs, c)
+		p.maskAttributes(attrs, enc, c)
 	}
 }
 
-// encodeMetadataAttributes brings every svc.observation.metadata.<key> and
-// svc.trace.metadata.<key> value into the JSON encoding. Strings of spans that are already
-// encoded are left exactly as they are; values of any other OTLP type are always encoded
-// (JSON text is always a string attribute).
-func encodeMetadataAttributes(attrs pcommon.Map, alreadyEncoded bool) int64 {
+// encodeNonStringMetadata writes, on a new-SDK span, every svc.observation.metadata.<key> and
+// svc.trace.metadata.<key> value that is not a string as its JSON text: the platform decodes
+// every value of such a span as JSON, and JSON text is always a string attribute. String values
+// are the SDK's JSON text already and are never encoded a second time, which also makes a
+// second pass change nothing.
+func encodeNonStringMetadata(attrs pcommon.Map) int64 {
 	var n int64
 	var scratch [128]byte
 	for k, v := range attrs.All() {
-		if classify(k)&kindsMetadataKey == 0 {
-			continue
-		}
-		if alreadyEncoded && v.Type() == pcommon.ValueTypeStr {
+		if v.Type() == pcommon.ValueTypeStr || classify(k)&kindsMetadataKey == 0 {
 			continue
 		}
 		text := string(appendValueJSON(scratch[:0], v))
@@ -184,8 +180,9 @@ func encodeMetadataAttributes(attrs pcommon.Map, alreadyEncoded bool) int64 {
 	return n
 }
 
-// dropLongPropagatedMetadata removes svc.trace.metadata.<key> values whose JSON text is longer
-// than the platform accepts, with a warning naming the key and the trace.
+// dropLongPropagatedMetadata removes, on a new-SDK span, svc.trace.metadata.<key> values whose
+// JSON text is longer than the platform accepts, with a warning naming the key and the trace.
+// Other spans' values are the platform's old shape, which the limit does not apply to.
 func (p *metadataProcessor) dropLongPropagatedMetadata(span ptrace.Span) int64 {
 	var n int64
 	span.Attributes().RemoveIf(func(k string, v pcommon.Value) bool {
@@ -236,7 +233,10 @@ func upgradeTraceIO(attrs pcommon.Map) {
 }
 
 // maskAttributes masks observation metadata, input/output and GenAI content in place.
-func (p *metadataProcessor) maskAttributes(attrs pcommon.Map, c *counts) {
+// Observation metadata is masked as decoded values and written back in the span's encoding:
+// JSON text on new-SDK spans, raw OTLP values (strings inside maps and slices, in place)
+// elsewhere.
+func (p *metadataProcessor) maskAttributes(attrs pcommon.Map, enc spanEncoding, c *counts) {
 	m := p.masker
 	for k, v := range attrs.All() {
 		kind := p.classify(k)
@@ -245,12 +245,14 @@ func (p *metadataProcessor) maskAttributes(attrs pcommon.Map, c *counts) {
 		}
 		var res maskResult
 		switch {
-		case kind == kindObservationMetadataKey && v.Type() == pcommon.ValueTypeStr:
+		case kind == kindObservationMetadataKey && enc == jsonEncoding && v.Type() == pcommon.ValueTypeStr:
 			var out string
 			out, res = m.maskMetadataJSON(k[len(svcattr.ObservationMetadataPrefix):], v.Str())
 			if res != unchanged {
 				v.SetStr(out)
 			}
+		case kind == kindObservationMetadataKey && m.isMaskedKey(k[len(svcattr.ObservationMetadataPrefix):]):
+			res = m.maskWhole(v)
 		case v.Type() == pcommon.ValueTypeStr:
 			var out string
 			out, res = m.maskText(v.Str())

@@ -37,6 +37,7 @@ var goldenCases = []struct {
 	cfg  func() *Config
 }{
 	{"encoding_types", createDefaultConfig},
+	{"encoding_types_new_sdk", createDefaultConfig},
 	{"encoding_sdk_versions", createDefaultConfig},
 	{"flatten", createDefaultConfig},
 	{"promote", createDefaultConfig},
@@ -77,6 +78,16 @@ func TestIdempotent(t *testing.T) {
 	}
 }
 
+// newSDKSpan returns a span of the svc JS SDK v6 in a new batch: its metadata is JSON text.
+func newSDKSpan(td ptrace.Traces) ptrace.Span {
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr(svcattr.TelemetrySDKLanguage, "nodejs")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName(svcattr.SDKScopeName)
+	ss.Scope().SetVersion("6.0.0")
+	return ss.Spans().AppendEmpty()
+}
+
 func TestMetricsAndDropWarning(t *testing.T) {
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
@@ -91,35 +102,38 @@ func TestMetricsAndDropWarning(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, p.Shutdown(context.Background())) })
 
 	td := ptrace.NewTraces()
-	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	span := newSDKSpan(td)
 	traceID := pcommon.TraceID{0x5b, 0x8e, 0xff, 0xf7, 0x98, 0x03, 0x81, 0x03, 0xd2, 0x69, 0xb6, 0x33, 0x81, 0x3f, 0xc6, 0x0c}
 	span.SetTraceID(traceID)
 	attrs := span.Attributes()
-	attrs.PutStr("svc.observation.metadata.contact", "jane@example.com") // encoded, masked
-	attrs.PutInt("svc.observation.metadata.count", 5)                    // encoded
-	attrs.PutStr("svc.trace.metadata.huge", strings.Repeat("x", 199))    // encoded, dropped
-	attrs.PutStr("ai.telemetry.metadata.user", "u-1")                    // promoted
-	attrs.PutStr("traceloop.association.properties.mail", "a@b.io")      // promoted, masked
-	attrs.PutStr("svc.observation.input", `{"q": "what is 2+2?"}`)       // nothing to mask
-	attrs.PutStr("svc.observation.output", strings.Repeat("[", 200)+"]") // too deep: placeholder
+	attrs.PutStr("svc.observation.metadata.contact", `"jane@example.com"`)          // masked
+	attrs.PutInt("svc.observation.metadata.count", 5)                               // encoded
+	attrs.PutStr("svc.trace.metadata.huge", `"`+strings.Repeat("x", 199)+`"`)       // dropped
+	attrs.PutStr("ai.telemetry.metadata.user", "u-1")                               // promoted
+	attrs.PutStr("traceloop.association.properties.mail", "a@b.io")                 // promoted, masked
+	attrs.PutStr("svc.observation.input", `{"q": "what is 2+2?"}`)                  // nothing to mask
+	attrs.PutStr("svc.observation.output", strings.Repeat("[", 200)+"]")            // too deep: placeholder
+	attrs.PutStr("svc.observation.metadata", `{"plan":"gold","contact2":"c@d.io"}`) // flattened (2, encoded), one masked
 
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
 	require.Len(t, sink.AllTraces(), 1)
 
 	got := sink.AllTraces()[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw()
 	assert.Equal(t, map[string]any{
-		"svc.observation.metadata.contact": `"[EMAIL]"`,
-		"svc.observation.metadata.count":   "5",
-		"svc.observation.metadata.user":    `"u-1"`,
-		"svc.observation.metadata.mail":    `"[EMAIL]"`,
-		"svc.observation.input":            `{"q": "what is 2+2?"}`,
-		"svc.observation.output":           MaskPlaceholder,
+		"svc.observation.metadata.contact":  `"[EMAIL]"`,
+		"svc.observation.metadata.count":    "5",
+		"svc.observation.metadata.user":     `"u-1"`,
+		"svc.observation.metadata.mail":     `"[EMAIL]"`,
+		"svc.observation.metadata.plan":     `"gold"`,
+		"svc.observation.metadata.contact2": `"[EMAIL]"`,
+		"svc.observation.input":             `{"q": "what is 2+2?"}`,
+		"svc.observation.output":            MaskPlaceholder,
 	}, got)
 
 	metadatatest.AssertEqualProcessorSvcmetadataValuesEncoded(t, tel, []metricdata.DataPoint[int64]{{Value: 3}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorSvcmetadataValuesPromoted(t, tel, []metricdata.DataPoint[int64]{{Value: 2}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorSvcmetadataValuesDroppedForLength(t, tel, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
-	metadatatest.AssertEqualProcessorSvcmetadataValuesMasked(t, tel, []metricdata.DataPoint[int64]{{Value: 3}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorSvcmetadataValuesMasked(t, tel, []metricdata.DataPoint[int64]{{Value: 4}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorSvcmetadataValuesReplacedByPlaceholder(t, tel, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
 
 	warnings := logs.FilterMessageSnippet("propagated metadata").All()
@@ -130,11 +144,49 @@ func TestMetricsAndDropWarning(t *testing.T) {
 	assert.Equal(t, int64(201), fields["length"])
 }
 
-// A span that carries nothing the processor acts on passes unchanged; its resource gets the
-// encoding marker, since all of its (absent) metadata is in the new encoding.
+// Metadata of a third-party span is the platform's old shape: nothing is encoded, nothing is
+// dropped for length, and the metrics say so.
+func TestThirdPartyMetadataIsNotEncodedNorLimited(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	set := metadatatest.NewSettings(tel)
+	core, logs := observer.New(zap.WarnLevel)
+	set.Logger = zap.New(core)
+	sink := new(consumertest.TracesSink)
+	p, err := NewFactory().CreateTraces(context.Background(), set, createDefaultConfig(), sink)
+	require.NoError(t, err)
+	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, p.Shutdown(context.Background())) })
+
+	td := ptrace.NewTraces()
+	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	span.Attributes().PutStr("svc.observation.metadata.env", "prod")
+	span.Attributes().PutInt("svc.observation.metadata.count", 5)
+	span.Attributes().PutStr("svc.trace.metadata.notes", strings.Repeat("x", 199))
+	span.Attributes().PutStr("ai.telemetry.metadata.user", "u-1")
+	require.NoError(t, p.ConsumeTraces(context.Background(), td))
+
+	got := sink.AllTraces()[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw()
+	assert.Equal(t, map[string]any{
+		"svc.observation.metadata.env":   "prod",
+		"svc.observation.metadata.count": int64(5),
+		"svc.trace.metadata.notes":       strings.Repeat("x", 199),
+		"svc.observation.metadata.user":  "u-1",
+	}, got)
+	metadatatest.AssertEqualProcessorSvcmetadataValuesPromoted(t, tel, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
+	_, err = tel.GetMetric("otelcol_processor_svcmetadata_values_encoded")
+	assert.Error(t, err, "no value was encoded, so the counter has no data point")
+	_, err = tel.GetMetric("otelcol_processor_svcmetadata_values_dropped_for_length")
+	assert.Error(t, err, "no value was dropped, so the counter has no data point")
+	assert.Empty(t, logs.All())
+}
+
+// A span that carries nothing the processor acts on passes unchanged, and so does its resource:
+// the processor adds no attribute the platform does not know.
 func TestSpanWithoutMetadataPassesUnchanged(t *testing.T) {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "db")
 	span := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	span.SetName("db.query")
 	span.Attributes().PutStr("db.statement", "select jane@example.com")
@@ -143,27 +195,24 @@ func TestSpanWithoutMetadataPassesUnchanged(t *testing.T) {
 	td.CopyTo(want)
 
 	out := runProcessor(t, maskingTestConfig(), td)
-	outRS := out.ResourceSpans().At(0)
-	assert.Equal(t, want.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw(),
-		outRS.ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw())
-	marker, ok := outRS.Resource().Attributes().Get(svcattr.MetadataEncodingKey)
-	require.True(t, ok)
-	assert.Equal(t, svcattr.MetadataEncodingJSON, marker.Str())
+	assert.Equal(t, string(tracesJSON(t, want)), string(tracesJSON(t, out)))
 }
 
-// A resource that arrives with the marker is treated as encoded: its strings are not encoded a
-// second time even by a second gateway.
-func TestMarkedResourceIsNotEncodedAgain(t *testing.T) {
+// No resource attribute changes a span's encoding: a third-party resource that arrives with the
+// svc.metadata.encoding attribute an older gateway set keeps its raw values, and the processor
+// neither reads nor adds that attribute.
+func TestResourceAttributeDoesNotChangeTheEncoding(t *testing.T) {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr(svcattr.MetadataEncodingKey, svcattr.MetadataEncodingJSON)
+	rs.Resource().Attributes().PutStr("svc.metadata.encoding", "json")
 	span := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-	span.Attributes().PutStr("svc.observation.metadata.env", `"prod"`)
+	span.Attributes().PutStr("svc.observation.metadata.env", "prod")
 	span.Attributes().PutInt("svc.observation.metadata.count", 5)
 
 	out := runProcessor(t, createDefaultConfig(), td)
 	assert.Equal(t, map[string]any{
-		"svc.observation.metadata.env":   `"prod"`,
-		"svc.observation.metadata.count": "5",
+		"svc.observation.metadata.env":   "prod",
+		"svc.observation.metadata.count": int64(5),
 	}, out.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw())
+	assert.Equal(t, map[string]any{"svc.metadata.encoding": "json"}, out.ResourceSpans().At(0).Resource().Attributes().AsRaw())
 }

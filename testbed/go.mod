@@ -3,7 +3,6 @@ module github.com/svc/svc-collector/testbed
 go 1.26.0
 
 require (
-	github.com/svc/svc-collector/pkg v0.0.0
 	go.opentelemetry.io/collector/pdata v1.70.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp v0.23.0
@@ -40,4 +39,3 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 )
 
-replace github.com/svc/svc-collector/pkg => ../pkg

@@ -1,6 +1,8 @@
 // Package svcattr names the span attributes of the svc platform's contract (SPEC.md 2.4, 9.2)
-// and the one rule that tells whether a span's metadata is already in the new JSON encoding.
-// The components and the local platform import these; nothing else spells them.
+// and the one rule that tells whether a span's metadata is in the new JSON encoding, which the
+// platform decodes (svc SDK JS/TS >= 6, Python >= 5).
+// The gateway's components import these; the local platform (testbed/platform) keeps its own
+// reading of SPEC.md and does not.
 package svcattr
 
 import (
@@ -49,15 +51,6 @@ const (
 // SDKScopeName is the instrumentation scope of the platform's own SDKs.
 const SDKScopeName = "svc-sdk"
 
-// MetadataEncodingKey is a resource attribute the svcmetadata processor sets to
-// MetadataEncodingJSON on every resource whose spans it has brought into the new encoding, so
-// that the platform decodes metadata of third-party spans to typed values as it does for the
-// new SDKs' spans.
-const (
-	MetadataEncodingKey  = "svc.metadata.encoding"
-	MetadataEncodingJSON = "json"
-)
-
 // Resource attribute that names the SDK's language (OpenTelemetry semantic conventions).
 const TelemetrySDKLanguage = "telemetry.sdk.language"
 
@@ -86,15 +79,6 @@ func IsNewSDKEncoding(resource pcommon.Resource, scope pcommon.InstrumentationSc
 	}
 	major, ok := majorVersion(scope.Version())
 	return ok && major >= minMajor
-}
-
-// IsJSONEncoded reports whether the metadata of spans of this resource and scope is JSON text:
-// a new SDK's spans, or spans the svcmetadata processor has encoded.
-func IsJSONEncoded(resource pcommon.Resource, scope pcommon.InstrumentationScope) bool {
-	if v, ok := resource.Attributes().Get(MetadataEncodingKey); ok && v.AsString() == MetadataEncodingJSON {
-		return true
-	}
-	return IsNewSDKEncoding(resource, scope)
 }
 
 func majorVersion(version string) (int, bool) {

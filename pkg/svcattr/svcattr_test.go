@@ -49,6 +49,8 @@ func TestIsNewSDKEncoding(t *testing.T) {
 		{name: "no language", scope: "svc-sdk", scopeVersion: "6.0.0", language: nil, want: false},
 		{name: "unreadable version", scope: "svc-sdk", scopeVersion: "latest", language: "nodejs", want: false},
 		{name: "another scope", scope: "opentelemetry.instrumentation.openai", scopeVersion: "6.0.0", language: "python", want: false},
+		{name: "Python v5 pre-release", scope: "svc-sdk", scopeVersion: "5.0.0b1", language: "python", want: true},
+		{name: "JS v6 in the browser", scope: "svc-sdk", scopeVersion: "6.0.0", language: "javascript", want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,12 +64,10 @@ func TestIsNewSDKEncoding(t *testing.T) {
 			if got := IsNewSDKEncoding(res, scope); got != tt.want {
 				t.Errorf("IsNewSDKEncoding = %v, want %v", got, tt.want)
 			}
-			if got := IsJSONEncoded(res, scope); got != tt.want {
-				t.Errorf("IsJSONEncoded without the marker = %v, want %v", got, tt.want)
-			}
-			res.Attributes().PutStr(MetadataEncodingKey, MetadataEncodingJSON)
-			if !IsJSONEncoded(res, scope) {
-				t.Error("IsJSONEncoded is false on a resource the svcmetadata processor marked")
+			// No resource attribute changes the rule: the platform knows no marker.
+			res.Attributes().PutStr("svc.metadata.encoding", "json")
+			if got := IsNewSDKEncoding(res, scope); got != tt.want {
+				t.Errorf("IsNewSDKEncoding with an svc.metadata.encoding attribute = %v, want %v", got, tt.want)
 			}
 		})
 	}

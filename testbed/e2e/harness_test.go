@@ -125,13 +125,19 @@ func (g *gateway) stop(t *testing.T) {
 // would. Spans are exported when the caller flushes (ForceFlush), in requests of up to 512 spans.
 func (g *gateway) tracerProvider(t *testing.T, serviceName string) *sdktrace.TracerProvider {
 	t.Helper()
+	return g.tracerProviderFor(t, resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(serviceName),
+		semconv.TelemetrySDKLanguageGo, semconv.TelemetrySDKName("opentelemetry")))
+}
+
+// tracerProviderFor is tracerProvider with the given resource, e.g. one that says which SDK
+// language sent the spans.
+func (g *gateway) tracerProviderFor(t *testing.T, res *resource.Resource) *sdktrace.TracerProvider {
+	t.Helper()
 	exp, err := otlptracehttp.New(context.Background(),
 		otlptracehttp.WithEndpoint(g.collector.OTLPHTTPEndpoint), otlptracehttp.WithInsecure())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(serviceName),
-		semconv.TelemetrySDKLanguageGo, semconv.TelemetrySDKName("opentelemetry"))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(exp,
 		sdktrace.WithBatchTimeout(time.Hour), sdktrace.WithMaxExportBatchSize(512), sdktrace.WithMaxQueueSize(8192)))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })

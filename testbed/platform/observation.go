@@ -1,14 +1,11 @@
 package platform
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-
-	"github.com/svc/svc-collector/pkg/svcattr"
 )
 
 // Observation types the platform assigns.
@@ -26,8 +23,8 @@ const (
 // DefaultEnvironment is the environment of spans that name none, as on the real platform.
 const DefaultEnvironment = "default"
 
-// Attributes the platform reads beside those of svcattr (OpenTelemetry GenAI and general
-// semantic conventions).
+// Attributes the platform reads beside its own (metadata.go): OpenTelemetry GenAI and general
+// semantic conventions.
 const (
 	attrRequestModel      = "gen_ai.request.model"
 	attrResponseModel     = "gen_ai.response.model"
@@ -62,11 +59,13 @@ type Observation struct {
 	Input  string
 	Output string
 	// Metadata holds svc.observation.metadata.<key> values by key, TraceMetadata the
-	// svc.trace.metadata.<key> ones: typed JSON values when the span is in the new encoding
-	// (svcattr.IsJSONEncoded), else the raw attribute value as a string. Nil when none.
+	// svc.trace.metadata.<key> ones: decoded JSON values when the span comes from a new SDK
+	// (decodesMetadata), else the values as they arrived, with their OTLP types (see
+	// metadataValue). Nil when none.
 	Metadata      map[string]any
 	TraceMetadata map[string]any
-	// MetadataJSONEncoded tells which of the two rules above decoded Metadata and TraceMetadata.
+	// MetadataJSONEncoded tells which of the two rules above read Metadata and TraceMetadata:
+	// true when the platform decoded them as JSON.
 	MetadataJSONEncoded bool
 	Model               string // gen_ai.request.model, else gen_ai.response.model
 	Usage               *Usage // nil when the span reports no token counts
@@ -114,11 +113,11 @@ func observationsFrom(td ptrace.Traces, sdkName, sdkVersion string, now time.Tim
 		if !keysOnly {
 			resourceAttrs = rs.Resource().Attributes().AsRaw()
 		}
-		resourceEnv := firstString(rs.Resource().Attributes(), svcattr.Environment)
+		resourceEnv := firstString(rs.Resource().Attributes(), attrEnvironment)
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
-			jsonEncoded := svcattr.IsJSONEncoded(rs.Resource(), ss.Scope())
+			jsonEncoded := decodesMetadata(rs.Resource(), ss.Scope())
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
@@ -171,7 +170,7 @@ func observationsFrom(td ptrace.Traces, sdkName, sdkVersion string, now time.Tim
 //     generate_content;
 //  3. else SPAN.
 func observationType(attrs pcommon.Map) string {
-	if v, ok := attrs.Get(svcattr.ObservationType); ok && v.AsString() != "" {
+	if v, ok := attrs.Get(attrObservationType); ok && v.AsString() != "" {
 		return strings.ToUpper(v.AsString())
 	}
 	_, hasRequestModel := attrs.Get(attrRequestModel)
@@ -186,17 +185,17 @@ func observationType(attrs pcommon.Map) string {
 }
 
 func fillFromAttributes(o *Observation, attrs pcommon.Map, resourceEnv string) {
-	o.Input = firstString(attrs, svcattr.ObservationInput, attrInputMessages)
-	o.Output = firstString(attrs, svcattr.ObservationOutput, attrOutputMessages)
+	o.Input = firstString(attrs, attrObservationInput, attrInputMessages)
+	o.Output = firstString(attrs, attrObservationOutput, attrOutputMessages)
 	o.Model = firstString(attrs, attrRequestModel, attrResponseModel)
 	o.SessionID = firstString(attrs, attrSvcSessionID, attrSessionID)
-	if env := firstString(attrs, svcattr.Environment); env != "" {
+	if env := firstString(attrs, attrEnvironment); env != "" {
 		o.Environment = env
 	} else if resourceEnv != "" {
 		o.Environment = resourceEnv
 	}
-	o.Metadata = metadataFrom(attrs, svcattr.ObservationMetadataPrefix, o.MetadataJSONEncoded)
-	o.TraceMetadata = metadataFrom(attrs, svcattr.TraceMetadataPrefix, o.MetadataJSONEncoded)
+	o.Metadata = metadataFrom(attrs, attrObservationMetadataPrefix, o.MetadataJSONEncoded)
+	o.TraceMetadata = metadataFrom(attrs, attrTraceMetadataPrefix, o.MetadataJSONEncoded)
 
 	input, hasInput := attrs.Get(attrUsageInputTokens)
 	output, hasOutput := attrs.Get(attrUsageOutputTokens)
@@ -232,38 +231,4 @@ func tokenCount(v pcommon.Value, ok bool) int64 {
 	default:
 		return 0
 	}
-}
-
-// metadataFrom collects the attributes prefix<key> into a map by key. In the new encoding each
-// value is JSON text and is decoded to a typed value (a value that is not valid JSON is kept as
-// its raw string, as the platform cannot do better); otherwise the raw value is kept as a
-// string, as the platform did for the previous SDK majors (SPEC.md 9.2.2). A bare attribute
-// named like the prefix without its dot is not merged in: the svcmetadata processor flattens
-// those, so one arriving here shows up only in Attributes.
-func metadataFrom(attrs pcommon.Map, prefix string, jsonEncoded bool) map[string]any {
-	var out map[string]any
-	attrs.Range(func(name string, v pcommon.Value) bool {
-		key, ok := strings.CutPrefix(name, prefix)
-		if !ok || key == "" {
-			return true
-		}
-		if out == nil {
-			out = make(map[string]any)
-		}
-		out[key] = metadataValue(v, jsonEncoded)
-		return true
-	})
-	return out
-}
-
-func metadataValue(v pcommon.Value, jsonEncoded bool) any {
-	raw := v.AsString()
-	if !jsonEncoded {
-		return raw
-	}
-	var decoded any
-	if err := json.Unmarshal([]byte(raw), &decoded); err != nil {
-		return raw
-	}
-	return decoded
 }

@@ -99,8 +99,10 @@ func TestObservationFields(t *testing.T) {
 	}
 }
 
+// The platform decodes JSON metadata only for spans from JS/TS v6+ / Python v5+ (SPEC.md 9.2.2);
+// every other span's metadata is stored as it arrives, with its OTLP type.
 func TestMetadataDecoding(t *testing.T) {
-	// The same attributes, sent by resources and scopes that are or are not in the new encoding.
+	// The same attributes, sent by resources and scopes the rule does or does not decode.
 	attrs := map[string]any{
 		"svc.observation.metadata.text":   `"prod"`,
 		"svc.observation.metadata.num":    "5",
@@ -110,30 +112,45 @@ func TestMetadataDecoding(t *testing.T) {
 		"svc.observation.metadata.broken": `{not json`,
 		"svc.observation.metadata.bare":   "prod",
 		"svc.observation.metadata.int":    int64(7),
+		"svc.observation.metadata.double": 2.5,
+		"svc.observation.metadata.bool":   false,
+		"svc.observation.metadata.slice":  []any{"a", int64(1)},
+		"svc.observation.metadata.map":    map[string]any{"tier": "gold"},
 		"svc.trace.metadata.user":         `"u-1"`,
 		"svc.observation.metadata":        `{"flattened":"by the processor, never merged here"}`,
 	}
-	typed := map[string]any{
+	decoded := map[string]any{
 		"text": "prod", "num": 5.0, "flag": true, "obj": map[string]any{"a": map[string]any{"b": 1.0}},
 		"list": []any{1.0, "x"}, "broken": `{not json`, "bare": "prod", "int": 7.0,
+		"double": 2.5, "bool": false, "slice": []any{"a", 1.0}, "map": map[string]any{"tier": "gold"},
 	}
-	raw := map[string]any{
+	asArrived := map[string]any{
 		"text": `"prod"`, "num": "5", "flag": "true", "obj": `{"a":{"b":1}}`,
-		"list": `[1,"x"]`, "broken": `{not json`, "bare": "prod", "int": "7",
+		"list": `[1,"x"]`, "broken": `{not json`, "bare": "prod", "int": int64(7),
+		"double": 2.5, "bool": false, "slice": []any{"a", int64(1)}, "map": map[string]any{"tier": "gold"},
 	}
+	python := map[string]any{"telemetry.sdk.language": "python"}
+	nodejs := map[string]any{"telemetry.sdk.language": "nodejs"}
 	tests := []struct {
 		name          string
 		res           testResource
-		wantJSON      bool
+		wantDecoded   bool
 		wantMetadata  map[string]any
 		wantTraceUser any
 	}{
-		{"python sdk v5", testResource{attrs: map[string]any{"telemetry.sdk.language": "python"}, scopeName: "svc-sdk", scopeVersion: "5.0.1"}, true, typed, "u-1"},
-		{"js sdk v6", testResource{attrs: map[string]any{"telemetry.sdk.language": "nodejs"}, scopeName: "svc-sdk", scopeVersion: "6.2.0"}, true, typed, "u-1"},
-		{"marked by svcmetadata", testResource{attrs: map[string]any{"svc.metadata.encoding": "json"}, scopeName: "opentelemetry.instrumentation.openai"}, true, typed, "u-1"},
-		{"python sdk v4", testResource{attrs: map[string]any{"telemetry.sdk.language": "python"}, scopeName: "svc-sdk", scopeVersion: "4.9.0"}, false, raw, `"u-1"`},
-		{"js sdk v5", testResource{attrs: map[string]any{"telemetry.sdk.language": "nodejs"}, scopeName: "svc-sdk", scopeVersion: "5.1.0"}, false, raw, `"u-1"`},
-		{"third-party unmarked", testResource{scopeName: "opentelemetry.instrumentation.openai"}, false, raw, `"u-1"`},
+		{"python sdk v5", testResource{attrs: python, scopeName: "svc-sdk", scopeVersion: "5.0.1"}, true, decoded, "u-1"},
+		{"python sdk v5 pre-release", testResource{attrs: python, scopeName: "svc-sdk", scopeVersion: "5.0.0b1"}, true, decoded, "u-1"},
+		{"js sdk v6", testResource{attrs: nodejs, scopeName: "svc-sdk", scopeVersion: "6.2.0"}, true, decoded, "u-1"},
+		{"browser js sdk v7 with v prefix", testResource{attrs: map[string]any{"telemetry.sdk.language": "webjs"}, scopeName: "svc-sdk", scopeVersion: "v7.0.0"}, true, decoded, "u-1"},
+		{"python sdk v4", testResource{attrs: python, scopeName: "svc-sdk", scopeVersion: "4.9.0"}, false, asArrived, `"u-1"`},
+		{"js sdk v5", testResource{attrs: nodejs, scopeName: "svc-sdk", scopeVersion: "5.1.0"}, false, asArrived, `"u-1"`},
+		{"svc-sdk scope without a language", testResource{scopeName: "svc-sdk", scopeVersion: "6.0.0"}, false, asArrived, `"u-1"`},
+		{"svc-sdk scope of another language", testResource{attrs: map[string]any{"telemetry.sdk.language": "go"}, scopeName: "svc-sdk", scopeVersion: "6.0.0"}, false, asArrived, `"u-1"`},
+		{"third-party", testResource{scopeName: "opentelemetry.instrumentation.openai"}, false, asArrived, `"u-1"`},
+		{"third-party python at version 5", testResource{attrs: python, scopeName: "openinference.instrumentation.openai", scopeVersion: "5.0.0"}, false, asArrived, `"u-1"`},
+		// An older gateway marked resources svc.metadata.encoding=json; the platform knows no such
+		// attribute, so a marked third-party span is stored as it arrives.
+		{"third-party with a marker attribute", testResource{attrs: map[string]any{"svc.metadata.encoding": "json"}, scopeName: "opentelemetry.instrumentation.openai"}, false, asArrived, `"u-1"`},
 	}
 	p := startPlatform(t)
 	for i, tt := range tests {
@@ -141,8 +158,8 @@ func TestMetadataDecoding(t *testing.T) {
 			id := byte(i + 1)
 			sendSpans(t, p, tt.res, testSpan{traceID: id, spanID: id, name: "s", attrs: attrs})
 			o, _ := p.Observation(hexTrace(id), hexSpan(id))
-			if o.MetadataJSONEncoded != tt.wantJSON {
-				t.Errorf("MetadataJSONEncoded = %v, want %v", o.MetadataJSONEncoded, tt.wantJSON)
+			if o.MetadataJSONEncoded != tt.wantDecoded {
+				t.Errorf("MetadataJSONEncoded = %v, want %v", o.MetadataJSONEncoded, tt.wantDecoded)
 			}
 			if !reflect.DeepEqual(o.Metadata, tt.wantMetadata) {
 				t.Errorf("metadata\n got %#v\nwant %#v", o.Metadata, tt.wantMetadata)

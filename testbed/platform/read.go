@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/svc/svc-collector/pkg/svcattr"
 )
 
 // Pagination of the read APIs.
@@ -74,7 +72,7 @@ var observationGroups = map[string]func(o *Observation, out map[string]any){
 		out["timeToFirstToken"] = nil // not recorded by the testbed
 	},
 	"trace_context": func(o *Observation, out map[string]any) {
-		out["traceName"] = orNull(stringAttr(o.Attributes, svcattr.TraceName))
+		out["traceName"] = orNull(stringAttr(o.Attributes, attrTraceName))
 		out["traceMetadata"] = orEmpty(o.TraceMetadata)
 	},
 	"otel": func(o *Observation, out map[string]any) {

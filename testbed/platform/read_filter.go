@@ -64,7 +64,10 @@ func (fs observationFilters) match(o *Observation) bool {
 //   - type "datetime" on startTime, endTime (RFC 3339 value): >, >=, <, <=.
 //
 // Metadata paths are typed, as on the platform for the new SDKs (SPEC.md 9.2.3): a number
-// filter never matches the string "5", and a path that is absent matches no operator.
+// filter never matches the string "5", and a path that is absent matches no operator. Filters
+// see values as stored: a number is a decoded JSON number of a new SDK's span or an int or
+// double that another span sent with its OTLP type (the stand-in's choice; SPEC.md does not
+// say how the platform filters the old shape).
 func parseObservationFilters(param string) (observationFilters, *httpError) {
 	if param == "" {
 		return nil, nil
@@ -125,7 +128,7 @@ func (f observationFilterJSON) predicate() (predicate, string) {
 			return nil, "number filters apply to metadata.<path> and traceMetadata.<path>"
 		}
 		return func(o *Observation) bool {
-			got, ok := lookupPath(metadataOf(o), path).(float64)
+			got, ok := asNumber(lookupPath(metadataOf(o), path))
 			return ok && cmp(got, want)
 		}, ""
 	case "boolean":
@@ -221,3 +224,14 @@ func lookupPath(m map[string]any, path string) any {
 }
 
 func quote(s string) string { return `"` + s + `"` }
+
+// asNumber is a stored metadata number: a decoded JSON number (float64) or an OTLP int.
+func asNumber(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int64:
+		return float64(n), true
+	}
+	return 0, false
+}

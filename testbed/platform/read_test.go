@@ -26,7 +26,11 @@ func readPlatform(t *testing.T) *Platform {
 		}},
 		testSpan{traceID: 1, spanID: 3, parent: 1, name: "tool", attrs: map[string]any{"session.id": "s-1", "svc.observation.type": "tool"}},
 	)
-	sendSpans(t, p, testResource{}, testSpan{traceID: 2, spanID: 9, name: "other", attrs: map[string]any{"session.id": "s-2"}})
+	// A third-party span: its metadata is stored as it arrived, with its OTLP types.
+	sendSpans(t, p, testResource{scopeName: "my-app"}, testSpan{traceID: 2, spanID: 9, name: "other", attrs: map[string]any{
+		"session.id": "s-2", "svc.observation.metadata.env": `"prod"`, "svc.observation.metadata.count": int64(7),
+		"svc.observation.metadata.plan": map[string]any{"seats": int64(3)},
+	}})
 	return p
 }
 
@@ -115,12 +119,23 @@ func TestObservationsReadValues(t *testing.T) {
 		{"trace name", root["traceName"], "run"},
 		{"trace metadata", root["traceMetadata"], map[string]any{"user": "u-1"}},
 		{"start time RFC 3339", root["startTime"], "2025-03-01T12:00:00Z"},
+		{"third-party metadata as it arrived", readOne(t, p, hexTrace(2))["metadata"], map[string]any{"env": `"prod"`, "count": 7.0, "plan": map[string]any{"seats": 3.0}}},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s: got %#v, want %#v", c.name, c.got, c.want)
 		}
 	}
+}
+
+// readOne reads the one observation of a trace with every standard field group.
+func readOne(t *testing.T, p *Platform, traceID string) map[string]any {
+	t.Helper()
+	_, data, _, msg := readObservations(t, p, url.Values{"traceId": {traceID}, "fields": {"core,basic,metadata"}})
+	if len(data) != 1 {
+		t.Fatalf("trace %s: %d observations (%s), want 1", traceID, len(data), msg)
+	}
+	return data[0]
 }
 
 func TestObservationsReadFilters(t *testing.T) {
@@ -144,6 +159,10 @@ func TestObservationsReadFilters(t *testing.T) {
 		{"nested dotted path", url.Values{"filter": {`[{"type":"number","column":"metadata.tier.level","operator":"=","value":2}]`}}, []string{"agent"}, http.StatusOK, ""},
 		{"nested boolean", url.Values{"filter": {`[{"type":"boolean","column":"metadata.tier.paid","operator":"=","value":true}]`}}, []string{"agent"}, http.StatusOK, ""},
 		{"trace metadata", url.Values{"filter": {`[{"type":"string","column":"traceMetadata.user","operator":"=","value":"u-1"}]`}}, []string{"agent"}, http.StatusOK, ""},
+		{"third-party int is a number", url.Values{"filter": {`[{"type":"number","column":"metadata.count","operator":">=","value":7}]`}}, []string{"other"}, http.StatusOK, ""},
+		{"third-party int in a map by path", url.Values{"filter": {`[{"type":"number","column":"metadata.plan.seats","operator":"=","value":3}]`}}, []string{"other"}, http.StatusOK, ""},
+		{"third-party string keeps its quotes", url.Values{"filter": {`[{"type":"string","column":"metadata.env","operator":"=","value":"\"prod\""}]`}}, []string{"other"}, http.StatusOK, ""},
+		{"third-party string is not decoded", url.Values{"filter": {`[{"type":"string","column":"metadata.env","operator":"=","value":"prod"}]`}}, nil, http.StatusOK, ""},
 		{"datetime", url.Values{"filter": {`[{"type":"datetime","column":"startTime","operator":">=","value":"2025-03-01T12:00:01Z"}]`}}, []string{"llm", "tool"}, http.StatusOK, ""},
 		{"filters combine", url.Values{"sessionId": {"s-1"}, "filter": {`[{"type":"string","column":"name","operator":"!=","value":"agent"},{"type":"string","column":"type","operator":"=","value":"TOOL"}]`}}, []string{"tool"}, http.StatusOK, ""},
 		{"unknown group", url.Values{"fields": {"core,bogus"}}, nil, http.StatusBadRequest, `unknown field group "bogus"`},

@@ -34,6 +34,8 @@ type Observation struct {
 	Output              *string        `json:"output"`
 	Metadata            map[string]any `json:"metadata"`
 	Model               *string        `json:"model"`
+	// TraceMetadata is the propagated metadata (field group trace_context).
+	TraceMetadata map[string]any `json:"traceMetadata"`
 }
 
 // Parent is the parent observation id, empty for a root.

@@ -70,7 +70,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorSvcmetadataValuesEncoded, err = builder.meter.Int64Counter(
 		"otelcol_processor_svcmetadata_values_encoded",
-		metric.WithDescription("Number of metadata attribute values brought into the JSON encoding (including per-key values flattened from a bare metadata attribute). [Development]"),
+		metric.WithDescription("Number of metadata attribute values of new-SDK spans brought into the JSON encoding (including per-key values flattened from a bare metadata attribute). [Development]"),
 		metric.WithUnit("{value}"),
 	)
 	errs = errors.Join(errs, err)

@@ -40,7 +40,7 @@ func AssertEqualProcessorSvcmetadataValuesDroppedForLength(t *testing.T, tt *com
 func AssertEqualProcessorSvcmetadataValuesEncoded(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcmetadata_values_encoded",
-		Description: "Number of metadata attribute values brought into the JSON encoding (including per-key values flattened from a bare metadata attribute). [Development]",
+		Description: "Number of metadata attribute values of new-SDK spans brought into the JSON encoding (including per-key values flattened from a bare metadata attribute). [Development]",
 		Unit:        "{value}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

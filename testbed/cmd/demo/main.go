@@ -195,7 +195,9 @@ func printTrace(ctx context.Context, out io.Writer, client readapi.Client, sent 
 	return nil
 }
 
-// typedMetadata shows metadata values with their JSON types, to show the typed encoding.
+// typedMetadata shows metadata values with their JSON types as the platform serves them: the
+// demo's spans are a Go service's (third-party), so the platform stores their metadata as it
+// arrives and an int stays a number, a string the same string (no JSON quotes added).
 func typedMetadata(md map[string]any) string {
 	keys := make([]string, 0, len(md))
 	for k := range md {
