@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/svc/svc-collector/pkg/golden"
+	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/pkg/svcattr"
 	"github.com/svc/svc-collector/svcmetadataprocessor/internal/metadatatest"
 )
@@ -25,9 +26,8 @@ import (
 func maskingTestConfig() *Config {
 	cfg := createDefaultConfig()
 	cfg.Masking.BuiltinRules = []string{"email", "card_number", "api_key"}
-	cfg.Masking.Rules = []MaskRule{{Name: "employee-id", Pattern: `EMP-\d{4}`, Replacement: "EMP-****"}}
+	cfg.Masking.Rules = []masking.Rule{{Name: "employee-id", Pattern: `EMP-\d{4}`, Replacement: "EMP-****"}}
 	cfg.Masking.Keys = []string{"password", "api_key"}
-	cfg.Masking.ExtraAttributes = []string{"input.value", "llm.output_messages.*"}
 	return cfg
 }
 
@@ -127,7 +127,7 @@ func TestMetricsAndDropWarning(t *testing.T) {
 		"svc.observation.metadata.plan":     `"gold"`,
 		"svc.observation.metadata.contact2": `"[EMAIL]"`,
 		"svc.observation.input":             `{"q": "what is 2+2?"}`,
-		"svc.observation.output":            MaskPlaceholder,
+		"svc.observation.output":            masking.Placeholder,
 	}, got)
 
 	metadatatest.AssertEqualProcessorSvcmetadataValuesEncoded(t, tel, []metricdata.DataPoint[int64]{{Value: 3}}, metricdatatest.IgnoreTimestamp())
@@ -189,13 +189,31 @@ func TestSpanWithoutMetadataPassesUnchanged(t *testing.T) {
 	rs.Resource().Attributes().PutStr("service.name", "db")
 	span := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	span.SetName("db.query")
-	span.Attributes().PutStr("db.statement", "select jane@example.com")
+	span.Attributes().PutStr("db.statement", "select * from orders where id = 4711")
 	span.Attributes().PutInt("svc.other", 1)
 	want := ptrace.NewTraces()
 	td.CopyTo(want)
 
 	out := runProcessor(t, maskingTestConfig(), td)
 	assert.Equal(t, string(tracesJSON(t, want)), string(tracesJSON(t, out)))
+}
+
+// Masking covers every attribute, not only metadata and input/output: a third-party span's own
+// attributes, its events, links and status message.
+func TestMaskingCoversTheWholeSpan(t *testing.T) {
+	td := ptrace.NewTraces()
+	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	span.Attributes().PutStr("db.statement", "select jane@example.com")
+	span.Attributes().PutStr("gen_ai.request.model", "gpt-4o")
+	span.Events().AppendEmpty().Attributes().PutStr("exception.message", "bad card 4111 1111 1111 1111")
+	span.Links().AppendEmpty().Attributes().PutStr("note", "from jane@example.com")
+	span.Status().SetMessage("failed for jane@example.com")
+
+	out := runProcessor(t, maskingTestConfig(), td).ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	assert.Equal(t, map[string]any{"db.statement": "select [EMAIL]", "gen_ai.request.model": "gpt-4o"}, out.Attributes().AsRaw())
+	assert.Equal(t, map[string]any{"exception.message": "bad card [CARD]"}, out.Events().At(0).Attributes().AsRaw())
+	assert.Equal(t, map[string]any{"note": "from [EMAIL]"}, out.Links().At(0).Attributes().AsRaw())
+	assert.Equal(t, "failed for [EMAIL]", out.Status().Message())
 }
 
 // No resource attribute changes a span's encoding: a third-party resource that arrives with the

@@ -53,20 +53,3 @@ func skipJSONSafeASCII(s string, i int) int {
 	}
 	return i
 }
-
-// skipNonDigits skips 8-byte blocks without an ASCII digit.
-func skipNonDigits(s string, i int) int {
-	for i+8 <= len(s) {
-		x := load64(s[i : i+8])
-		// A byte is a digit when it is >= '0' and <= '9'; test on the low 7 bits so that
-		// bytes >= 0x80 (which are not digits) cannot borrow into a neighbour.
-		low := x &^ msb
-		geZero := (low + lsb*(0x80-'0')) & msb // high bit set where low7 >= '0'
-		ltTen := (lsb*(0x80+'9') - low) & msb  // high bit set where low7 <= '9' (no borrow: low7 <= 0x7f)
-		if geZero&ltTen&^x != 0 {
-			return i
-		}
-		i += 8
-	}
-	return i
-}

@@ -41,8 +41,8 @@ var builtinRules = map[string]*builtinRule{
 		window:      runWindow(newByteSet("0-9", " -"), 13, hasAtLeastDigits(13)),
 	},
 	// API keys and tokens: OpenAI / Anthropic (sk-, sk-proj-, sk-ant-; the part after the
-	// prefix must mix digits, upper- and lower-case letters, as generated keys do and
-	// hyphenated words do not), AWS access key ids (AKIA, ASIA), GitHub (ghp_, gho_, ghu_,
+	// prefix must hold a digit and a letter, as generated keys do and hyphenated words do
+	// not), AWS access key ids (AKIA, ASIA), GitHub (ghp_, gho_, ghu_,
 	// ghs_, ghr_, github_pat_), GitLab (glpat-), Slack (xoxb-, xoxp-, ...), Google (AIza),
 	// Stripe (sk_/rk_/pk_ live and test), JSON Web Tokens (eyJ... . eyJ... . signature).
 	"api_key": {
@@ -275,21 +275,20 @@ func endsWith(s string, i int, p string) bool {
 	return i >= len(p) && s[i-len(p):i] == p
 }
 
-// apiKeyAccept rejects sk- matches whose random part does not mix digits, upper- and
-// lower-case letters (hyphenated words such as sk-learn-...).
+// apiKeyAccept rejects sk- matches whose random part lacks a digit or a letter (hyphenated
+// words such as sk-learn-compatible-...).
 func apiKeyAccept(m string) bool {
 	tail, ok := strings.CutPrefix(m, "sk-")
 	if !ok {
 		return true
 	}
-	var digit, upper, lower bool
+	var digit, letter bool
 	for i := 0; i < len(tail); i++ {
 		c := tail[i]
 		digit = digit || isDigit(c)
-		upper = upper || isUpper(c)
-		lower = lower || isLower(c)
+		letter = letter || isUpper(c) || isLower(c)
 	}
-	return digit && upper && lower
+	return digit && letter
 }
 
 // anchorBearer finds "bearer" in any letter case.

@@ -3,7 +3,6 @@ package masking
 import (
 	"encoding/json"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 )
@@ -111,31 +110,70 @@ func FuzzEachRuleEqualsReference(f *testing.F) {
 	})
 }
 
-// FuzzTextKeepsJSONValid: masking JSON text gives valid JSON whose strings are masked as the
-// rules mask them.
-func FuzzTextKeepsJSONValid(f *testing.F) {
+// fuzzKeysConfig is fuzzConfig with masked keys.
+func fuzzKeysConfig() Config {
+	cfg := fuzzConfig
+	cfg.Keys = []string{"password", "api_key"}
+	cfg.KeyReplacement = DefaultReplacement
+	return cfg
+}
+
+// FuzzText: masking free text never fails, keeps JSON documents valid JSON, and is idempotent
+// (masked text is masked already).
+func FuzzText(f *testing.F) {
+	f.Add(`mail jane@example.com`)
+	f.Add(`[{"role":"user","content":"card 4111 1111 1111 1111","password":"x"}]`)
 	f.Add(`{"messages":[{"role":"user","content":"mail jane@example.com"}],"n":4111111111111111}`)
 	f.Add(`["sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", {"password": {"x": 1}}, "a\"b\\c\u00e9"]`)
-	cfg := fuzzConfig
-	cfg.Keys = []string{"password"}
-	e, err := New(cfg)
+	e, err := New(fuzzKeysConfig())
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, doc string) {
-		if len(doc) > maxFuzzLen || !json.Valid([]byte(doc)) {
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > maxFuzzLen {
 			return
 		}
-		out, res := e.Text(doc)
-		if res == Failed {
-			return // nested too deeply
+		out, res := e.Text(s)
+		if res == Unchanged && out != s {
+			t.Fatalf("unchanged result differs: %q -> %q", s, out)
 		}
+		if res != Failed && looksLikeJSONDocument(s) && json.Valid([]byte(s)) && !json.Valid([]byte(out)) {
+			t.Fatalf("valid JSON %q masked to invalid JSON %q", s, out)
+		}
+		again, res2 := e.Text(out)
+		if res2 != Unchanged || again != out {
+			t.Fatalf("not idempotent: %q -> %q -> %q", s, out, again)
+		}
+	})
+}
+
+// FuzzJSON: masking an encoded metadata value always gives valid JSON (the masked value, the
+// key replacement or the placeholder) and is idempotent.
+func FuzzJSON(f *testing.F) {
+	f.Add("user", `{"email":"a@b.io","n":4111111111111111}`)
+	f.Add("password", `"x"`)
+	f.Add("raw", `not json`)
+	e, err := New(fuzzKeysConfig())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, key, text string) {
+		if len(text) > maxFuzzLen {
+			return
+		}
+		out, res := e.JSON(key, text)
 		if !json.Valid([]byte(out)) {
-			t.Fatalf("masking %s gave invalid JSON %s", doc, out)
+			t.Fatalf("%q: %q masked to invalid JSON %q", key, text, out)
 		}
-		again, _ := e.Text(out)
-		if strings.Count(again, "[") < strings.Count(out, "[") {
-			t.Fatalf("second pass lost structure: %s -> %s", out, again)
+		if res == Unchanged && out != text {
+			t.Fatalf("unchanged result differs: %q -> %q", text, out)
+		}
+		if !json.Valid([]byte(text)) && res != Failed && !e.IsMaskedKey(key) && out == text {
+			t.Fatalf("invalid JSON %q passed unmasked", text)
+		}
+		again, res2 := e.JSON(key, out)
+		if res2 != Unchanged || again != out {
+			t.Fatalf("not idempotent: %q -> %q -> %q", text, out, again)
 		}
 	})
 }
