@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/pkg/scorerecord"
 	"github.com/svc/svc-collector/pkg/svcattr"
@@ -51,6 +52,7 @@ type scoreConnector struct {
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
 	ratio     sampling.Ratio
+	masker    *masking.Engine // nil when masking is off
 	// now is the time a score without a time of its own is queued at.
 	now func() pcommon.Timestamp
 
@@ -65,11 +67,16 @@ var (
 )
 
 func newScoreConnector(set connector.Settings, cfg *Config, next consumer.Logs) (*scoreConnector, error) {
+	masker, err := masking.New(cfg.Masking)
+	if err != nil {
+		return nil, err
+	}
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
 	c := &scoreConnector{
+		masker:    masker,
 		next:      next,
 		logger:    set.Logger,
 		telemetry: tb,
@@ -105,6 +112,7 @@ func (c *scoreConnector) Shutdown(context.Context) error {
 type batch struct {
 	out      plog.Logs
 	queuedAt pcommon.Timestamp
+	masker   *masking.Engine
 	emitted  [numSources][numEventKinds]int64
 	dropped  [numSources][numEventKinds][numDropReasons]int64
 	// firstErr is the first invalid event of the batch, logged once with the count.
@@ -116,7 +124,7 @@ type batch struct {
 }
 
 func (c *scoreConnector) newBatch() *batch {
-	return &batch{out: plog.NewLogs(), queuedAt: c.now()}
+	return &batch{out: plog.NewLogs(), queuedAt: c.now(), masker: c.masker}
 }
 
 func (b *batch) startResource() { b.haveResource, b.haveScope = false, false }
@@ -161,6 +169,8 @@ func (b *batch) add(src source, ev scoringEvent, keepTrace, experiment bool,
 		b.dropped[src][ev.kind][dropSampledOut]++
 		return
 	}
+	// Masked like the spans, before the record exists: nothing unmasked is written.
+	b.masker.Score(&score, nil)
 	lr := b.record(res, scope, schemaURL)
 	scorerecord.Write(lr, score)
 	if ev.observed != 0 {

@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/svc/svc-collector/pkg/golden"
+	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/pkg/scorerecord"
 	"github.com/svc/svc-collector/svcscoreconnector/internal/metadata"
@@ -438,4 +439,47 @@ func TestFactoryConnectorStampsQueueTime(t *testing.T) {
 	ts, err := time.Parse(time.RFC3339Nano, got[0].Timestamp)
 	require.NoError(t, err)
 	assert.False(t, ts.Before(before.Truncate(time.Microsecond)) || ts.After(after), "timestamp %v not within [%v, %v]", ts, before, after)
+}
+
+// Score records are masked like spans, on both paths: the comment (an evaluation's
+// explanation), a string value and the metadata lose their personal data and keep the rest.
+func TestGoldenMasking(t *testing.T) {
+	pii := []string{"jane.doe@example.com", "4111 1111 1111 1111", "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"}
+	cfg := &Config{SampleRate: 1, Masking: masking.Config{BuiltinRules: masking.BuiltinRuleNames(), KeyReplacement: "***"}}
+	for _, tc := range []struct {
+		name    string
+		consume func(c *scoreConnector, dir string) error
+	}{
+		{"masking_span_events", func(c *scoreConnector, dir string) error {
+			return c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join(dir, "input.json")))
+		}},
+		{"masking_log_events", func(c *scoreConnector, dir string) error {
+			return c.ConsumeLogs(context.Background(), golden.ReadLogs(t, filepath.Join(dir, "input.json")))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &consumertest.LogsSink{}
+			c, err := newScoreConnector(connectortest.NewNopSettings(metadata.Type), cfg, sink)
+			require.NoError(t, err)
+			c.now = func() pcommon.Timestamp { return queuedAt }
+			dir := filepath.Join("testdata", tc.name)
+			require.NoError(t, tc.consume(c, dir))
+			require.Len(t, sink.AllLogs(), 1)
+			golden.CheckLogs(t, filepath.Join(dir, "expected.json"), sink.AllLogs()[0])
+
+			got := records(sink)
+			require.Len(t, got, 2)
+			raw, err := (&plog.JSONMarshaler{}).MarshalLogs(sink.AllLogs()[0])
+			require.NoError(t, err)
+			for _, p := range pii {
+				assert.NotContains(t, string(raw), p)
+			}
+			assert.Equal(t, "The answer repeats the user's e-mail [EMAIL] and card [CARD]; otherwise it is faithful.", got[0].Comment)
+			assert.Equal(t, "user pasted key [API_KEY]", got[1].Comment)
+			assert.Equal(t, "wrong refund, write to [EMAIL]", got[1].Value)
+			assert.Equal(t, "[EMAIL]", got[1].Metadata["reviewer"])
+			assert.Equal(t, "web", got[1].Metadata["channel"])
+			require.NoError(t, c.Shutdown(context.Background()))
+		})
+	}
 }

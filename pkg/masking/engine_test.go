@@ -242,9 +242,10 @@ func TestScanIsLinear(t *testing.T) {
 
 func TestScore(t *testing.T) {
 	e := mustEngine(t, Config{BuiltinRules: BuiltinRuleNames(), Keys: []string{"password"}, KeyReplacement: "***"})
+	input := pcommon.NewValueStr("reply to jane@example.com") // the producer's event attribute
 	s := scorerecord.Score{
 		Name:     "helpfulness",
-		Value:    pcommon.NewValueStr("reply to jane@example.com"),
+		Value:    input,
 		Comment:  "The answer repeats the user's card 4111 1111 1111 1111; otherwise helpful.",
 		Metadata: pcommon.NewMap(),
 	}
@@ -256,6 +257,9 @@ func TestScore(t *testing.T) {
 	}
 	if s.Comment != "The answer repeats the user's card [CARD]; otherwise helpful." || s.Value.Str() != "reply to [EMAIL]" || s.Name != "helpfulness" {
 		t.Errorf("score = %+v", s)
+	}
+	if input.Str() != "reply to jane@example.com" {
+		t.Errorf("the producer's value was changed: %q", input.Str())
 	}
 	want := map[string]any{"evaluator": "gpt-4o judge", "reviewer": "[EMAIL]", "password": "***"}
 	for k, w := range want {

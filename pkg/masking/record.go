@@ -36,7 +36,8 @@ func (e *Engine) Span(span ptrace.Span, skip func(name string) bool, st *Stats) 
 
 // Score masks a score record's content: its comment, a string value (a categorical value that
 // no rule changes stays as it is) and its metadata (as Attributes masks attributes, masked keys
-// whole). Name, ids, numbers and data type stay.
+// whole). Name, ids, numbers and data type stay. A changed value is a new Value: s.Value may
+// still be the producer's input, which is not changed.
 func (e *Engine) Score(s *scorerecord.Score, st *Stats) Result {
 	if e == nil {
 		return Unchanged
@@ -50,7 +51,7 @@ func (e *Engine) Score(s *scorerecord.Score, st *Stats) Result {
 	}
 	if s.Value != (pcommon.Value{}) && s.Value.Type() == pcommon.ValueTypeStr {
 		if out, r := e.Text(s.Value.Str()); r != Unchanged {
-			s.Value.SetStr(out)
+			s.Value = pcommon.NewValueStr(out)
 			st.Add(r)
 			res = max(res, r)
 		}
