@@ -2,6 +2,7 @@ package svcmetadataprocessor
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,6 +55,56 @@ var goldenCases = []struct {
 		return cfg
 	}},
 	{"masking", maskingTestConfig},
+	{"coverage_vercel_ai", coverageConfig},
+	{"coverage_openllmetry", coverageConfig},
+	{"coverage_genai_events", coverageConfig},
+	{"coverage_exception", coverageConfig},
+	{"coverage_mlflow", coverageConfig},
+	{"coverage_pydantic_ai", coverageConfig},
+	{"coverage_langsmith", coverageConfig},
+	{"coverage_openinference", coverageConfig},
+	{"coverage_svc_sdk", coverageConfig},
+}
+
+// coverageConfig is the masking of the distribution's default configuration.
+func coverageConfig() *Config {
+	cfg := createDefaultConfig()
+	cfg.Masking.BuiltinRules = masking.BuiltinRuleNames()
+	return cfg
+}
+
+// The coverage golden files hold each instrumentation's real attribute and event shapes with
+// personal data in every place it writes content; none of it may be left, the text around it
+// stays, and JSON content stays valid JSON.
+func TestCoverageLeavesNoPersonalData(t *testing.T) {
+	pii := []string{"jane.doe@example.com", "4111 1111 1111 1111", "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+		"+44 20 7946 0958", "DE89 3704 0044 0532 0130 00", "abcdefgh12345678"}
+	for _, tc := range goldenCases {
+		if !strings.HasPrefix(tc.name, "coverage_") {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			in := golden.ReadTraces(t, filepath.Join("testdata", "golden", tc.name+".input.json"))
+			before := ptrace.NewTraces()
+			in.CopyTo(before)
+			out := string(tracesJSON(t, runProcessor(t, tc.cfg(), in)))
+			for _, p := range pii {
+				assert.NotContains(t, out, p)
+			}
+			for _, kept := range []string{"Please refund card", "to file the refund for", "invalid card"} {
+				if strings.Contains(string(tracesJSON(t, before)), kept) {
+					assert.Contains(t, out, kept)
+				}
+			}
+			outSpans := runProcessor(t, tc.cfg(), before).ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+			for k, v := range before.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().All() {
+				if v.Type() == pcommon.ValueTypeStr && json.Valid([]byte(v.Str())) && strings.ContainsAny(v.Str(), "{[") {
+					got, _ := outSpans.At(0).Attributes().Get(k)
+					assert.True(t, json.Valid([]byte(got.Str())), "%s is no longer JSON: %s", k, got.Str())
+				}
+			}
+		})
+	}
 }
 
 func TestGolden(t *testing.T) {
@@ -233,4 +284,19 @@ func TestResourceAttributeDoesNotChangeTheEncoding(t *testing.T) {
 		"svc.observation.metadata.count": int64(5),
 	}, out.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw())
 	assert.Equal(t, map[string]any{"svc.metadata.encoding": "json"}, out.ResourceSpans().At(0).Resource().Attributes().AsRaw())
+}
+
+// masking.extra_attributes is accepted (existing configurations keep working) and ignored, with
+// a warning that says what to do instead.
+func TestExtraAttributesDeprecationWarning(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	set := componenttest.NewNopTelemetrySettings()
+	set.Logger = zap.New(core)
+	cfg := maskingTestConfig()
+	cfg.Masking.ExtraAttributes = []string{"input.value"}
+	_, err := newMetadataProcessor(cfg, set)
+	require.NoError(t, err)
+	require.Equal(t, 1, logs.Len())
+	assert.Contains(t, logs.All()[0].Message, "masking.extra_attributes is deprecated and ignored")
+	assert.Contains(t, logs.All()[0].Message, "masking.skip_attributes")
 }
