@@ -1,41 +1,14 @@
 package svcmetadataprocessor
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
 // Seeds beyond these live in testdata/fuzz/<FuzzName>/.
-
-// FuzzEncodeString: every string encodes to valid JSON that decodes back to it, byte for byte
-// what encoding/json writes.
-func FuzzEncodeString(f *testing.F) {
-	f.Add("prod")
-	f.Add("\"\\\n\x00\u2028é😀")
-	f.Fuzz(func(t *testing.T, s string) {
-		got := appendJSONString(nil, s)
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
-			t.Fatal(err)
-		}
-		if want := bytes.TrimSuffix(buf.Bytes(), []byte("\n")); !bytes.Equal(got, want) {
-			t.Fatalf("encode %q: got %s, encoding/json %s", s, got, want)
-		}
-		if utf8.ValidString(s) {
-			var back string
-			if err := json.Unmarshal(got, &back); err != nil || back != s {
-				t.Fatalf("round trip of %q: %q, %v", s, back, err)
-			}
-		}
-	})
-}
 
 // FuzzEncodeValue: any JSON document, read into an OTLP value, encodes to JSON that decodes to
 // the same value.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/svc/svc-collector/pkg/jsontext"
 )
 
 // Placeholder replaces, whole, a value that masking cannot process (metadata that is not valid
@@ -82,8 +84,8 @@ func New(cfg Config) (*Engine, error) {
 			}
 		}
 	}
-	e.keyReplacementJSON = string(appendJSONString(nil, e.keyReplacement))
-	e.placeholderJSON = string(appendJSONString(nil, Placeholder))
+	e.keyReplacementJSON = string(jsontext.AppendString(nil, e.keyReplacement))
+	e.placeholderJSON = string(jsontext.AppendString(nil, Placeholder))
 	return e, nil
 }
 
@@ -202,13 +204,13 @@ func (e *Engine) Text(s string) (string, Result) {
 		return SizeMarker(len(s)), Oversized
 	}
 	if looksLikeJSONDocument(s) {
-		out, changed, err := rewriteJSON(s, jsonMaskVisitor{e})
+		out, changed, err := jsontext.Rewrite(s, jsonMaskVisitor{e})
 		switch {
 		case err == nil && changed:
 			return out, Masked
 		case err == nil:
 			return s, Unchanged
-		case err == errJSONTooDeep:
+		case err == jsontext.ErrTooDeep:
 			return Placeholder, Failed
 		}
 		// Not JSON after all: mask the raw text.
@@ -234,9 +236,9 @@ func (e *Engine) JSON(key, text string) (string, Result) {
 		return e.keyReplacementJSON, Masked
 	}
 	if e.oversized(len(text)) {
-		return string(appendJSONString(nil, SizeMarker(len(text)))), Oversized
+		return string(jsontext.AppendString(nil, SizeMarker(len(text)))), Oversized
 	}
-	out, changed, err := rewriteJSON(text, jsonMaskVisitor{e})
+	out, changed, err := jsontext.Rewrite(text, jsonMaskVisitor{e})
 	switch {
 	case err != nil:
 		if text == e.placeholderJSON {
@@ -268,16 +270,16 @@ func looksLikeJSONDocument(s string) bool {
 // jsonMaskVisitor masks the values of a JSON document.
 type jsonMaskVisitor struct{ e *Engine }
 
-func (v jsonMaskVisitor) keyedValue(key string) (string, bool) {
+func (v jsonMaskVisitor) KeyedValue(key string) (string, bool) {
 	if v.e.IsMaskedKey(key) {
 		return v.e.keyReplacementJSON, true
 	}
 	return "", false
 }
 
-// scalar hands strings to the rules as their decoded text and numbers and booleans as their
+// Scalar hands strings to the rules as their decoded text and numbers and booleans as their
 // literal text; a changed number or boolean becomes a JSON string.
-func (v jsonMaskVisitor) scalar(_ byte, text string) (string, bool) {
+func (v jsonMaskVisitor) Scalar(_ byte, text string) (string, bool) {
 	return v.e.String(text)
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/svc/svc-collector/pkg/jsontext"
 )
 
 // StructuralAttributes are attribute names (an entry ending in "*" is a prefix) whose values
@@ -152,7 +154,7 @@ func (e *Engine) valueAt(v pcommon.Value, depth int) (Result, bool) {
 		}
 		maskScalar(string(v.Bytes().AsRaw()))
 	case pcommon.ValueTypeMap:
-		if depth >= maxJSONDepth {
+		if depth >= jsontext.MaxDepth {
 			return Unchanged, true
 		}
 		for k, mv := range v.Map().All() {
@@ -170,7 +172,7 @@ func (e *Engine) valueAt(v pcommon.Value, depth int) (Result, bool) {
 			res = max(res, r)
 		}
 	case pcommon.ValueTypeSlice:
-		if depth >= maxJSONDepth {
+		if depth >= jsontext.MaxDepth {
 			return Unchanged, true
 		}
 		s := v.Slice()

@@ -1,4 +1,7 @@
-package masking // import "github.com/svc/svc-collector/pkg/masking"
+// Package jsontext reads and rewrites JSON text in memory without decoding it into values: the
+// masking engine rewrites only the strings it changes, and svcmetadata reads the members of
+// metadata objects with it. It also writes JSON strings the way encoding/json does.
+package jsontext // import "github.com/svc/svc-collector/pkg/jsontext"
 
 import (
 	"encoding/json"
@@ -13,41 +16,41 @@ import (
 // out byte for byte as it came in.
 
 var (
-	errJSONSyntax  = errors.New("invalid JSON")
-	errJSONTooDeep = errors.New("JSON nested too deeply")
+	ErrSyntax  = errors.New("invalid JSON")
+	ErrTooDeep = errors.New("JSON nested too deeply")
 )
 
-// maxJSONDepth bounds recursion into objects and arrays; deeper documents cannot be processed.
-const maxJSONDepth = 128
+// MaxDepth bounds recursion into objects and arrays; deeper documents cannot be processed.
+const MaxDepth = 128
 
-// jsonVisitor receives the members and scalars of a document.
-type jsonVisitor interface {
+// Visitor receives the members and scalars of a document.
+type Visitor interface {
 	// keyedValue is called for every object member before its value is read; replace=true
 	// replaces the whole value by the JSON text replacement (the reader then skips the value).
-	keyedValue(key string) (replacement string, replace bool)
+	KeyedValue(key string) (replacement string, replace bool)
 	// scalar is called for strings (decoded), numbers (their literal text) and booleans;
 	// replace=true replaces the value by the JSON string of value.
-	scalar(kind byte, text string) (value string, replace bool)
+	Scalar(kind byte, text string) (value string, replace bool)
 }
 
 const (
-	kindString = 's'
-	kindNumber = 'n'
-	kindBool   = 'b'
+	KindString = 's'
+	KindNumber = 'n'
+	KindBool   = 'b'
 )
 
 // jsonRewriter reads src and collects replacements.
 type jsonRewriter struct {
 	src     string
 	pos     int
-	visitor jsonVisitor
+	visitor Visitor
 	out     []byte // nil until the first replacement
 	copied  int    // src[:copied] is already in out
 }
 
-// rewriteJSON reads the JSON document src, lets v replace values, and returns the rewritten
-// text and whether anything changed. It fails with errJSONSyntax or errJSONTooDeep.
-func rewriteJSON(src string, v jsonVisitor) (string, bool, error) {
+// Rewrite reads the JSON document src, lets v replace values, and returns the rewritten
+// text and whether anything changed. It fails with ErrSyntax or ErrTooDeep.
+func Rewrite(src string, v Visitor) (string, bool, error) {
 	w := jsonRewriter{src: src, visitor: v}
 	w.skipSpace()
 	if err := w.value(0); err != nil {
@@ -55,7 +58,7 @@ func rewriteJSON(src string, v jsonVisitor) (string, bool, error) {
 	}
 	w.skipSpace()
 	if w.pos != len(src) {
-		return "", false, errJSONSyntax
+		return "", false, ErrSyntax
 	}
 	if w.out == nil {
 		return src, false, nil
@@ -77,7 +80,7 @@ func (w *jsonRewriter) replace(start, end int, text string) {
 // replaceWithString replaces src[start:end] by the JSON string of value.
 func (w *jsonRewriter) replaceWithString(start, end int, value string) {
 	w.copyUpTo(start, len(value)+2)
-	w.out = appendJSONString(w.out, value)
+	w.out = AppendString(w.out, value)
 	w.copied = end
 }
 
@@ -101,7 +104,7 @@ func (w *jsonRewriter) skipSpace() {
 
 func (w *jsonRewriter) value(depth int) error {
 	if w.pos >= len(w.src) {
-		return errJSONSyntax
+		return ErrSyntax
 	}
 	start := w.pos
 	switch c := w.src[w.pos]; {
@@ -114,7 +117,7 @@ func (w *jsonRewriter) value(depth int) error {
 		if err != nil {
 			return err
 		}
-		if value, ok := w.visitor.scalar(kindString, s); ok {
+		if value, ok := w.visitor.Scalar(KindString, s); ok {
 			w.replaceWithString(start, w.pos, value)
 		}
 		return nil
@@ -122,7 +125,7 @@ func (w *jsonRewriter) value(depth int) error {
 		if err := w.number(); err != nil {
 			return err
 		}
-		if value, ok := w.visitor.scalar(kindNumber, w.src[start:w.pos]); ok {
+		if value, ok := w.visitor.Scalar(KindNumber, w.src[start:w.pos]); ok {
 			w.replaceWithString(start, w.pos, value)
 		}
 		return nil
@@ -132,29 +135,29 @@ func (w *jsonRewriter) value(depth int) error {
 		return w.boolean("false", start)
 	case c == 'n':
 		if !strings.HasPrefix(w.src[w.pos:], "null") {
-			return errJSONSyntax
+			return ErrSyntax
 		}
 		w.pos += 4
 		return nil
 	default:
-		return errJSONSyntax
+		return ErrSyntax
 	}
 }
 
 func (w *jsonRewriter) boolean(lit string, start int) error {
 	if !strings.HasPrefix(w.src[w.pos:], lit) {
-		return errJSONSyntax
+		return ErrSyntax
 	}
 	w.pos += len(lit)
-	if value, ok := w.visitor.scalar(kindBool, lit); ok {
+	if value, ok := w.visitor.Scalar(KindBool, lit); ok {
 		w.replaceWithString(start, w.pos, value)
 	}
 	return nil
 }
 
 func (w *jsonRewriter) object(depth int) error {
-	if depth > maxJSONDepth {
-		return errJSONTooDeep
+	if depth > MaxDepth {
+		return ErrTooDeep
 	}
 	w.pos++ // '{'
 	w.skipSpace()
@@ -164,7 +167,7 @@ func (w *jsonRewriter) object(depth int) error {
 	}
 	for {
 		if w.pos >= len(w.src) || w.src[w.pos] != '"' {
-			return errJSONSyntax
+			return ErrSyntax
 		}
 		key, err := w.str()
 		if err != nil {
@@ -172,11 +175,11 @@ func (w *jsonRewriter) object(depth int) error {
 		}
 		w.skipSpace()
 		if w.pos >= len(w.src) || w.src[w.pos] != ':' {
-			return errJSONSyntax
+			return ErrSyntax
 		}
 		w.pos++
 		w.skipSpace()
-		if repl, ok := w.visitor.keyedValue(key); ok {
+		if repl, ok := w.visitor.KeyedValue(key); ok {
 			start := w.pos
 			// The value is read (and checked) with a visitor that changes nothing.
 			inner := jsonRewriter{src: w.src, pos: w.pos, visitor: noopVisitor{}}
@@ -190,7 +193,7 @@ func (w *jsonRewriter) object(depth int) error {
 		}
 		w.skipSpace()
 		if w.pos >= len(w.src) {
-			return errJSONSyntax
+			return ErrSyntax
 		}
 		switch w.src[w.pos] {
 		case ',':
@@ -200,14 +203,14 @@ func (w *jsonRewriter) object(depth int) error {
 			w.pos++
 			return nil
 		default:
-			return errJSONSyntax
+			return ErrSyntax
 		}
 	}
 }
 
 func (w *jsonRewriter) array(depth int) error {
-	if depth > maxJSONDepth {
-		return errJSONTooDeep
+	if depth > MaxDepth {
+		return ErrTooDeep
 	}
 	w.pos++ // '['
 	w.skipSpace()
@@ -221,7 +224,7 @@ func (w *jsonRewriter) array(depth int) error {
 		}
 		w.skipSpace()
 		if w.pos >= len(w.src) {
-			return errJSONSyntax
+			return ErrSyntax
 		}
 		switch w.src[w.pos] {
 		case ',':
@@ -231,7 +234,7 @@ func (w *jsonRewriter) array(depth int) error {
 			w.pos++
 			return nil
 		default:
-			return errJSONSyntax
+			return ErrSyntax
 		}
 	}
 }
@@ -245,7 +248,7 @@ func (w *jsonRewriter) str() (string, error) {
 	for {
 		w.pos = skipJSONStringPlain(w.src, w.pos)
 		if w.pos >= len(w.src) {
-			return "", errJSONSyntax
+			return "", ErrSyntax
 		}
 		c := w.src[w.pos]
 		switch {
@@ -259,7 +262,7 @@ func (w *jsonRewriter) str() (string, error) {
 			escaped = true
 			w.pos += 2
 		case c < 0x20:
-			return "", errJSONSyntax
+			return "", ErrSyntax
 		default:
 			w.pos++
 		}
@@ -270,7 +273,7 @@ func (w *jsonRewriter) str() (string, error) {
 func decodeEscapedString(quoted string) (string, error) {
 	var s string
 	if err := json.Unmarshal([]byte(quoted), &s); err != nil {
-		return "", errJSONSyntax
+		return "", ErrSyntax
 	}
 	return s, nil
 }
@@ -286,12 +289,12 @@ func (w *jsonRewriter) number() error {
 	case i < len(src) && src[i] >= '1' && src[i] <= '9':
 		i = skipDigits(src, i)
 	default:
-		return errJSONSyntax
+		return ErrSyntax
 	}
 	if i < len(src) && src[i] == '.' {
 		j := skipDigits(src, i+1)
 		if j == i+1 {
-			return errJSONSyntax
+			return ErrSyntax
 		}
 		i = j
 	}
@@ -302,7 +305,7 @@ func (w *jsonRewriter) number() error {
 		}
 		j := skipDigits(src, i)
 		if j == i {
-			return errJSONSyntax
+			return ErrSyntax
 		}
 		i = j
 	}
@@ -319,14 +322,81 @@ func skipDigits(s string, i int) int {
 
 type noopVisitor struct{}
 
-func (noopVisitor) keyedValue(string) (string, bool)   { return "", false }
-func (noopVisitor) scalar(byte, string) (string, bool) { return "", false }
+func (noopVisitor) KeyedValue(string) (string, bool)   { return "", false }
+func (noopVisitor) Scalar(byte, string) (string, bool) { return "", false }
+
+// ObjectMembers calls fn with each member of the JSON object src: its decoded key and the
+// compact JSON text of its value, in document order. It fails when src is not a JSON object.
+func ObjectMembers(src string, fn func(key, valueJSON string)) error {
+	w := jsonRewriter{src: src, visitor: noopVisitor{}}
+	w.skipSpace()
+	if w.pos >= len(src) || src[w.pos] != '{' {
+		return ErrSyntax
+	}
+	// Validate the whole document first so that nothing is emitted for a broken one.
+	if err := w.value(0); err != nil {
+		return err
+	}
+	w.skipSpace()
+	if w.pos != len(src) {
+		return ErrSyntax
+	}
+	w = jsonRewriter{src: src, visitor: noopVisitor{}}
+	w.skipSpace()
+	w.pos++ // '{'
+	for {
+		w.skipSpace()
+		if src[w.pos] == '}' {
+			return nil
+		}
+		key, _ := w.str()
+		w.skipSpace()
+		w.pos++ // ':'
+		w.skipSpace()
+		start := w.pos
+		_ = w.value(1)
+		fn(key, Compact(src[start:w.pos]))
+		w.skipSpace()
+		if src[w.pos] == ',' {
+			w.pos++
+		}
+	}
+}
+
+// Compact removes insignificant whitespace from valid JSON text.
+func Compact(s string) string {
+	if !strings.ContainsAny(s, " \t\r\n") {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	inString := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inString:
+			b = append(b, c)
+			if c == '\\' && i+1 < len(s) {
+				i++
+				b = append(b, s[i])
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+			b = append(b, c)
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString writes s as a JSON string. Invalid UTF-8 becomes U+FFFD, as in encoding/json;
+// AppendString writes s as a JSON string. Invalid UTF-8 becomes U+FFFD, as in encoding/json;
 // U+2028 and U+2029 are escaped so the text is also valid JavaScript.
-func appendJSONString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {

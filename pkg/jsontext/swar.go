@@ -1,4 +1,4 @@
-package svcmetadataprocessor // import "github.com/svc/svc-collector/svcmetadataprocessor"
+package jsontext // import "github.com/svc/svc-collector/pkg/jsontext"
 
 // Scanning kilobytes of input and output text byte by byte dominates masking; these helpers
 // skip 8 bytes at a time over text that holds none of the bytes a loop is looking for
@@ -41,7 +41,7 @@ func skipJSONStringPlain(s string, i int) int {
 	return i
 }
 
-// skipJSONSafeASCII skips 8-byte blocks that appendJSONString copies as they are: ASCII without
+// skipJSONSafeASCII skips 8-byte blocks that AppendString copies as they are: ASCII without
 // '"', '\\' or control characters.
 func skipJSONSafeASCII(s string, i int) int {
 	for i+8 <= len(s) {
