@@ -35,7 +35,7 @@ const maskingPIILine = `Contact jane.doe@example.com or +44 20 7946 0958, card 4
 // maskingRedactionPatterns are the builtin rules' expressions (pkg/masking builtin.go), as
 // redaction's blocked values (it has no Luhn or mod-97 check, so it masks at least as much).
 var maskingRedactionPatterns = []string{
-	`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`,
+	`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`,
 	`\b(?:4\d{3}|5[1-5]\d{2}|2[2-7]\d{2}|3[0-9]\d{2}|6(?:011|5\d{2}))(?:[ -]?\d){9,15}\b`,
 	`\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}|(?:AKIA|ASIA)[0-9A-Z]{16}\b|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}|glpat-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})`,
 	`(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}`,

@@ -14,7 +14,7 @@ var builtinCases = map[string]struct {
 	"email": {
 		positives: []string{"jane.doe@example.com", "a+tag@sub.example.co.uk", "J_D-1%x@mail-host.io"},
 		negatives: []string{
-			"@decorator", "user@localhost", "x@y", "email me at the office", "v1.2.3",
+			"@decorator", "user@localhost", "x@y", "jane@example.com4111", "email me at the office", "v1.2.3",
 			"550e8400-e29b-41d4-a716-446655440000", "git push origin main", "price @ 5 USD",
 		},
 	},

@@ -1,6 +1,7 @@
 package masking // import "github.com/svc/svc-collector/pkg/masking"
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -210,10 +211,11 @@ func (e *Engine) Text(s string) (string, Result) {
 			return out, Masked
 		case err == nil:
 			return s, Unchanged
-		case err == jsontext.ErrTooDeep:
+		case err == jsontext.ErrTooDeep && json.Valid([]byte(s)):
+			// JSON too deep to walk cannot be masked inside: replaced whole.
 			return Placeholder, Failed
 		}
-		// Not JSON after all: mask the raw text.
+		// Not JSON after all (perhaps text that starts with many brackets): mask the raw text.
 	}
 	if out, changed := e.String(s); changed {
 		return out, Masked

@@ -88,6 +88,7 @@ func TestText(t *testing.T) {
 		{"json escapes", `"mail jane\u0040example.com"`, `"mail [EMAIL]"`, Masked},
 		{"broken json masked as text", `{"a": "jane@example.com"`, `{"a": "[EMAIL]"`, Masked},
 		{"too deep", strings.Repeat("[", 200) + strings.Repeat("]", 200), Placeholder, Failed},
+		{"brackets, not JSON", strings.Repeat("[", 200) + " mail jane@example.com", strings.Repeat("[", 200) + " mail [EMAIL]", Masked},
 	} {
 		got, res := e.Text(tc.in)
 		if got != tc.want || res != tc.res {
