@@ -157,14 +157,14 @@ func TestMetricsAndDropWarning(t *testing.T) {
 	traceID := pcommon.TraceID{0x5b, 0x8e, 0xff, 0xf7, 0x98, 0x03, 0x81, 0x03, 0xd2, 0x69, 0xb6, 0x33, 0x81, 0x3f, 0xc6, 0x0c}
 	span.SetTraceID(traceID)
 	attrs := span.Attributes()
-	attrs.PutStr("svc.observation.metadata.contact", `"jane@example.com"`)          // masked
-	attrs.PutInt("svc.observation.metadata.count", 5)                               // encoded
-	attrs.PutStr("svc.trace.metadata.huge", `"`+strings.Repeat("x", 199)+`"`)       // dropped
-	attrs.PutStr("ai.telemetry.metadata.user", "u-1")                               // promoted
-	attrs.PutStr("traceloop.association.properties.mail", "a@b.io")                 // promoted, masked
-	attrs.PutStr("svc.observation.input", `{"q": "what is 2+2?"}`)                  // nothing to mask
-	attrs.PutStr("svc.observation.output", strings.Repeat("[", 200)+"]")            // too deep: placeholder
-	attrs.PutStr("svc.observation.metadata", `{"plan":"gold","contact2":"c@d.io"}`) // flattened (2, encoded), one masked
+	attrs.PutStr("svc.observation.metadata.contact", `"jane@example.com"`)                    // masked
+	attrs.PutInt("svc.observation.metadata.count", 5)                                         // encoded
+	attrs.PutStr("svc.trace.metadata.huge", `"`+strings.Repeat("x", 199)+`"`)                 // dropped
+	attrs.PutStr("ai.telemetry.metadata.user", "u-1")                                         // promoted
+	attrs.PutStr("traceloop.association.properties.mail", "a@b.io")                           // promoted, masked
+	attrs.PutStr("svc.observation.input", `{"q": "what is 2+2?"}`)                            // nothing to mask
+	attrs.PutStr("svc.observation.output", strings.Repeat("[", 200)+strings.Repeat("]", 200)) // JSON too deep: placeholder
+	attrs.PutStr("svc.observation.metadata", `{"plan":"gold","contact2":"c@d.io"}`)           // flattened (2, encoded), one masked
 
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
 	require.Len(t, sink.AllTraces(), 1)
