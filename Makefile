@@ -17,8 +17,10 @@ MODULES      := pkg svcexporter svcspanfilterprocessor svcmetadataprocessor svcs
 # Modules with an mdatagen metadata.yaml.
 COMPONENTS   := svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector
 GO_TEST_FLAGS ?= -count=1
+# Unit tests run under the race detector: the collector calls each component from many goroutines.
+UNIT_TEST_FLAGS ?= $(GO_TEST_FLAGS) -race
 
-.PHONY: all tools build peer run demo test fmt-check vet unit-test e2e-test generate bench faults lint clean
+.PHONY: all tools build peer run demo test fmt-check vet versions unit-test e2e-test generate bench faults lint clean
 
 all: build
 
@@ -56,8 +58,9 @@ run: build
 demo: build
 	$(GO) run ./testbed/cmd/demo --collector $(BIN)
 
-## test: formatting, vet, unit tests of every module, the distribution build and the end-to-end tests.
-test: fmt-check vet unit-test build e2e-test
+## test: formatting, vet, one release per module family, unit tests (-race) of every module, the
+## distribution build and the end-to-end tests.
+test: fmt-check vet versions unit-test build e2e-test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './build/*')); \
@@ -66,8 +69,14 @@ fmt-check:
 vet:
 	for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 
+## versions: every core module at one core release, every contrib module at one contrib release, in
+## every go.mod, the ocb manifests and OCB_VERSION; the exceptions the module proxy forces, with their
+## reasons, are in .ci/version-exceptions.txt.
+versions:
+	.ci/check-versions.sh
+
 unit-test:
-	for m in $(MODULES); do (cd $$m && $(GO) test $(GO_TEST_FLAGS) ./...); done
+	for m in $(MODULES); do (cd $$m && $(GO) test $(UNIT_TEST_FLAGS) ./...); done
 
 ## e2e-test: the built binary against the local svc platform (testbed/e2e, including the short
 ## fault tests), and the load-run machinery on a small run (testbed/bench).
@@ -87,7 +96,7 @@ bench: build $(PEER)
 faults: build
 	cd testbed && SVC_OTELCOL_BIN=$(BIN) SVC_FAULTS=long $(GO) test -count=1 -timeout 60m -v -run 'Fault' ./e2e/... 2>&1 | tee $(BUILD_DIR)/faults.log
 
-lint: fmt-check vet
+lint: fmt-check vet versions
 
 clean:
 	rm -rf $(BUILD_DIR) bin

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -19,6 +20,8 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
@@ -67,6 +70,14 @@ type svcExporter struct {
 	// span batches only (SPEC.md 8), so scores and the health check go out as plain JSON.
 	tracesClient *http.Client
 	plainClient  *http.Client
+
+	// versionCheck is the start-up check shared with the other exporters of this platform and
+	// credentials (see versionChecks); released at shutdown.
+	versionCheck        *sharedVersionCheck
+	releaseVersionCheck func()
+
+	// Attribute sets of the send_failed counters, built once.
+	failedPermanent, failedRetryable metric.AddOption
 }
 
 func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
@@ -84,19 +95,24 @@ func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
 		version = "unknown"
 	}
 	credentials := cfg.PublicKey + ":" + string(cfg.SecretKey)
-	return &svcExporter{
-		cfg:           cfg,
-		settings:      set.TelemetrySettings,
-		logger:        set.Logger,
-		telemetry:     telemetry,
-		compression:   compression,
-		tracesURL:     base + tracesPath,
-		scoresURL:     base + scoresPath,
-		healthURL:     base + healthPath,
-		authorization: "Basic " + base64.StdEncoding.EncodeToString([]byte(credentials)),
-		sdkVersion:    version,
-		userAgent:     fmt.Sprintf("%s/%s (%s/%s)", sdkName, version, runtime.GOOS, runtime.GOARCH),
-	}, nil
+	e := &svcExporter{
+		cfg:             cfg,
+		settings:        set.TelemetrySettings,
+		logger:          set.Logger,
+		telemetry:       telemetry,
+		compression:     compression,
+		tracesURL:       base + tracesPath,
+		scoresURL:       base + scoresPath,
+		healthURL:       base + healthPath,
+		authorization:   "Basic " + base64.StdEncoding.EncodeToString([]byte(credentials)),
+		sdkVersion:      version,
+		userAgent:       fmt.Sprintf("%s/%s (%s/%s)", sdkName, version, runtime.GOOS, runtime.GOARCH),
+		failedPermanent: metric.WithAttributeSet(attribute.NewSet(attribute.Bool(errorPermanentKey, true))),
+		failedRetryable: metric.WithAttributeSet(attribute.NewSet(attribute.Bool(errorPermanentKey, false))),
+	}
+	check, release := acquireVersionCheck(versionCheckKey{healthURL: e.healthURL, authorization: e.authorization, mode: cfg.ServerVersionCheck})
+	e.versionCheck, e.releaseVersionCheck = check, sync.OnceFunc(release)
+	return e, nil
 }
 
 // start builds the HTTP clients (only now are the host's extensions, e.g. auth, known) and checks
@@ -115,10 +131,11 @@ func (e *svcExporter) start(ctx context.Context, host component.Host) error {
 	if e.plainClient, err = plainCfg.ToClient(ctx, host.GetExtensions(), e.settings); err != nil {
 		return err
 	}
-	return e.checkServerVersion(ctx)
+	return e.versionCheck.run(func() error { return e.checkServerVersion(ctx) })
 }
 
 func (e *svcExporter) shutdown(context.Context) error {
+	e.releaseVersionCheck()
 	for _, c := range []*http.Client{e.tracesClient, e.plainClient} {
 		if c != nil {
 			c.CloseIdleConnections()
@@ -275,11 +292,30 @@ func (e *svcExporter) redact(text string) string {
 	return text
 }
 
+// errorPermanentKey is the attribute of the send_failed counters, named as the exporterhelper's.
+const errorPermanentKey = "error.permanent"
+
 // outcome turns what happened to the items of a push into its result. Requests refused for good
 // are logged here with the number of items lost, whatever the queue settings, and make a
 // permanent error; a retryable error wins over them, since what it covers can still be
 // delivered: retryRest makes the error that hands the items from `from` on back to the retry.
-func (e *svcExporter) outcome(res deliveryResult, total int, what string, retryRest func(err error, from int) error) error {
+//
+// It counts each item once on sent or failed. The exporterhelper's own otelcol_exporter_sent_* and
+// send_failed_* cannot: its obsReportSender counts the whole request as failed on any error, and
+// as sent on none (also what was dropped as too large).
+func (e *svcExporter) outcome(ctx context.Context, res deliveryResult, total int, what string,
+	sent, failed metric.Int64Counter, retryRest func(err error, from int) error,
+) error {
+	dropped := res.permanentItems + len(res.tooLarge)
+	if delivered := res.undeliveredFrom - dropped; delivered > 0 {
+		sent.Add(ctx, int64(delivered))
+	}
+	if dropped > 0 {
+		failed.Add(ctx, int64(dropped), e.failedPermanent)
+	}
+	if retried := total - res.undeliveredFrom; retried > 0 {
+		failed.Add(ctx, int64(retried), e.failedRetryable)
+	}
 	var permanent error
 	if len(res.permanent) > 0 {
 		permanent = consumererror.NewPermanent(fmt.Errorf("svc platform refused %d of %d %s, not retried: %w",

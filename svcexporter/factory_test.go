@@ -208,7 +208,6 @@ func TestSecretNeverLeaks(t *testing.T) {
 	traces, err := NewFactory().CreateTraces(context.Background(), env.settings, cfg)
 	require.NoError(t, err)
 	require.NoError(t, traces.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, traces.Shutdown(context.Background())) })
 	err = traces.ConsumeTraces(context.Background(), makeTraces(1, 1, 1, 1))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "refused the credentials")
@@ -219,8 +218,10 @@ func TestSecretNeverLeaks(t *testing.T) {
 	logs, err := NewFactory().CreateLogs(context.Background(), env.settings, cfg)
 	require.NoError(t, err)
 	require.NoError(t, logs.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { require.NoError(t, logs.Shutdown(context.Background())) })
 	require.NoError(t, logs.ConsumeLogs(context.Background(), makeScores(1)))
+	// Gone before the next exporter starts: it checks the version again (a reload).
+	require.NoError(t, traces.Shutdown(context.Background()))
+	require.NoError(t, logs.Shutdown(context.Background()))
 
 	// The enforce failure names the endpoint and the versions, nothing of the credentials.
 	p.setHealth(func(w http.ResponseWriter, _ *http.Request) { healthAnswer(w, "4.0.0") })

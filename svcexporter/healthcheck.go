@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	version "github.com/hashicorp/go-version"
@@ -18,6 +19,52 @@ import (
 const healthCheckTimeout = 10 * time.Second
 
 var minServerVersion = version.Must(version.NewVersion(MinServerVersion))
+
+// versionChecks shares the start-up version check between the exporters of one process that
+// reach the same platform with the same credentials and mode: the collector builds a traces and a
+// logs exporter from one `svc` config, and the platform is asked once and the outcome logged once.
+// An entry lives while an exporter holds it, so a collector that reloads its config checks again.
+var versionChecks = struct {
+	sync.Mutex
+	byKey map[versionCheckKey]*sharedVersionCheck
+}{byKey: map[versionCheckKey]*sharedVersionCheck{}}
+
+type versionCheckKey struct {
+	healthURL, authorization string
+	mode                     ServerVersionCheck
+}
+
+// sharedVersionCheck is the one check of a key and its outcome (nil, or the start error).
+type sharedVersionCheck struct {
+	once sync.Once
+	err  error
+	refs int
+}
+
+// acquireVersionCheck returns the check of key and the function that releases it.
+func acquireVersionCheck(key versionCheckKey) (*sharedVersionCheck, func()) {
+	versionChecks.Lock()
+	defer versionChecks.Unlock()
+	check, ok := versionChecks.byKey[key]
+	if !ok {
+		check = &sharedVersionCheck{}
+		versionChecks.byKey[key] = check
+	}
+	check.refs++
+	return check, func() {
+		versionChecks.Lock()
+		defer versionChecks.Unlock()
+		if check.refs--; check.refs == 0 {
+			delete(versionChecks.byKey, key)
+		}
+	}
+}
+
+// run runs check the first time only and returns its outcome every time.
+func (c *sharedVersionCheck) run(check func() error) error {
+	c.once.Do(func() { c.err = check() })
+	return c.err
+}
 
 // healthResponse is the body of GET /api/public/health: {"status":"OK","version":"4.59.0"}.
 type healthResponse struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,4 +112,88 @@ func TestServerVersionCheckWarnNamesBothVersions(t *testing.T) {
 	require.Len(t, warnings, 1)
 	assert.Equal(t, "4.40.0", warnings[0].ContextMap()["found_version"])
 	assert.Equal(t, "4.59.0", warnings[0].ContextMap()["required_version"])
+}
+
+// The collector builds a traces and a logs exporter from one `svc` config: the platform's
+// version is asked once for both, and again only once both are gone (a config reload).
+func TestServerVersionCheckRunsOncePerPlatformAndCredentials(t *testing.T) {
+	clearCompressionEnv(t)
+	tests := []struct {
+		name string
+		// second changes the config of the second exporter; nil: the same config.
+		second    func(cfg *Config)
+		wantCalls int
+	}{
+		{name: "same endpoint and credentials", wantCalls: 1},
+		{name: "other credentials", second: func(cfg *Config) { cfg.SecretKey = "sk-lf-other" }, wantCalls: 2},
+		{name: "other endpoint", second: func(cfg *Config) { cfg.ClientConfig.Endpoint += "/base" }, wantCalls: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newFakePlatform(t)
+			p.setHealth(func(w http.ResponseWriter, _ *http.Request) { healthAnswer(w, "4.40.0") }) // older: warns
+			env := newTestEnv(t)
+			ctx := context.Background()
+			newConfig := func() *Config {
+				cfg := testConfig(p.srv.URL)
+				cfg.ServerVersionCheck = VersionCheckWarn
+				return cfg
+			}
+			secondCfg := newConfig()
+			if tt.second != nil {
+				tt.second(secondCfg)
+			}
+			traces, err := NewFactory().CreateTraces(ctx, env.settings, newConfig())
+			require.NoError(t, err)
+			logs, err := NewFactory().CreateLogs(ctx, env.settings, secondCfg)
+			require.NoError(t, err)
+			require.NoError(t, traces.Start(ctx, componenttest.NewNopHost()))
+			require.NoError(t, logs.Start(ctx, componenttest.NewNopHost()))
+			assert.Equal(t, tt.wantCalls, healthChecks(p))
+			if tt.second == nil {
+				assert.Len(t, env.logs.FilterMessageSnippet("older than the minimum").All(), 1, "warned once")
+			}
+
+			// A reload: both shut down, a new pair checks again, once.
+			require.NoError(t, traces.Shutdown(ctx))
+			require.NoError(t, logs.Shutdown(ctx))
+			again, err := NewFactory().CreateTraces(ctx, env.settings, newConfig())
+			require.NoError(t, err)
+			require.NoError(t, again.Start(ctx, componenttest.NewNopHost()))
+			require.NoError(t, again.Shutdown(ctx))
+			assert.Equal(t, tt.wantCalls+1, healthChecks(p))
+		})
+	}
+}
+
+func TestServerVersionCheckEnforceFailsEveryExporterOfThePlatform(t *testing.T) {
+	clearCompressionEnv(t)
+	p := newFakePlatform(t)
+	p.setHealth(func(w http.ResponseWriter, _ *http.Request) { healthAnswer(w, "4.40.0") })
+	env := newTestEnv(t)
+	ctx := context.Background()
+	traces, err := NewFactory().CreateTraces(ctx, env.settings, testConfig(p.srv.URL))
+	require.NoError(t, err)
+	logs, err := NewFactory().CreateLogs(ctx, env.settings, testConfig(p.srv.URL))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, traces.Shutdown(ctx))
+		require.NoError(t, logs.Shutdown(ctx))
+	})
+	assert.ErrorContains(t, traces.Start(ctx, componenttest.NewNopHost()), "4.40.0")
+	assert.ErrorContains(t, logs.Start(ctx, componenttest.NewNopHost()), "4.40.0")
+	assert.Len(t, p.received(healthPath), 1)
+}
+
+// healthChecks counts the version checks the platform received, below any base path.
+func healthChecks(p *fakePlatform) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, r := range p.requests {
+		if strings.HasSuffix(r.path, healthPath) {
+			n++
+		}
+	}
+	return n
 }

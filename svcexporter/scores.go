@@ -47,7 +47,7 @@ func (e *svcExporter) pushScores(ctx context.Context, ld plog.Logs) error {
 		}
 	}
 
-	return e.outcome(res, len(reqs), "scores", func(err error, from int) error {
+	return e.outcome(ctx, res, len(reqs), "scores", e.telemetry.ExporterSvcSentScores, e.telemetry.ExporterSvcSendFailedScores, func(err error, from int) error {
 		if from == 0 && dropped == 0 {
 			return err // the retry resends ld as it is
 		}

@@ -41,7 +41,7 @@ func (e *svcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 		}
 		e.dropTooLargeSpans(ctx, td, refs, res.tooLarge)
 	}
-	return e.outcome(res, total, "spans", func(err error, from int) error {
+	return e.outcome(ctx, res, total, "spans", e.telemetry.ExporterSvcSentSpans, e.telemetry.ExporterSvcSendFailedSpans, func(err error, from int) error {
 		if from == 0 {
 			return err // the retry resends td as it is
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/config/configcompression"
@@ -115,7 +116,7 @@ func TestTracesRequest(t *testing.T) {
 		assert.Equal(t, tt.want, h.Get(tt.header), tt.header)
 	}
 	assert.Equal(t, http.MethodPost, reqs[0].method)
-	assert.Equal(t, spanIDs(t, td), spanIDs(t, decodeTraces(t, reqs[0].body)))
+	require.NoError(t, ptracetest.CompareTraces(td, decodeTraces(t, reqs[0].body)), "the body is the batch, resources and scopes included")
 }
 
 func TestTracesCompression(t *testing.T) {
@@ -163,7 +164,7 @@ func TestTracesCompression(t *testing.T) {
 			} else {
 				assert.Empty(t, reqs[0].header.Get("Content-Encoding"))
 			}
-			assert.Equal(t, spanIDs(t, td), spanIDs(t, decodeTraces(t, reqs[0].body)))
+			require.NoError(t, ptracetest.CompareTraces(td, decodeTraces(t, reqs[0].body)))
 
 			// Scores are never compressed: the SDKs compress span batches only.
 			require.NoError(t, exp.pushScores(context.Background(), makeScores(3)))
@@ -450,8 +451,10 @@ func TestTraces413ThenRetryableReturnsOnlyUnsentSpans(t *testing.T) {
 	assert.False(t, consumererror.IsPermanent(err))
 	var tracesErr consumererror.Traces
 	require.True(t, errors.As(err, &tracesErr), "the error carries the spans to retry: %v", err)
-	all := spanIDs(t, td)
-	assert.Equal(t, all[5:], spanIDs(t, tracesErr.Data()), "only the second half goes back to the retry")
+	// Only the second half (the second resource) goes back to the retry, under its own resource.
+	want := ptrace.NewTraces()
+	td.ResourceSpans().At(1).CopyTo(want.ResourceSpans().AppendEmpty())
+	require.NoError(t, ptracetest.CompareTraces(want, tracesErr.Data()))
 }
 
 func TestTraces413ThenPermanentKeepsDeliveringTheRest(t *testing.T) {

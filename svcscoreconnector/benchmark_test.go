@@ -49,12 +49,12 @@ func benchTraces() ptrace.Traces {
 		ev.Attributes().PutStr(scorerecord.AttrComment, "clear answer")
 		ev.Attributes().PutStr(scorerecord.AttrMetadataPrefix+"judge", "gpt-x")
 		ev = span.Events().AppendEmpty()
-		ev.SetName(genAIEvaluationEvent)
+		ev.SetName(scorerecord.GenAIEvaluationEvent)
 		ev.SetTimestamp(1_700_000_001_100_000_000)
-		ev.Attributes().PutStr(genAIEvaluationName, "relevance")
-		ev.Attributes().PutDouble(genAIEvaluationScoreValue, 0.75)
-		ev.Attributes().PutStr(genAIEvaluationScoreLabel, "relevant")
-		ev.Attributes().PutStr(genAIEvaluationExplanation, "mentions the product")
+		ev.Attributes().PutStr(scorerecord.GenAIEvaluationName, "relevance")
+		ev.Attributes().PutDouble(scorerecord.GenAIEvaluationScoreValue, 0.75)
+		ev.Attributes().PutStr(scorerecord.GenAIEvaluationScoreLabel, "relevant")
+		ev.Attributes().PutStr(scorerecord.GenAIEvaluationExplanation, "mentions the product")
 	}
 	return td
 }
@@ -80,6 +80,11 @@ func BenchmarkConnector(b *testing.B) {
 		consume func(c *scoreConnector) error
 	}{
 		{"traces_to_logs", 1, func() func(*scoreConnector) error {
+			td := benchTraces()
+			return func(c *scoreConnector) error { return c.ConsumeTraces(ctx, td) }
+		}()},
+		// A quarter of the traces kept: the experiment marking is read on the others.
+		{"traces_to_logs_sampled", 0.25, func() func(*scoreConnector) error {
 			td := benchTraces()
 			return func(c *scoreConnector) error { return c.ConsumeTraces(ctx, td) }
 		}()},

@@ -9,7 +9,8 @@ import (
 type Config struct {
 	// SampleRate is the TraceIdRatioBased rate the traces were sampled with (the svcspanfilter
 	// processor's sample_rate, or the SDK's): the scores of a sampled-out trace are dropped with
-	// it. Scores without a trace id (run-level) and scores of experiments are always kept.
+	// it. Scores without a trace id (run-level) and the scores of experiment traces (once a span
+	// marks its trace, see README.md) are always kept.
 	SampleRate float64 `mapstructure:"sample_rate"`
 
 	// Masking masks each score record's comment, string value and metadata with pkg/masking,

@@ -2,6 +2,7 @@ package svcscoreconnector
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -51,14 +52,17 @@ type scoreConnector struct {
 	next      consumer.Logs
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
-	ratio     sampling.Ratio
 	masker    *masking.Engine // nil when masking is off
+	// decider is the sampling decision; its set of experiment traces is shared with the other
+	// instance of this connector id (traces_to_logs and logs_to_logs), released at Shutdown.
+	decider            *sampling.Decider
+	releaseExperiments func()
 	// now is the time a score without a time of its own is queued at.
 	now func() pcommon.Timestamp
 
 	// Metric attribute sets, built once: recording must not allocate per batch.
-	emittedAttrs [numSources][numEventKinds]metric.AddOption
-	droppedAttrs [numSources][numEventKinds][numDropReasons]metric.AddOption
+	emittedAttrs [numSources][scorerecord.NumEventKinds]metric.AddOption
+	droppedAttrs [numSources][scorerecord.NumEventKinds][numDropReasons]metric.AddOption
 }
 
 var (
@@ -80,11 +84,13 @@ func newScoreConnector(set connector.Settings, cfg *Config, next consumer.Logs) 
 		next:      next,
 		logger:    set.Logger,
 		telemetry: tb,
-		ratio:     sampling.NewRatio(cfg.SampleRate),
 		now:       func() pcommon.Timestamp { return pcommon.NewTimestampFromTime(time.Now()) },
 	}
+	experiments, release := acquireExperimentTraces(set.ID)
+	c.decider = sampling.NewDecider(sampling.NewRatio(cfg.SampleRate), experiments)
+	c.releaseExperiments = sync.OnceFunc(release)
 	for s := range numSources {
-		for k := range numEventKinds {
+		for k := range scorerecord.NumEventKinds {
 			src := attribute.String("source", sourceNames[s])
 			ev := attribute.String("event", k.String())
 			c.emittedAttrs[s][k] = metric.WithAttributeSet(attribute.NewSet(src, ev))
@@ -103,6 +109,7 @@ func (c *scoreConnector) Capabilities() consumer.Capabilities {
 
 // Shutdown releases the component's telemetry.
 func (c *scoreConnector) Shutdown(context.Context) error {
+	c.releaseExperiments()
 	c.telemetry.Shutdown()
 	return nil
 }
@@ -113,8 +120,8 @@ type batch struct {
 	out      plog.Logs
 	queuedAt pcommon.Timestamp
 	masker   *masking.Engine
-	emitted  [numSources][numEventKinds]int64
-	dropped  [numSources][numEventKinds][numDropReasons]int64
+	emitted  [numSources][scorerecord.NumEventKinds]int64
+	dropped  [numSources][scorerecord.NumEventKinds][numDropReasons]int64
 	// firstErr is the first invalid event of the batch, logged once with the count.
 	firstErr error
 
@@ -147,48 +154,64 @@ func (b *batch) record(res pcommon.Resource, scope pcommon.InstrumentationScope,
 	return b.sl.LogRecords().AppendEmpty()
 }
 
-// add makes the score record of one scoring event, or counts why it made none. keepTrace is the
-// sampling decision on the event's trace; experiment tells that what the event is attached to is
-// part of an experiment, which sampling never drops.
-func (b *batch) add(src source, ev scoringEvent, keepTrace, experiment bool,
+// add makes the score record of one scoring event, or counts why it made none. keep is the
+// sampling decision on the event (its trace kept, or an experiment, which sampling never drops).
+func (b *batch) add(src source, ev scorerecord.Event, observed pcommon.Timestamp, keep bool,
 	res pcommon.Resource, scope pcommon.InstrumentationScope, schemaURL string,
 ) {
-	score, err := toScore(ev, b.queuedAt)
+	score, err := ev.Score(b.queuedAt)
 	if err != nil {
-		b.dropped[src][ev.kind][dropInvalidTarget]++
+		b.dropped[src][ev.Kind][dropInvalidTarget]++
 		if b.firstErr == nil {
 			b.firstErr = err
 		}
 		return
 	}
-	// A span's scores are exempt from sampling exactly when the span filter exempts the span
-	// (svcattr.IsExperiment on its attributes), so a score never outlives its sampled-out span.
-	// A log record has no span to follow: its own environment may also declare an experiment.
+	// A log record has no span to follow: its own score environment may also declare an
+	// experiment.
 	declared := src == sourceLogRecord && score.Environment == svcattr.EnvironmentExperiment
-	if !keepTrace && !experiment && !declared {
-		b.dropped[src][ev.kind][dropSampledOut]++
+	if !keep && !declared {
+		b.dropped[src][ev.Kind][dropSampledOut]++
 		return
 	}
 	// Masked like the spans, before the record exists: nothing unmasked is written.
 	b.masker.Score(&score, nil)
 	lr := b.record(res, scope, schemaURL)
 	scorerecord.Write(lr, score)
-	if ev.observed != 0 {
-		lr.SetObservedTimestamp(ev.observed)
+	if observed != 0 {
+		lr.SetObservedTimestamp(observed)
 	} else {
 		lr.SetObservedTimestamp(b.queuedAt)
 	}
-	b.emitted[src][ev.kind]++
+	b.emitted[src][ev.Kind]++
 }
 
-// keepTrace is the sampling decision on a trace; scores without a trace id (run-level) are kept.
-func (c *scoreConnector) keepTrace(traceID pcommon.TraceID) bool {
-	return c.ratio.KeepAll() || traceID.IsEmpty() || c.ratio.Keep(traceID)
+// markExperimentTraces remembers the sampled-out traces that a span of td marks as experiments
+// (svcattr.IsExperiment, the span filter's rule), before any score of td is decided: the scores
+// of a trace follow its experiment marking wherever in the batch the marking span is.
+func (c *scoreConnector) markExperimentTraces(td ptrace.Traces, now time.Time) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				span := spans.At(k)
+				if c.decider.SamplesOut(span.TraceID()) && svcattr.IsExperiment(span.Attributes()) {
+					c.decider.Mark(span.TraceID(), now)
+				}
+			}
+		}
+	}
 }
 
 // ConsumeTraces makes one score record per `svc.score` or `gen_ai.evaluation.result` span event.
+// The scores of a sampled-out trace are dropped, unless a span of the trace (in this batch or
+// an earlier one) marked it as an experiment.
 func (c *scoreConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	b := c.newBatch()
+	now := b.queuedAt.AsTime()
+	c.markExperimentTraces(td, now)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -203,31 +226,30 @@ func (c *scoreConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 				span := spans.At(k)
 				events := span.Events()
 				// Per-span facts, worked out at the span's first scoring event only.
-				spanSeen, keep, experiment, env := false, false, false, ""
+				spanSeen, keep, env := false, false, ""
 				for e := 0; e < events.Len(); e++ {
 					event := events.At(e)
-					kind, ok := scoringEventKind(event.Name())
+					kind, ok := scorerecord.KindOf(event.Name())
 					if !ok {
 						continue
 					}
 					if !spanSeen {
 						spanSeen = true
-						keep = c.keepTrace(span.TraceID())
-						experiment = !keep && svcattr.IsExperiment(span.Attributes())
+						keep = c.decider.Keep(span.TraceID(), false, now)
 						env = environmentOf(span.Attributes())
 						if env == "" {
 							env = resourceEnv
 						}
 					}
-					b.add(sourceSpanEvent, scoringEvent{
-						kind:        kind,
-						attrs:       event.Attributes(),
-						traceID:     span.TraceID(),
-						spanID:      span.SpanID(),
-						time:        event.Timestamp(),
-						index:       e,
-						environment: env,
-					}, keep, experiment, rs.Resource(), ss.Scope(), ss.SchemaUrl())
+					b.add(sourceSpanEvent, scorerecord.Event{
+						Kind:        kind,
+						Attrs:       event.Attributes(),
+						TraceID:     span.TraceID(),
+						SpanID:      span.SpanID(),
+						Time:        event.Timestamp(),
+						SpanIndex:   e,
+						Environment: env,
+					}, 0, keep, rs.Resource(), ss.Scope(), ss.SchemaUrl())
 				}
 			}
 		}
@@ -240,6 +262,7 @@ func (c *scoreConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 // records pass through normalised. Other log records are not scores and are not forwarded.
 func (c *scoreConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	b := c.newBatch()
+	now := b.queuedAt.AsTime()
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
@@ -252,7 +275,7 @@ func (c *scoreConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 			records := sl.LogRecords()
 			for k := 0; k < records.Len(); k++ {
 				lr := records.At(k)
-				kind, ok := scoringEventKind(eventName(lr))
+				kind, ok := scorerecord.KindOf(scorerecord.LogRecordEventName(lr))
 				if !ok {
 					continue
 				}
@@ -261,31 +284,22 @@ func (c *scoreConnector) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 					// Set by the emitting SDK: the time the record was queued.
 					eventTime = lr.ObservedTimestamp()
 				}
-				keep := c.keepTrace(lr.TraceID())
-				b.add(sourceLogRecord, scoringEvent{
-					kind:        kind,
-					attrs:       lr.Attributes(),
-					traceID:     lr.TraceID(),
-					spanID:      lr.SpanID(),
-					time:        eventTime,
-					observed:    lr.ObservedTimestamp(),
-					index:       k,
-					environment: resourceEnv,
-				}, keep, !keep && svcattr.IsExperiment(lr.Attributes()), rl.Resource(), sl.Scope(), sl.SchemaUrl())
+				// A record with experiment attributes is kept; it does not mark its trace: the
+				// span filter, which sees spans only, could not follow such a marking.
+				keep := c.decider.Keep(lr.TraceID(), false, now) || svcattr.IsExperiment(lr.Attributes())
+				b.add(sourceLogRecord, scorerecord.Event{
+					Kind:        kind,
+					Attrs:       lr.Attributes(),
+					TraceID:     lr.TraceID(),
+					SpanID:      lr.SpanID(),
+					Time:        eventTime,
+					LogRecord:   true,
+					Environment: resourceEnv,
+				}, lr.ObservedTimestamp(), keep, rl.Resource(), sl.Scope(), sl.SchemaUrl())
 			}
 		}
 	}
 	return c.flush(ctx, b)
-}
-
-func eventName(lr plog.LogRecord) string {
-	if name := lr.EventName(); name != "" {
-		return name
-	}
-	if v, ok := lr.Attributes().Get(eventNameAttr); ok && v.Type() == pcommon.ValueTypeStr {
-		return v.Str()
-	}
-	return ""
 }
 
 // flush hands the batch's score records to the next consumer and records the batch's counts.
@@ -294,10 +308,10 @@ func eventName(lr plog.LogRecord) string {
 func (c *scoreConnector) flush(ctx context.Context, b *batch) error {
 	var dropped int64
 	for s := range numSources {
-		for k := range numEventKinds {
+		for k := range scorerecord.NumEventKinds {
 			for r := range numDropReasons {
 				if n := b.dropped[s][k][r]; n > 0 {
-					c.telemetry.SvcscoreScoresDropped.Add(ctx, n, c.droppedAttrs[s][k][r])
+					c.telemetry.ConnectorSvcscoreScoresDropped.Add(ctx, n, c.droppedAttrs[s][k][r])
 					if r == dropInvalidTarget {
 						dropped += n
 					}
@@ -316,11 +330,19 @@ func (c *scoreConnector) flush(ctx context.Context, b *batch) error {
 		return err
 	}
 	for s := range numSources {
-		for k := range numEventKinds {
+		for k := range scorerecord.NumEventKinds {
 			if n := b.emitted[s][k]; n > 0 {
-				c.telemetry.SvcscoreScoresEmitted.Add(ctx, n, c.emittedAttrs[s][k])
+				c.telemetry.ConnectorSvcscoreScoresEmitted.Add(ctx, n, c.emittedAttrs[s][k])
 			}
 		}
 	}
 	return nil
+}
+
+// environmentOf is the svc.environment attribute of a span or resource, "" when absent.
+func environmentOf(attrs pcommon.Map) string {
+	if v, ok := attrs.Get(svcattr.Environment); ok {
+		return v.AsString()
+	}
+	return ""
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/plogtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -26,7 +29,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/svc/svc-collector/pkg/golden"
 	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/pkg/scorerecord"
@@ -69,28 +71,56 @@ func forEachRecord(ld plog.Logs, fn func(plog.LogRecord)) {
 	}
 }
 
+// update rewrites the expected golden files from the current output: go test -run TestGolden -update,
+// then review the diff.
+var update = flag.Bool("update", false, "rewrite testdata/*/expected.yaml from the current output")
+
+func readTraces(t testing.TB, path string) ptrace.Traces {
+	t.Helper()
+	td, err := golden.ReadTraces(path)
+	require.NoError(t, err)
+	return td
+}
+
+func readLogs(t testing.TB, path string) plog.Logs {
+	t.Helper()
+	ld, err := golden.ReadLogs(path)
+	require.NoError(t, err)
+	return ld
+}
+
 func TestGolden(t *testing.T) {
-	t.Run("traces_to_logs", func(t *testing.T) {
-		sink := &consumertest.LogsSink{}
-		c := newTestConnector(t, 1, sink, nil)
-		require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
-		require.Len(t, sink.AllLogs(), 1)
-		golden.CheckLogs(t, filepath.Join("testdata", "traces_to_logs", "expected.json"), sink.AllLogs()[0])
-	})
-	t.Run("logs_to_logs", func(t *testing.T) {
-		sink := &consumertest.LogsSink{}
-		c := newTestConnector(t, 1, sink, nil)
-		require.NoError(t, c.ConsumeLogs(context.Background(), golden.ReadLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))))
-		require.Len(t, sink.AllLogs(), 1)
-		golden.CheckLogs(t, filepath.Join("testdata", "logs_to_logs", "expected.json"), sink.AllLogs()[0])
-	})
+	tests := []struct {
+		name    string
+		consume func(c *scoreConnector, input string) error
+	}{
+		{"traces_to_logs", func(c *scoreConnector, input string) error {
+			return c.ConsumeTraces(context.Background(), readTraces(t, input))
+		}},
+		{"logs_to_logs", func(c *scoreConnector, input string) error {
+			return c.ConsumeLogs(context.Background(), readLogs(t, input))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &consumertest.LogsSink{}
+			c := newTestConnector(t, 1, sink, nil)
+			require.NoError(t, tt.consume(c, filepath.Join("testdata", tt.name, "input.yaml")))
+			require.Len(t, sink.AllLogs(), 1)
+			expectedFile := filepath.Join("testdata", tt.name, "expected.yaml")
+			if *update {
+				require.NoError(t, golden.WriteLogs(t, expectedFile, sink.AllLogs()[0]))
+			}
+			require.NoError(t, plogtest.CompareLogs(readLogs(t, expectedFile), sink.AllLogs()[0]))
+		})
+	}
 }
 
 // What the golden files hold, spelt out as a user checks it: which scores arrive, attached where.
 func TestTracesToLogsScores(t *testing.T) {
 	sink := &consumertest.LogsSink{}
 	c := newTestConnector(t, 1, sink, nil)
-	require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.yaml"))))
 
 	type attached struct{ name, trace, observation, environment string }
 	var got []attached
@@ -112,7 +142,7 @@ func TestTracesToLogsScores(t *testing.T) {
 func TestLogsToLogsScores(t *testing.T) {
 	sink := &consumertest.LogsSink{}
 	c := newTestConnector(t, 1, sink, nil)
-	require.NoError(t, c.ConsumeLogs(context.Background(), golden.ReadLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeLogs(context.Background(), readLogs(t, filepath.Join("testdata", "logs_to_logs", "input.yaml"))))
 
 	got := records(sink)
 	require.Len(t, got, 5, "the two plain log records are not scores")
@@ -147,7 +177,7 @@ func TestLogsToLogsScores(t *testing.T) {
 func TestScoreRecordsPassThroughUnchanged(t *testing.T) {
 	first := &consumertest.LogsSink{}
 	c := newTestConnector(t, 1, first, nil)
-	require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.yaml"))))
 	require.Len(t, first.AllLogs(), 1)
 
 	second := &consumertest.LogsSink{}
@@ -158,12 +188,12 @@ func TestScoreRecordsPassThroughUnchanged(t *testing.T) {
 }
 
 func TestDeterministicIDsAreStableAcrossReprocessing(t *testing.T) {
-	input := filepath.Join("testdata", "traces_to_logs", "input.json")
+	input := filepath.Join("testdata", "traces_to_logs", "input.yaml")
 	idsOf := func(now pcommon.Timestamp) []string {
 		sink := &consumertest.LogsSink{}
 		c := newTestConnector(t, 1, sink, nil)
 		c.now = func() pcommon.Timestamp { return now }
-		require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, input)))
+		require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, input)))
 		var ids []string
 		for _, r := range records(sink) {
 			ids = append(ids, r.ID)
@@ -200,9 +230,9 @@ func TestSamplingAgreesWithSpanFilterDecision(t *testing.T) {
 				span.SetTraceID(tid)
 				span.SetSpanID(pcommon.SpanID{1, 2, 3, 4, 5, 6, 7, 8})
 				ev := span.Events().AppendEmpty()
-				ev.SetName(genAIEvaluationEvent)
-				ev.Attributes().PutStr(genAIEvaluationName, "relevance")
-				ev.Attributes().PutDouble(genAIEvaluationScoreValue, 0.5)
+				ev.SetName(scorerecord.GenAIEvaluationEvent)
+				ev.Attributes().PutStr(scorerecord.GenAIEvaluationName, "relevance")
+				ev.Attributes().PutDouble(scorerecord.GenAIEvaluationScoreValue, 0.5)
 			}
 			tel := componenttest.NewTelemetry()
 			t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
@@ -225,8 +255,8 @@ func TestSamplingAgreesWithSpanFilterDecision(t *testing.T) {
 			}
 			// The rate shows in the counts, so the test cannot pass by keeping all or none.
 			assert.InDelta(t, rate*traces, kept, 0.05*traces)
-			metadatatest.AssertEqualSvcscoreScoresDropped(t, tel, []metricdata.DataPoint[int64]{{
-				Attributes: attribute.NewSet(attribute.String("source", "span_event"), attribute.String("event", genAIEvaluationEvent), attribute.String("reason", "sampled_out")),
+			metadatatest.AssertEqualConnectorSvcscoreScoresDropped(t, tel, []metricdata.DataPoint[int64]{{
+				Attributes: attribute.NewSet(attribute.String("source", "span_event"), attribute.String("event", scorerecord.GenAIEvaluationEvent), attribute.String("reason", "sampled_out")),
 				Value:      int64(traces - kept),
 			}}, metricdatatest.IgnoreTimestamp())
 		})
@@ -234,52 +264,59 @@ func TestSamplingAgreesWithSpanFilterDecision(t *testing.T) {
 }
 
 // sampledOutTraceID finds a trace id the ratio drops.
-func sampledOutTraceID(t *testing.T, rate float64) pcommon.TraceID {
+// sampledOutTraceIDs returns n different trace ids that rate samples out.
+func sampledOutTraceIDs(t *testing.T, rate float64, n int) []pcommon.TraceID {
 	ratio := sampling.NewRatio(rate)
-	for i := range 1000 {
+	var ids []pcommon.TraceID
+	for i := 0; i < 1000 && len(ids) < n; i++ {
 		tid := pcommon.TraceID{15: byte(i), 14: byte(i >> 8), 8: 0xf0}
 		if !ratio.Keep(tid) {
-			return tid
+			ids = append(ids, tid)
 		}
 	}
-	t.Fatal("no sampled-out trace id found")
-	return pcommon.TraceID{}
+	require.Len(t, ids, n, "sampled-out trace ids")
+	return ids
+}
+
+// scoredSpan appends a span of trace tid with the attributes attrs and one svc.score event.
+func scoredSpan(t *testing.T, spans ptrace.SpanSlice, tid pcommon.TraceID, name string, attrs map[string]any) {
+	span := spans.AppendEmpty()
+	span.SetTraceID(tid)
+	span.SetSpanID(pcommon.SpanID{0: 1, 7: byte(spans.Len())})
+	require.NoError(t, span.Attributes().FromRaw(attrs))
+	ev := span.Events().AppendEmpty()
+	ev.SetName(scorerecord.EventName)
+	ev.Attributes().PutStr(scorerecord.AttrName, name)
+	ev.Attributes().PutDouble(scorerecord.AttrValue, 1)
+}
+
+func names(sink *consumertest.LogsSink) []string {
+	var out []string
+	for _, r := range records(sink) {
+		out = append(out, r.Name)
+	}
+	return out
 }
 
 func TestSamplingKeepsRunLevelAndExperimentScores(t *testing.T) {
 	const rate = 0.01
-	out := sampledOutTraceID(t, rate)
+	ids := sampledOutTraceIDs(t, rate, 4)
 
 	t.Run("span events", func(t *testing.T) {
 		td := ptrace.NewTraces()
 		spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
-		addScoredSpan := func(name string, attrs map[string]any) {
-			span := spans.AppendEmpty()
-			span.SetTraceID(out)
-			span.SetSpanID(pcommon.SpanID{7: byte(spans.Len())})
-			require.NoError(t, span.Attributes().FromRaw(attrs))
-			ev := span.Events().AppendEmpty()
-			ev.SetName(scorerecord.EventName)
-			ev.Attributes().PutStr(scorerecord.AttrName, name)
-			ev.Attributes().PutDouble(scorerecord.AttrValue, 1)
-		}
-		addScoredSpan("plain", nil)
-		addScoredSpan("experiment_attr", map[string]any{"svc.experiment.id": "exp-1"})
-		addScoredSpan("experiment_env", map[string]any{"svc.environment": "sdk-experiment"})
+		scoredSpan(t, spans, ids[0], "plain", nil)
+		scoredSpan(t, spans, ids[1], "experiment_attr", map[string]any{"svc.experiment.id": "exp-1"})
+		scoredSpan(t, spans, ids[2], "experiment_env", map[string]any{"svc.environment": "sdk-experiment"})
 		// An experiment environment on the resource only does not exempt the span from the span
 		// filter's sampling, so its score goes with it.
 		resSpans := td.ResourceSpans().AppendEmpty()
 		resSpans.Resource().Attributes().PutStr("svc.environment", "sdk-experiment")
-		spans = resSpans.ScopeSpans().AppendEmpty().Spans()
-		addScoredSpan("resource_env_only", nil)
+		scoredSpan(t, resSpans.ScopeSpans().AppendEmpty().Spans(), ids[3], "resource_env_only", nil)
 
 		sink := &consumertest.LogsSink{}
 		require.NoError(t, newTestConnector(t, rate, sink, nil).ConsumeTraces(context.Background(), td))
-		var names []string
-		for _, r := range records(sink) {
-			names = append(names, r.Name)
-		}
-		assert.Equal(t, []string{"experiment_attr", "experiment_env"}, names)
+		assert.Equal(t, []string{"experiment_attr", "experiment_env"}, names(sink))
 	})
 
 	t.Run("log records", func(t *testing.T) {
@@ -295,31 +332,85 @@ func TestSamplingKeepsRunLevelAndExperimentScores(t *testing.T) {
 				lr.Attributes().PutStr(scorerecord.AttrEnvironment, env)
 			}
 		}
-		add("sampled_out", out, "")
+		add("sampled_out", ids[0], "")
 		add("run_level", pcommon.TraceID{}, "")
-		add("experiment", out, "sdk-experiment")
+		add("experiment", ids[0], "sdk-experiment")
 
 		sink := &consumertest.LogsSink{}
 		require.NoError(t, newTestConnector(t, rate, sink, nil).ConsumeLogs(context.Background(), ld))
-		var names []string
-		for _, r := range records(sink) {
-			names = append(names, r.Name)
-		}
-		assert.Equal(t, []string{"run_level", "experiment"}, names)
+		assert.Equal(t, []string{"run_level", "experiment"}, names(sink))
 	})
+}
+
+// Experiments are exempt per trace: once a span of a trace marks it as an experiment, every
+// later score of the trace is kept, whatever the batch it comes in and whether its own span
+// says so. Scores sampled out before the marking arrived are gone.
+func TestExperimentTraceKeepsAllItsLaterScores(t *testing.T) {
+	const rate = 1e-9 // about nothing is kept by the ratio
+	ids := sampledOutTraceIDs(t, rate, 2)
+	experiment, other := ids[0], ids[1]
+	spansOf := func(td ptrace.Traces) ptrace.SpanSlice {
+		return td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	}
+	logScore := func(tid pcommon.TraceID, name string) plog.Logs {
+		ld := plog.NewLogs()
+		lr := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+		lr.SetEventName(scorerecord.GenAIEvaluationEvent)
+		lr.SetTraceID(tid)
+		lr.Attributes().PutStr(scorerecord.GenAIEvaluationName, name)
+		lr.Attributes().PutDouble(scorerecord.GenAIEvaluationScoreValue, 0.5)
+		return ld
+	}
+
+	sink := &consumertest.LogsSink{}
+	ctx := context.Background()
+	// One connector id, two instances, as the collector builds traces_to_logs and logs_to_logs.
+	set := connectortest.NewNopSettings(metadata.Type)
+	cfg := &Config{SampleRate: rate}
+	tracesToLogs, err := NewFactory().CreateTracesToLogs(ctx, set, cfg, sink)
+	require.NoError(t, err)
+	logsToLogs, err := NewFactory().CreateLogsToLogs(ctx, set, cfg, sink)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, tracesToLogs.Shutdown(ctx))
+		require.NoError(t, logsToLogs.Shutdown(ctx))
+	})
+
+	// Request 1: a score of the trace before any span marked it: sampled out, gone for good.
+	early := ptrace.NewTraces()
+	scoredSpan(t, spansOf(early), experiment, "before_marking", nil)
+	require.NoError(t, tracesToLogs.ConsumeTraces(ctx, early))
+
+	// Request 2: the root span marks the trace; a child comes before it in the same batch.
+	marking := ptrace.NewTraces()
+	spans := spansOf(marking)
+	scoredSpan(t, spans, experiment, "child_before_root", nil)
+	scoredSpan(t, spans, experiment, "root", map[string]any{"svc.experiment.id": "exp-1", "svc.experiment.item.id": "item-3"})
+	scoredSpan(t, spans, other, "other_trace", nil)
+	require.NoError(t, tracesToLogs.ConsumeTraces(ctx, marking))
+
+	// Requests 3 and 4: later spans and log-record scores of the trace, without any marking.
+	late := ptrace.NewTraces()
+	scoredSpan(t, spansOf(late), experiment, "late_span", nil)
+	scoredSpan(t, spansOf(late), other, "other_trace_late", nil)
+	require.NoError(t, tracesToLogs.ConsumeTraces(ctx, late))
+	require.NoError(t, logsToLogs.ConsumeLogs(ctx, logScore(experiment, "late_evaluation")))
+	require.NoError(t, logsToLogs.ConsumeLogs(ctx, logScore(other, "other_evaluation")))
+
+	assert.Equal(t, []string{"child_before_root", "root", "late_span", "late_evaluation"}, names(sink))
 }
 
 func TestConnectorDoesNotChangeItsInput(t *testing.T) {
 	c := newTestConnector(t, 1, &consumertest.LogsSink{}, nil)
 	assert.False(t, c.Capabilities().MutatesData)
 
-	td := golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))
+	td := readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.yaml"))
 	tdBefore := ptrace.NewTraces()
 	td.CopyTo(tdBefore)
 	require.NoError(t, c.ConsumeTraces(context.Background(), td))
 	assert.Equal(t, tdBefore, td)
 
-	ld := golden.ReadLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))
+	ld := readLogs(t, filepath.Join("testdata", "logs_to_logs", "input.yaml"))
 	ldBefore := plog.NewLogs()
 	ld.CopyTo(ldBefore)
 	require.NoError(t, c.ConsumeLogs(context.Background(), ld))
@@ -330,7 +421,7 @@ func TestNothingIsForwardedWithoutScores(t *testing.T) {
 	sink := &consumertest.LogsSink{}
 	c := newTestConnector(t, 1, sink, nil)
 
-	td := golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))
+	td := readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.yaml"))
 	// Rename every scoring event: nothing left to score.
 	for i := 0; i < td.ResourceSpans().Len(); i++ {
 		spans := td.ResourceSpans().At(i).ScopeSpans().At(0).Spans()
@@ -351,10 +442,10 @@ func TestNextConsumerErrorIsReturnedUnchanged(t *testing.T) {
 	refused := consumererror.NewPermanent(errors.New("logs pipeline refused"))
 	c := newTestConnector(t, 1, consumertest.NewErr(refused), tel)
 
-	err := c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json")))
+	err := c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.yaml")))
 	require.ErrorIs(t, err, refused)
 	assert.True(t, consumererror.IsPermanent(err))
-	_, err = tel.GetMetric("otelcol_svcscore_scores_emitted")
+	_, err = tel.GetMetric("otelcol_connector_svcscore_scores_emitted")
 	assert.Error(t, err, "nothing was emitted, so nothing is counted")
 }
 
@@ -362,8 +453,8 @@ func TestTelemetryCountsBySourceEventAndReason(t *testing.T) {
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	c := newTestConnector(t, 1, &consumertest.LogsSink{}, tel)
-	require.NoError(t, c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join("testdata", "traces_to_logs", "input.json"))))
-	require.NoError(t, c.ConsumeLogs(context.Background(), golden.ReadLogs(t, filepath.Join("testdata", "logs_to_logs", "input.json"))))
+	require.NoError(t, c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join("testdata", "traces_to_logs", "input.yaml"))))
+	require.NoError(t, c.ConsumeLogs(context.Background(), readLogs(t, filepath.Join("testdata", "logs_to_logs", "input.yaml"))))
 
 	set := func(kv ...string) attribute.Set {
 		var attrs []attribute.KeyValue
@@ -372,13 +463,13 @@ func TestTelemetryCountsBySourceEventAndReason(t *testing.T) {
 		}
 		return attribute.NewSet(attrs...)
 	}
-	metadatatest.AssertEqualSvcscoreScoresEmitted(t, tel, []metricdata.DataPoint[int64]{
+	metadatatest.AssertEqualConnectorSvcscoreScoresEmitted(t, tel, []metricdata.DataPoint[int64]{
 		{Attributes: set("source", "span_event", "event", "svc.score"), Value: 3},
 		{Attributes: set("source", "span_event", "event", "gen_ai.evaluation.result"), Value: 3},
 		{Attributes: set("source", "log_record", "event", "svc.score"), Value: 3},
 		{Attributes: set("source", "log_record", "event", "gen_ai.evaluation.result"), Value: 2},
 	}, metricdatatest.IgnoreTimestamp())
-	metadatatest.AssertEqualSvcscoreScoresDropped(t, tel, []metricdata.DataPoint[int64]{
+	metadatatest.AssertEqualConnectorSvcscoreScoresDropped(t, tel, []metricdata.DataPoint[int64]{
 		{Attributes: set("source", "span_event", "event", "svc.score", "reason", "invalid_target"), Value: 1},
 	}, metricdatatest.IgnoreTimestamp())
 }
@@ -427,9 +518,9 @@ func TestFactoryConnectorStampsQueueTime(t *testing.T) {
 	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	span.SetTraceID(testTraceID)
 	ev := span.Events().AppendEmpty()
-	ev.SetName(genAIEvaluationEvent)
-	ev.Attributes().PutStr(genAIEvaluationName, "relevance")
-	ev.Attributes().PutDouble(genAIEvaluationScoreValue, 1)
+	ev.SetName(scorerecord.GenAIEvaluationEvent)
+	ev.Attributes().PutStr(scorerecord.GenAIEvaluationName, "relevance")
+	ev.Attributes().PutDouble(scorerecord.GenAIEvaluationScoreValue, 1)
 
 	before := time.Now()
 	require.NoError(t, tl.ConsumeTraces(context.Background(), td))
@@ -441,6 +532,14 @@ func TestFactoryConnectorStampsQueueTime(t *testing.T) {
 	assert.False(t, ts.Before(before.Truncate(time.Microsecond)) || ts.After(after), "timestamp %v not within [%v, %v]", ts, before, after)
 }
 
+var (
+	testTraceID = pcommon.TraceID{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c}
+	testSpanID  = pcommon.SpanID{0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31}
+)
+
+// queuedAt is the fixed time the test connectors queue scores at.
+const queuedAt = pcommon.Timestamp(1_700_000_100_000_000_000)
+
 // Score records are masked like spans, on both paths: the comment (an evaluation's
 // explanation), a string value and the metadata lose their personal data and keep the rest.
 func TestGoldenMasking(t *testing.T) {
@@ -451,10 +550,10 @@ func TestGoldenMasking(t *testing.T) {
 		consume func(c *scoreConnector, dir string) error
 	}{
 		{"masking_span_events", func(c *scoreConnector, dir string) error {
-			return c.ConsumeTraces(context.Background(), golden.ReadTraces(t, filepath.Join(dir, "input.json")))
+			return c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join(dir, "input.yaml")))
 		}},
 		{"masking_log_events", func(c *scoreConnector, dir string) error {
-			return c.ConsumeLogs(context.Background(), golden.ReadLogs(t, filepath.Join(dir, "input.json")))
+			return c.ConsumeLogs(context.Background(), readLogs(t, filepath.Join(dir, "input.yaml")))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -465,7 +564,11 @@ func TestGoldenMasking(t *testing.T) {
 			dir := filepath.Join("testdata", tc.name)
 			require.NoError(t, tc.consume(c, dir))
 			require.Len(t, sink.AllLogs(), 1)
-			golden.CheckLogs(t, filepath.Join(dir, "expected.json"), sink.AllLogs()[0])
+			expectedFile := filepath.Join(dir, "expected.yaml")
+			if *update {
+				require.NoError(t, golden.WriteLogs(t, expectedFile, sink.AllLogs()[0]))
+			}
+			require.NoError(t, plogtest.CompareLogs(readLogs(t, expectedFile), sink.AllLogs()[0]))
 
 			got := records(sink)
 			require.Len(t, got, 2)

@@ -16,7 +16,6 @@ import (
 
 // Ratio is a TraceIdRatioBased sampler for a fixed rate.
 type Ratio struct {
-	rate       float64
 	upperBound uint64
 	keepAll    bool
 }
@@ -33,18 +32,15 @@ func ValidateRate(rate float64) error {
 // or more keeps every trace and a rate of 0 or less (or NaN) keeps none, as the SDK's sampler does.
 func NewRatio(rate float64) Ratio {
 	if rate >= 1 {
-		return Ratio{rate: rate, keepAll: true}
+		return Ratio{keepAll: true}
 	}
 	if !(rate > 0) {
 		// The SDK clamps such rates to 0; converting a negative or NaN float to uint64 would
 		// give an implementation-specific bound (on amd64 one that keeps about every trace).
-		return Ratio{rate: rate}
+		return Ratio{}
 	}
-	return Ratio{rate: rate, upperBound: uint64(rate * (1 << 63))}
+	return Ratio{upperBound: uint64(rate * (1 << 63))}
 }
-
-// Rate is the configured rate.
-func (r Ratio) Rate() float64 { return r.rate }
 
 // KeepAll is true when the rate keeps every trace, so callers can skip per-span work.
 func (r Ratio) KeepAll() bool { return r.keepAll }

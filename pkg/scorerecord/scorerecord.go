@@ -298,11 +298,12 @@ func (r Request) ContentID() string {
 	return DeterministicID(r.TraceID, r.ObservationID, r.SessionID, r.DatasetRunID, r.Name, r.Timestamp, fmt.Sprint(r.Value))
 }
 
-// EventID is the id of a score made from an event that carries no id of its own: the
+// EventID is the id of a score made from a span event that carries no id of its own: the
 // DeterministicID of the trace id and span id (lower-case hex, "" when empty), the event name,
 // the event's own time (decimal Unix nanoseconds, 0 when it has none), the event's index in its
-// span (a log record: its index among its scope's records) and the score name. The same span
-// resent yields the same ids; two scores of one span differ by index or name.
+// span and the score name. The same span resent yields the same ids; two scores of one span
+// differ by index or name. A span's events are the span's own, in its order, whatever the
+// batching; a log record's place in its batch is not, so a log record's id is RecordID.
 func EventID(traceID pcommon.TraceID, spanID pcommon.SpanID, eventName string, eventTime pcommon.Timestamp, index int, name string) string {
 	var stack [256]byte
 	buf := stack[:0]

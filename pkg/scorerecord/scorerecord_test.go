@@ -310,7 +310,7 @@ func TestReadTraceTarget(t *testing.T) {
 func TestContentID(t *testing.T) {
 	base := Request{TraceID: traceID.String(), ObservationID: spanID.String(), Name: "relevance", Value: 0.5,
 		Timestamp: "2023-11-14T22:13:20.123456789Z"}
-	if base.ContentID() != base.ContentID() {
+	if again := base; base.ContentID() != again.ContentID() {
 		t.Fatal("ContentID is not stable")
 	}
 	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(base.ContentID()) {

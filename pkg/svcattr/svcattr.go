@@ -34,8 +34,7 @@ const (
 	// had, as 16 hex digits.
 	OriginalParentSpanID = "svc.original_parent_span_id"
 
-	ExperimentPrefix      = "svc.experiment."
-	ExperimentItemVersion = "svc.experiment.item.version"
+	ExperimentPrefix = "svc.experiment."
 	// EnvironmentExperiment is the svc.environment value of experiment spans (SPEC.md 9.2.4).
 	EnvironmentExperiment = "sdk-experiment"
 )

@@ -31,6 +31,10 @@ type TelemetryBuilder struct {
 	ExporterSvcScoresDroppedInvalid  metric.Int64Counter
 	ExporterSvcScoresDroppedTooLarge metric.Int64Counter
 	ExporterSvcScoresRejected        metric.Int64Counter
+	ExporterSvcSendFailedScores      metric.Int64Counter
+	ExporterSvcSendFailedSpans       metric.Int64Counter
+	ExporterSvcSentScores            metric.Int64Counter
+	ExporterSvcSentSpans             metric.Int64Counter
 	ExporterSvcSpansDroppedTooLarge  metric.Int64Counter
 	ExporterSvcSpansRejected         metric.Int64Counter
 }
@@ -92,6 +96,30 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_exporter_svc_scores_rejected",
 		metric.WithDescription("Scores the platform rejected in a 207 (partial) batch response; they are not retried. [Alpha]"),
 		metric.WithUnit("{score}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterSvcSendFailedScores, err = builder.meter.Int64Counter(
+		"otelcol_exporter_svc_send_failed_scores",
+		metric.WithDescription("Valid scores a push did not deliver, by error.permanent: true, refused for good (a non-retryable answer, or 413 even alone) and dropped; false, handed back to the exporterhelper's retry by a retryable error (counted at each failed attempt). [Alpha]"),
+		metric.WithUnit("{score}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterSvcSendFailedSpans, err = builder.meter.Int64Counter(
+		"otelcol_exporter_svc_send_failed_spans",
+		metric.WithDescription("Spans a push did not deliver, by error.permanent: true, refused for good (a non-retryable answer, or 413 even alone) and dropped; false, handed back to the exporterhelper's retry by a retryable error (counted at each failed attempt). [Alpha]"),
+		metric.WithUnit("{span}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterSvcSentScores, err = builder.meter.Int64Counter(
+		"otelcol_exporter_svc_sent_scores",
+		metric.WithDescription("Scores the platform took (a 2xx answer), counted per HTTP request, so a push delivered in part counts only the part delivered. Scores a 207 answer rejects are included (see exporter_svc_scores_rejected). [Alpha]"),
+		metric.WithUnit("{score}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterSvcSentSpans, err = builder.meter.Int64Counter(
+		"otelcol_exporter_svc_sent_spans",
+		metric.WithDescription("Spans the platform took (a 2xx answer), counted per HTTP request, so a push delivered in part counts only the part delivered. Spans an OTLP partial-success answer reports as rejected are included (see exporter_svc_spans_rejected). [Alpha]"),
+		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ExporterSvcSpansDroppedTooLarge, err = builder.meter.Int64Counter(

@@ -101,6 +101,70 @@ func AssertEqualExporterSvcScoresRejected(t *testing.T, tt *componenttest.Teleme
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualExporterSvcSendFailedScores(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_exporter_svc_send_failed_scores",
+		Description: "Valid scores a push did not deliver, by error.permanent: true, refused for good (a non-retryable answer, or 413 even alone) and dropped; false, handed back to the exporterhelper's retry by a retryable error (counted at each failed attempt). [Alpha]",
+		Unit:        "{score}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_exporter_svc_send_failed_scores")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualExporterSvcSendFailedSpans(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_exporter_svc_send_failed_spans",
+		Description: "Spans a push did not deliver, by error.permanent: true, refused for good (a non-retryable answer, or 413 even alone) and dropped; false, handed back to the exporterhelper's retry by a retryable error (counted at each failed attempt). [Alpha]",
+		Unit:        "{span}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_exporter_svc_send_failed_spans")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualExporterSvcSentScores(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_exporter_svc_sent_scores",
+		Description: "Scores the platform took (a 2xx answer), counted per HTTP request, so a push delivered in part counts only the part delivered. Scores a 207 answer rejects are included (see exporter_svc_scores_rejected). [Alpha]",
+		Unit:        "{score}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_exporter_svc_sent_scores")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualExporterSvcSentSpans(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_exporter_svc_sent_spans",
+		Description: "Spans the platform took (a 2xx answer), counted per HTTP request, so a push delivered in part counts only the part delivered. Spans an OTLP partial-success answer reports as rejected are included (see exporter_svc_spans_rejected). [Alpha]",
+		Unit:        "{span}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_exporter_svc_sent_spans")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualExporterSvcSpansDroppedTooLarge(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_svc_spans_dropped_too_large",

@@ -24,6 +24,10 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ExporterSvcScoresDroppedInvalid.Add(context.Background(), 1)
 	tb.ExporterSvcScoresDroppedTooLarge.Add(context.Background(), 1)
 	tb.ExporterSvcScoresRejected.Add(context.Background(), 1)
+	tb.ExporterSvcSendFailedScores.Add(context.Background(), 1)
+	tb.ExporterSvcSendFailedSpans.Add(context.Background(), 1)
+	tb.ExporterSvcSentScores.Add(context.Background(), 1)
+	tb.ExporterSvcSentSpans.Add(context.Background(), 1)
 	tb.ExporterSvcSpansDroppedTooLarge.Add(context.Background(), 1)
 	tb.ExporterSvcSpansRejected.Add(context.Background(), 1)
 	AssertEqualExporterSvcRequestsSplit(t, testTel,
@@ -39,6 +43,18 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterSvcScoresRejected(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterSvcSendFailedScores(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterSvcSendFailedSpans(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterSvcSentScores(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterSvcSentSpans(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterSvcSpansDroppedTooLarge(t, testTel,

@@ -23,11 +23,11 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                 metric.Meter
-	mu                    sync.Mutex
-	registrations         []metric.Registration
-	SvcscoreScoresDropped metric.Int64Counter
-	SvcscoreScoresEmitted metric.Int64Counter
+	meter                          metric.Meter
+	mu                             sync.Mutex
+	registrations                  []metric.Registration
+	ConnectorSvcscoreScoresDropped metric.Int64Counter
+	ConnectorSvcscoreScoresEmitted metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -59,14 +59,14 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
-	builder.SvcscoreScoresDropped, err = builder.meter.Int64Counter(
-		"otelcol_svcscore_scores_dropped",
+	builder.ConnectorSvcscoreScoresDropped, err = builder.meter.Int64Counter(
+		"otelcol_connector_svcscore_scores_dropped",
 		metric.WithDescription("Scoring events the connector did not turn into score records, by source, event and reason (sampled_out, invalid_target). [Development]"),
 		metric.WithUnit("{score}"),
 	)
 	errs = errors.Join(errs, err)
-	builder.SvcscoreScoresEmitted, err = builder.meter.Int64Counter(
-		"otelcol_svcscore_scores_emitted",
+	builder.ConnectorSvcscoreScoresEmitted, err = builder.meter.Int64Counter(
+		"otelcol_connector_svcscore_scores_emitted",
 		metric.WithDescription("Score records the connector handed to the next consumer, by source (span_event, log_record) and event (svc.score, gen_ai.evaluation.result). [Development]"),
 		metric.WithUnit("{score}"),
 	)

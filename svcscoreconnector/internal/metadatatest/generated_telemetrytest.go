@@ -21,9 +21,9 @@ func NewSettings(tt *componenttest.Telemetry) connector.Settings {
 	return set
 }
 
-func AssertEqualSvcscoreScoresDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+func AssertEqualConnectorSvcscoreScoresDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_svcscore_scores_dropped",
+		Name:        "otelcol_connector_svcscore_scores_dropped",
 		Description: "Scoring events the connector did not turn into score records, by source, event and reason (sampled_out, invalid_target). [Development]",
 		Unit:        "{score}",
 		Data: metricdata.Sum[int64]{
@@ -32,14 +32,14 @@ func AssertEqualSvcscoreScoresDropped(t *testing.T, tt *componenttest.Telemetry,
 			DataPoints:  dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_svcscore_scores_dropped")
+	got, err := tt.GetMetric("otelcol_connector_svcscore_scores_dropped")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
-func AssertEqualSvcscoreScoresEmitted(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+func AssertEqualConnectorSvcscoreScoresEmitted(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_svcscore_scores_emitted",
+		Name:        "otelcol_connector_svcscore_scores_emitted",
 		Description: "Score records the connector handed to the next consumer, by source (span_event, log_record) and event (svc.score, gen_ai.evaluation.result). [Development]",
 		Unit:        "{score}",
 		Data: metricdata.Sum[int64]{
@@ -48,7 +48,7 @@ func AssertEqualSvcscoreScoresEmitted(t *testing.T, tt *componenttest.Telemetry,
 			DataPoints:  dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_svcscore_scores_emitted")
+	got, err := tt.GetMetric("otelcol_connector_svcscore_scores_emitted")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -19,12 +19,12 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
-	tb.SvcscoreScoresDropped.Add(context.Background(), 1)
-	tb.SvcscoreScoresEmitted.Add(context.Background(), 1)
-	AssertEqualSvcscoreScoresDropped(t, testTel,
+	tb.ConnectorSvcscoreScoresDropped.Add(context.Background(), 1)
+	tb.ConnectorSvcscoreScoresEmitted.Add(context.Background(), 1)
+	AssertEqualConnectorSvcscoreScoresDropped(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
-	AssertEqualSvcscoreScoresEmitted(t, testTel,
+	AssertEqualConnectorSvcscoreScoresEmitted(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
