@@ -60,7 +60,7 @@ require (
 	github.com/outcaste-io/ristretto v0.2.3 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
-	github.com/svc/svc-collector/pkg v0.0.0 // indirect
+	github.com/svc/svc-collector/pkg v0.0.0
 	github.com/svc/svc-collector/svcmetadataprocessor v0.0.0
 	github.com/svc/svc-collector/svcspanfilterprocessor v0.0.0
 	github.com/twmb/murmur3 v1.1.8 // indirect

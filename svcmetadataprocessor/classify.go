@@ -30,15 +30,11 @@ const (
 	kindOpenInferenceMetadata                        // metadata
 	kindVercelAIMetadata                             // ai.telemetry.metadata.<key>
 	kindOpenLLMetryProperty                          // traceloop.association.properties.<key>
-	kindExtraMasked                                  // masking.extra_attributes
 )
 
 const (
 	kindsMetadataKey = kindObservationMetadataKey | kindTraceMetadataKey
 	kindsBare        = kindBareObservationMetadata | kindBareTraceMetadata
-	kindsPromotion   = kindOpenInferenceMetadata | kindVercelAIMetadata | kindOpenLLMetryProperty
-	// kindsMasked are the attributes masking looks at (propagated trace metadata is not masked).
-	kindsMasked = kindObservationMetadataKey | kindBareObservationMetadata | kindObservationIO | kindTraceIO | kindGenAIContent | kindExtraMasked
 )
 
 // classify returns the kind of an attribute name, 0 for attributes the processor leaves alone.

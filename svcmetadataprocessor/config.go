@@ -1,11 +1,7 @@
 package svcmetadataprocessor // import "github.com/svc/svc-collector/svcmetadataprocessor"
 
 import (
-	"errors"
-	"fmt"
-	"regexp"
-	"sort"
-	"strings"
+	"github.com/svc/svc-collector/pkg/masking"
 )
 
 // Config is the configuration of the svcmetadata processor. Encoding, the propagated-metadata
@@ -21,7 +17,8 @@ type Config struct {
 	// span, where the platform now reads trace input and output from (SPEC.md 4.5).
 	UpgradeTraceIO bool `mapstructure:"upgrade_trace_io"`
 
-	// Masking masks input, output, GenAI content and observation metadata values.
+	// Masking masks every attribute value of the span (except structural ones), event and link
+	// attributes and the status message, and observation metadata as decoded values.
 	Masking MaskingConfig `mapstructure:"masking"`
 
 	// prevent unkeyed literal initialization
@@ -38,35 +35,19 @@ type PromoteConfig struct {
 	OpenLLMetry bool `mapstructure:"openllmetry"`
 }
 
-// MaskingConfig lists the masking rules. Masking is off when it has no rules and no keys.
+// MaskingConfig is the masking configuration of pkg/masking (the one engine the gateway masks
+// with, shared with the svcscore connector) and the deprecated extra_attributes.
 type MaskingConfig struct {
-	// BuiltinRules switches on ready rules by name (see builtinRules: email, card_number, api_key).
-	BuiltinRules []string `mapstructure:"builtin_rules"`
-	// Rules are regular expressions (RE2 syntax) with their replacements, applied in order
-	// after the builtin rules.
-	Rules []MaskRule `mapstructure:"rules"`
-	// Keys are metadata / object keys whose values are masked whole, at any depth
-	// (compared case-insensitively).
-	Keys []string `mapstructure:"keys"`
-	// KeyReplacement replaces the value of a masked key. Default "***".
-	KeyReplacement string `mapstructure:"key_replacement"`
-	// ExtraAttributes are further span attributes masked like input and output, for content
-	// that other instrumentations write under their own names (e.g. OpenInference's
-	// input.value). An entry ending in "*" is a prefix.
+	masking.Config `mapstructure:",squash"`
+
+	// ExtraAttributes is deprecated and ignored: every attribute is masked now (except the
+	// structural ones and masking.skip_attributes). Accepted so that existing configurations
+	// keep working; the processor logs a warning when it is set.
 	ExtraAttributes []string `mapstructure:"extra_attributes"`
 }
 
-// MaskRule is a regular expression and the text that replaces each of its matches.
-type MaskRule struct {
-	// Name identifies the rule in errors and logs; optional.
-	Name string `mapstructure:"name"`
-	// Pattern is an RE2 regular expression.
-	Pattern string `mapstructure:"pattern"`
-	// Replacement replaces each match; `$1`, `${name}` expand capture groups. Default "***".
-	Replacement string `mapstructure:"replacement"`
-}
-
-const defaultReplacement = "***"
+// Validate leaves masking.Config to its own Validate (confmap calls it for the embedded field).
+func (MaskingConfig) Validate() error { return nil }
 
 func createDefaultConfig() *Config {
 	return &Config{
@@ -76,47 +57,6 @@ func createDefaultConfig() *Config {
 			OpenLLMetry:   true,
 		},
 		UpgradeTraceIO: true,
-		Masking: MaskingConfig{
-			KeyReplacement: defaultReplacement,
-		},
+		Masking:        MaskingConfig{Config: masking.DefaultConfig()},
 	}
-}
-
-// Validate checks that every builtin rule exists and every pattern compiles.
-func (cfg *Config) Validate() error {
-	var errs []error
-	for _, name := range cfg.Masking.BuiltinRules {
-		if _, ok := builtinRules[name]; !ok {
-			errs = append(errs, fmt.Errorf("masking.builtin_rules: unknown rule %q (known: %s)", name, strings.Join(builtinRuleNames(), ", ")))
-		}
-	}
-	for i, rule := range cfg.Masking.Rules {
-		if rule.Pattern == "" {
-			errs = append(errs, fmt.Errorf("masking.rules[%d] %s: pattern must not be empty", i, rule.Name))
-			continue
-		}
-		if _, err := regexp.Compile(rule.Pattern); err != nil {
-			errs = append(errs, fmt.Errorf("masking.rules[%d] %s: invalid pattern: %w", i, rule.Name, err))
-		}
-	}
-	for i, key := range cfg.Masking.Keys {
-		if key == "" {
-			errs = append(errs, fmt.Errorf("masking.keys[%d]: key must not be empty", i))
-		}
-	}
-	for i, name := range cfg.Masking.ExtraAttributes {
-		if name == "" || name == "*" {
-			errs = append(errs, fmt.Errorf("masking.extra_attributes[%d]: %q names no attribute", i, name))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func builtinRuleNames() []string {
-	names := make([]string, 0, len(builtinRules))
-	for name := range builtinRules {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/svcmetadataprocessor/internal/metadata"
 )
 
@@ -24,16 +25,20 @@ func TestLoadConfig(t *testing.T) {
 	full := createDefaultConfig()
 	full.Promote = PromoteConfig{OpenInference: true, VercelAI: false, OpenLLMetry: true}
 	full.UpgradeTraceIO = false
-	full.Masking = MaskingConfig{
-		BuiltinRules: []string{"email", "card_number", "api_key", "bearer_token"},
-		Rules: []MaskRule{
+	full.Masking = MaskingConfig{Config: masking.Config{
+		BuiltinRules: []string{"email", "card_number", "api_key", "bearer_token", "phone", "iban"},
+		Rules: []masking.Rule{
 			{Name: "employee-id", Pattern: `EMP-\d{4}`, Replacement: "EMP-****"},
 			{Pattern: `(?i)secret=\S+`},
 		},
-		Keys:            []string{"password", "ssn"},
-		KeyReplacement:  "[REDACTED]",
-		ExtraAttributes: []string{"input.value", "output.value", "llm.input_messages.*"},
-	}
+		Keys:           []string{"password", "ssn"},
+		KeyReplacement: "[REDACTED]",
+		SkipAttributes: []string{"app.request_id", "app.raw.*"},
+		MaxValueBytes:  1048576,
+	}}
+	deprecated := createDefaultConfig()
+	deprecated.Masking.BuiltinRules = []string{"email"}
+	deprecated.Masking.ExtraAttributes = []string{"input.value"}
 
 	tests := []struct {
 		name      string
@@ -44,11 +49,13 @@ func TestLoadConfig(t *testing.T) {
 		{name: "", want: createDefaultConfig()}, // svcmetadata with no settings
 		{name: "full", want: full},
 		{name: "unknown_key", unmarshal: "rulez"},
-		{name: "unknown_builtin", validate: `masking.builtin_rules: unknown rule "phone" (known: api_key, bearer_token, card_number, email)`},
+		{name: "deprecated_extra_attributes", want: deprecated},
+		{name: "unknown_builtin", validate: `masking.builtin_rules: unknown rule "ssn" (known: api_key, bearer_token, card_number, email, iban, phone)`},
 		{name: "bad_pattern", validate: "masking.rules[0] broken: invalid pattern"},
 		{name: "empty_pattern", validate: "masking.rules[0] empty: pattern must not be empty"},
 		{name: "empty_key", validate: "masking.keys[1]: key must not be empty"},
-		{name: "extra_attribute_star", validate: `masking.extra_attributes[0]: "*" names no attribute`},
+		{name: "skip_attribute_star", validate: `masking.skip_attributes[0]: "*" names no attribute`},
+		{name: "negative_max_value_bytes", validate: "masking.max_value_bytes: -1 is negative"},
 		{name: "limit_not_configurable", unmarshal: "trace_metadata_max_length"},
 	}
 	for _, tt := range tests {

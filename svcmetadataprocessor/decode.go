@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/svc/svc-collector/pkg/jsontext"
 )
 
 // decodeJSONValue writes the JSON text src into dst as the raw OTLP value it stands for, for
@@ -21,7 +23,7 @@ import (
 //	[1,"x"]       -> Slice
 //	null          -> Empty
 //
-// It fails on text that is not one JSON value or is nested deeper than maxJSONDepth.
+// It fails on text that is not one JSON value or is nested deeper than jsontext.MaxDepth.
 func decodeJSONValue(src string, dst pcommon.Value) error {
 	dec := json.NewDecoder(strings.NewReader(src))
 	dec.UseNumber()
@@ -29,7 +31,7 @@ func decodeJSONValue(src string, dst pcommon.Value) error {
 		return err
 	}
 	if _, err := dec.Token(); err == nil {
-		return errJSONSyntax // more than one value
+		return jsontext.ErrSyntax // more than one value
 	}
 	return nil
 }
@@ -39,7 +41,7 @@ var errNotAValue = errors.New("JSON delimiter where a value belongs")
 func decodeJSONInto(dec *json.Decoder, dst pcommon.Value, depth int) error {
 	tok, err := dec.Token()
 	if err != nil {
-		return errJSONSyntax
+		return jsontext.ErrSyntax
 	}
 	switch t := tok.(type) {
 	case string:
@@ -56,12 +58,12 @@ func decodeJSONInto(dec *json.Decoder, dst pcommon.Value, depth int) error {
 		}
 		f, err := strconv.ParseFloat(t.String(), 64)
 		if err != nil {
-			return errJSONSyntax
+			return jsontext.ErrSyntax
 		}
 		dst.SetDouble(f)
 	case json.Delim:
-		if depth >= maxJSONDepth {
-			return errJSONTooDeep
+		if depth >= jsontext.MaxDepth {
+			return jsontext.ErrTooDeep
 		}
 		switch t {
 		case '{':
@@ -69,7 +71,7 @@ func decodeJSONInto(dec *json.Decoder, dst pcommon.Value, depth int) error {
 			for dec.More() {
 				keyTok, err := dec.Token()
 				if err != nil {
-					return errJSONSyntax
+					return jsontext.ErrSyntax
 				}
 				key, _ := keyTok.(string)
 				if err := decodeJSONInto(dec, m.PutEmpty(key), depth+1); err != nil {
@@ -87,7 +89,7 @@ func decodeJSONInto(dec *json.Decoder, dst pcommon.Value, depth int) error {
 			return errNotAValue
 		}
 		if _, err := dec.Token(); err != nil { // the closing delimiter
-			return errJSONSyntax
+			return jsontext.ErrSyntax
 		}
 	}
 	return nil

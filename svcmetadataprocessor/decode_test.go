@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/svc/svc-collector/pkg/jsontext"
 )
 
 // A member of a JSON object string flattened on a third-party span becomes the OTLP value it
@@ -50,7 +52,7 @@ func TestDecodeJSONValue(t *testing.T) {
 }
 
 func TestDecodeJSONValueRejects(t *testing.T) {
-	for _, src := range []string{``, `{`, `[1,]`, `1 2`, `}`, `nul`, strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)} {
+	for _, src := range []string{``, `{`, `[1,]`, `1 2`, `}`, `nul`, strings.Repeat("[", jsontext.MaxDepth+1) + strings.Repeat("]", jsontext.MaxDepth+1)} {
 		assert.Error(t, decodeJSONValue(src, pcommon.NewValueEmpty()), "%q", src)
 	}
 }

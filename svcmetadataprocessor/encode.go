@@ -4,9 +4,10 @@ import (
 	"encoding/base64"
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/svc/svc-collector/pkg/jsontext"
 )
 
 // This file is the one place that writes metadata values as JSON text (SPEC.md 2.4, 9.2.2).
@@ -31,7 +32,7 @@ func encodeValue(v pcommon.Value) string {
 func appendValueJSON(b []byte, v pcommon.Value) []byte {
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
-		return appendJSONString(b, v.Str())
+		return jsontext.AppendString(b, v.Str())
 	case pcommon.ValueTypeInt:
 		return strconv.AppendInt(b, v.Int(), 10)
 	case pcommon.ValueTypeDouble:
@@ -46,7 +47,7 @@ func appendValueJSON(b []byte, v pcommon.Value) []byte {
 				b = append(b, ',')
 			}
 			first = false
-			b = appendJSONString(b, k)
+			b = jsontext.AppendString(b, k)
 			b = append(b, ':')
 			b = appendValueJSON(b, mv)
 		}
@@ -102,64 +103,4 @@ func appendFloatText(b []byte, f float64) []byte {
 		}
 	}
 	return b
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString writes s as a JSON string. Invalid UTF-8 becomes U+FFFD, as in encoding/json;
-// U+2028 and U+2029 are escaped so the text is also valid JavaScript.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if j := skipJSONSafeASCII(s, i); j > i {
-			i = j
-			continue
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

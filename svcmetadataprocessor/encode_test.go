@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/svc/svc-collector/pkg/jsontext"
 )
 
 // The encoding table of the README, row by row.
@@ -79,7 +81,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		return string(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 	}
 	for _, s := range []string{"", "plain", "\x00\x1f\x7f", "tab\tnew\nline\r", "\\\"", "é漢字😀", "\u2028\u2029", "bad \xc3\x28 utf8", "\xed\xa0\x80"} {
-		assert.Equal(t, stdJSON(s), string(appendJSONString(nil, s)), "%q", s)
+		assert.Equal(t, stdJSON(s), string(jsontext.AppendString(nil, s)), "%q", s)
 	}
 	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1.5, 0.1, 1e-6, 9.99e-7, 1e20, 1e21, 123456789012345680000, math.MaxFloat64, math.SmallestNonzeroFloat64, 5e-324} {
 		assert.Equal(t, stdJSON(f), string(appendJSONFloat(nil, f)), "%v", f)

@@ -51,7 +51,7 @@ func (e spanEncoding) write(dst pcommon.Value, entry metadataEntry) {
 		dst.SetStr(encodeValue(entry.value))
 	case entry.fromJSON:
 		if decodeJSONValue(entry.valueJSON, dst) != nil {
-			// objectMembers validated the text, so this is not reached; keep the text rather
+			// jsontext.ObjectMembers validated the text, so this is not reached; keep the text rather
 			// than lose the value.
 			dst.SetStr(entry.valueJSON)
 		}

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/pkg/svcattr"
 	"github.com/svc/svc-collector/svcmetadataprocessor/internal/metadata"
 )
@@ -22,23 +23,24 @@ type metadataProcessor struct {
 	cfg       *Config
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
-	masker    *masker // nil when masking is off
-	// relevant are the attribute kinds this configuration acts on; spans with none are skipped.
+	masker    *masking.Engine // nil when masking is off
+	// relevant are the attribute kinds the metadata steps act on; spans with none skip them.
 	relevant attrKind
-	// hasExtra: masking.extra_attributes is set, so attributes classify does not know are
-	// looked up there too.
-	hasExtra bool
 }
 
 // counts of what one batch went through, recorded as the component's metrics.
 type counts struct {
-	encoded, promoted, droppedForLength, masked, placeholders int64
+	encoded, promoted, droppedForLength, masked, placeholders, oversized int64
 }
 
 func newMetadataProcessor(cfg *Config, set component.TelemetrySettings) (*metadataProcessor, error) {
-	m, err := newMasker(cfg.Masking)
+	m, err := masking.New(cfg.Masking.Config)
 	if err != nil {
 		return nil, err
+	}
+	if len(cfg.Masking.ExtraAttributes) > 0 {
+		set.Logger.Warn("masking.extra_attributes is deprecated and ignored: every attribute is masked now; remove it (use masking.skip_attributes to leave attributes unmasked)",
+			zap.Strings("extra_attributes", cfg.Masking.ExtraAttributes))
 	}
 	tb, err := metadata.NewTelemetryBuilder(set)
 	if err != nil {
@@ -58,20 +60,7 @@ func newMetadataProcessor(cfg *Config, set component.TelemetrySettings) (*metada
 	if cfg.UpgradeTraceIO {
 		p.relevant |= kindTraceIO
 	}
-	if m != nil {
-		p.relevant |= kindsMasked
-		p.hasExtra = len(m.extraNames) > 0 || len(m.extraPrefixes) > 0
-	}
 	return p, nil
-}
-
-// classify is classify extended by masking.extra_attributes.
-func (p *metadataProcessor) classify(name string) attrKind {
-	kind := classify(name)
-	if kind == 0 && p.hasExtra && p.masker.isExtraAttribute(name) {
-		return kindExtraMasked
-	}
-	return kind
 }
 
 func (p *metadataProcessor) shutdown(context.Context) error {
@@ -111,6 +100,9 @@ func (p *metadataProcessor) record(ctx context.Context, c counts) {
 	if c.masked > 0 {
 		p.telemetry.ProcessorSvcmetadataValuesMasked.Add(ctx, c.masked)
 	}
+	if c.oversized > 0 {
+		p.telemetry.ProcessorSvcmetadataValuesRemovedForSize.Add(ctx, c.oversized)
+	}
 	if c.placeholders > 0 {
 		p.telemetry.ProcessorSvcmetadataValuesReplacedByPlaceholder.Add(ctx, c.placeholders)
 	}
@@ -123,11 +115,19 @@ func (p *metadataProcessor) processSpan(span ptrace.Span, enc spanEncoding, c *c
 	attrs := span.Attributes()
 	var found attrKind
 	for k := range attrs.All() {
-		found |= p.classify(k)
+		found |= classify(k)
 	}
-	if found&p.relevant == 0 {
-		return
+	if found&p.relevant != 0 {
+		p.metadataSteps(span, found, enc, c)
 	}
+	if p.masker != nil {
+		p.maskSpan(span, enc, c)
+	}
+}
+
+// metadataSteps runs the steps before masking on a span with attributes they act on.
+func (p *metadataProcessor) metadataSteps(span ptrace.Span, found attrKind, enc spanEncoding, c *counts) {
+	attrs := span.Attributes()
 	if found&kindsMetadataKey != 0 && enc == jsonEncoding {
 		c.encoded += encodeNonStringMetadata(attrs)
 	}
@@ -155,9 +155,6 @@ func (p *metadataProcessor) processSpan(span ptrace.Span, enc spanEncoding, c *c
 	}
 	if found&p.relevant&kindTraceIO != 0 && span.ParentSpanID().IsEmpty() {
 		upgradeTraceIO(attrs)
-	}
-	if p.masker != nil && found&(kindsMasked|kindsPromotion) != 0 {
-		p.maskAttributes(attrs, enc, c)
 	}
 }
 
@@ -229,47 +226,5 @@ func upgradeTraceIO(attrs pcommon.Map) {
 		v.CopyTo(moved)
 		attrs.Remove(from)
 		moved.CopyTo(attrs.PutEmpty(to))
-	}
-}
-
-// maskAttributes masks observation metadata, input/output and GenAI content in place.
-// Observation metadata is masked as decoded values and written back in the span's encoding:
-// JSON text on new-SDK spans, raw OTLP values (strings inside maps and slices, in place)
-// elsewhere.
-func (p *metadataProcessor) maskAttributes(attrs pcommon.Map, enc spanEncoding, c *counts) {
-	m := p.masker
-	for k, v := range attrs.All() {
-		kind := p.classify(k)
-		if kind&kindsMasked == 0 {
-			continue
-		}
-		var res maskResult
-		switch {
-		case kind == kindObservationMetadataKey && enc == jsonEncoding && v.Type() == pcommon.ValueTypeStr:
-			var out string
-			out, res = m.maskMetadataJSON(k[len(svcattr.ObservationMetadataPrefix):], v.Str())
-			if res != unchanged {
-				v.SetStr(out)
-			}
-		case kind == kindObservationMetadataKey && m.isMaskedKey(k[len(svcattr.ObservationMetadataPrefix):]):
-			res = m.maskWhole(v)
-		case v.Type() == pcommon.ValueTypeStr:
-			var out string
-			out, res = m.maskText(v.Str())
-			if res != unchanged {
-				v.SetStr(out)
-			}
-		default:
-			res = m.maskValue(v)
-		}
-		switch res {
-		case masked:
-			c.masked++
-		case placeholder:
-			c.masked++
-			c.placeholders++
-			p.logger.Debug("Masking could not process a value and replaced it whole by the placeholder",
-				zap.String("attribute", k))
-		}
 	}
 }

@@ -2,6 +2,7 @@ package svcmetadataprocessor
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/svc/svc-collector/pkg/golden"
+	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/pkg/svcattr"
 	"github.com/svc/svc-collector/svcmetadataprocessor/internal/metadatatest"
 )
@@ -25,9 +27,8 @@ import (
 func maskingTestConfig() *Config {
 	cfg := createDefaultConfig()
 	cfg.Masking.BuiltinRules = []string{"email", "card_number", "api_key"}
-	cfg.Masking.Rules = []MaskRule{{Name: "employee-id", Pattern: `EMP-\d{4}`, Replacement: "EMP-****"}}
+	cfg.Masking.Rules = []masking.Rule{{Name: "employee-id", Pattern: `EMP-\d{4}`, Replacement: "EMP-****"}}
 	cfg.Masking.Keys = []string{"password", "api_key"}
-	cfg.Masking.ExtraAttributes = []string{"input.value", "llm.output_messages.*"}
 	return cfg
 }
 
@@ -54,6 +55,56 @@ var goldenCases = []struct {
 		return cfg
 	}},
 	{"masking", maskingTestConfig},
+	{"coverage_vercel_ai", coverageConfig},
+	{"coverage_openllmetry", coverageConfig},
+	{"coverage_genai_events", coverageConfig},
+	{"coverage_exception", coverageConfig},
+	{"coverage_mlflow", coverageConfig},
+	{"coverage_pydantic_ai", coverageConfig},
+	{"coverage_langsmith", coverageConfig},
+	{"coverage_openinference", coverageConfig},
+	{"coverage_svc_sdk", coverageConfig},
+}
+
+// coverageConfig is the masking of the distribution's default configuration.
+func coverageConfig() *Config {
+	cfg := createDefaultConfig()
+	cfg.Masking.BuiltinRules = masking.BuiltinRuleNames()
+	return cfg
+}
+
+// The coverage golden files hold each instrumentation's real attribute and event shapes with
+// personal data in every place it writes content; none of it may be left, the text around it
+// stays, and JSON content stays valid JSON.
+func TestCoverageLeavesNoPersonalData(t *testing.T) {
+	pii := []string{"jane.doe@example.com", "4111 1111 1111 1111", "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+		"+44 20 7946 0958", "DE89 3704 0044 0532 0130 00", "abcdefgh12345678"}
+	for _, tc := range goldenCases {
+		if !strings.HasPrefix(tc.name, "coverage_") {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			in := golden.ReadTraces(t, filepath.Join("testdata", "golden", tc.name+".input.json"))
+			before := ptrace.NewTraces()
+			in.CopyTo(before)
+			out := string(tracesJSON(t, runProcessor(t, tc.cfg(), in)))
+			for _, p := range pii {
+				assert.NotContains(t, out, p)
+			}
+			for _, kept := range []string{"Please refund card", "to file the refund for", "invalid card"} {
+				if strings.Contains(string(tracesJSON(t, before)), kept) {
+					assert.Contains(t, out, kept)
+				}
+			}
+			outSpans := runProcessor(t, tc.cfg(), before).ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+			for k, v := range before.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().All() {
+				if v.Type() == pcommon.ValueTypeStr && json.Valid([]byte(v.Str())) && strings.ContainsAny(v.Str(), "{[") {
+					got, _ := outSpans.At(0).Attributes().Get(k)
+					assert.True(t, json.Valid([]byte(got.Str())), "%s is no longer JSON: %s", k, got.Str())
+				}
+			}
+		})
+	}
 }
 
 func TestGolden(t *testing.T) {
@@ -106,14 +157,14 @@ func TestMetricsAndDropWarning(t *testing.T) {
 	traceID := pcommon.TraceID{0x5b, 0x8e, 0xff, 0xf7, 0x98, 0x03, 0x81, 0x03, 0xd2, 0x69, 0xb6, 0x33, 0x81, 0x3f, 0xc6, 0x0c}
 	span.SetTraceID(traceID)
 	attrs := span.Attributes()
-	attrs.PutStr("svc.observation.metadata.contact", `"jane@example.com"`)          // masked
-	attrs.PutInt("svc.observation.metadata.count", 5)                               // encoded
-	attrs.PutStr("svc.trace.metadata.huge", `"`+strings.Repeat("x", 199)+`"`)       // dropped
-	attrs.PutStr("ai.telemetry.metadata.user", "u-1")                               // promoted
-	attrs.PutStr("traceloop.association.properties.mail", "a@b.io")                 // promoted, masked
-	attrs.PutStr("svc.observation.input", `{"q": "what is 2+2?"}`)                  // nothing to mask
-	attrs.PutStr("svc.observation.output", strings.Repeat("[", 200)+"]")            // too deep: placeholder
-	attrs.PutStr("svc.observation.metadata", `{"plan":"gold","contact2":"c@d.io"}`) // flattened (2, encoded), one masked
+	attrs.PutStr("svc.observation.metadata.contact", `"jane@example.com"`)                    // masked
+	attrs.PutInt("svc.observation.metadata.count", 5)                                         // encoded
+	attrs.PutStr("svc.trace.metadata.huge", `"`+strings.Repeat("x", 199)+`"`)                 // dropped
+	attrs.PutStr("ai.telemetry.metadata.user", "u-1")                                         // promoted
+	attrs.PutStr("traceloop.association.properties.mail", "a@b.io")                           // promoted, masked
+	attrs.PutStr("svc.observation.input", `{"q": "what is 2+2?"}`)                            // nothing to mask
+	attrs.PutStr("svc.observation.output", strings.Repeat("[", 200)+strings.Repeat("]", 200)) // JSON too deep: placeholder
+	attrs.PutStr("svc.observation.metadata", `{"plan":"gold","contact2":"c@d.io"}`)           // flattened (2, encoded), one masked
 
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
 	require.Len(t, sink.AllTraces(), 1)
@@ -127,7 +178,7 @@ func TestMetricsAndDropWarning(t *testing.T) {
 		"svc.observation.metadata.plan":     `"gold"`,
 		"svc.observation.metadata.contact2": `"[EMAIL]"`,
 		"svc.observation.input":             `{"q": "what is 2+2?"}`,
-		"svc.observation.output":            MaskPlaceholder,
+		"svc.observation.output":            masking.Placeholder,
 	}, got)
 
 	metadatatest.AssertEqualProcessorSvcmetadataValuesEncoded(t, tel, []metricdata.DataPoint[int64]{{Value: 3}}, metricdatatest.IgnoreTimestamp())
@@ -189,13 +240,31 @@ func TestSpanWithoutMetadataPassesUnchanged(t *testing.T) {
 	rs.Resource().Attributes().PutStr("service.name", "db")
 	span := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	span.SetName("db.query")
-	span.Attributes().PutStr("db.statement", "select jane@example.com")
+	span.Attributes().PutStr("db.statement", "select * from orders where id = 4711")
 	span.Attributes().PutInt("svc.other", 1)
 	want := ptrace.NewTraces()
 	td.CopyTo(want)
 
 	out := runProcessor(t, maskingTestConfig(), td)
 	assert.Equal(t, string(tracesJSON(t, want)), string(tracesJSON(t, out)))
+}
+
+// Masking covers every attribute, not only metadata and input/output: a third-party span's own
+// attributes, its events, links and status message.
+func TestMaskingCoversTheWholeSpan(t *testing.T) {
+	td := ptrace.NewTraces()
+	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	span.Attributes().PutStr("db.statement", "select jane@example.com")
+	span.Attributes().PutStr("gen_ai.request.model", "gpt-4o")
+	span.Events().AppendEmpty().Attributes().PutStr("exception.message", "bad card 4111 1111 1111 1111")
+	span.Links().AppendEmpty().Attributes().PutStr("note", "from jane@example.com")
+	span.Status().SetMessage("failed for jane@example.com")
+
+	out := runProcessor(t, maskingTestConfig(), td).ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	assert.Equal(t, map[string]any{"db.statement": "select [EMAIL]", "gen_ai.request.model": "gpt-4o"}, out.Attributes().AsRaw())
+	assert.Equal(t, map[string]any{"exception.message": "bad card [CARD]"}, out.Events().At(0).Attributes().AsRaw())
+	assert.Equal(t, map[string]any{"note": "from [EMAIL]"}, out.Links().At(0).Attributes().AsRaw())
+	assert.Equal(t, "failed for [EMAIL]", out.Status().Message())
 }
 
 // No resource attribute changes a span's encoding: a third-party resource that arrives with the
@@ -215,4 +284,19 @@ func TestResourceAttributeDoesNotChangeTheEncoding(t *testing.T) {
 		"svc.observation.metadata.count": int64(5),
 	}, out.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw())
 	assert.Equal(t, map[string]any{"svc.metadata.encoding": "json"}, out.ResourceSpans().At(0).Resource().Attributes().AsRaw())
+}
+
+// masking.extra_attributes is accepted (existing configurations keep working) and ignored, with
+// a warning that says what to do instead.
+func TestExtraAttributesDeprecationWarning(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	set := componenttest.NewNopTelemetrySettings()
+	set.Logger = zap.New(core)
+	cfg := maskingTestConfig()
+	cfg.Masking.ExtraAttributes = []string{"input.value"}
+	_, err := newMetadataProcessor(cfg, set)
+	require.NoError(t, err)
+	require.Equal(t, 1, logs.Len())
+	assert.Contains(t, logs.All()[0].Message, "masking.extra_attributes is deprecated and ignored")
+	assert.Contains(t, logs.All()[0].Message, "masking.skip_attributes")
 }

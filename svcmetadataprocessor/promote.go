@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/svc/svc-collector/pkg/jsontext"
 	"github.com/svc/svc-collector/pkg/svcattr"
 )
 
@@ -27,7 +28,7 @@ func objectEntries(v pcommon.Value) (entries []metadataEntry, ok bool) {
 		}
 		return entries, true
 	case pcommon.ValueTypeStr:
-		err := objectMembers(v.Str(), func(key, valueJSON string) {
+		err := jsontext.ObjectMembers(v.Str(), func(key, valueJSON string) {
 			entries = append(entries, metadataEntry{key: key, valueJSON: valueJSON, fromJSON: true})
 		})
 		return entries, err == nil

@@ -1,6 +1,7 @@
 package svcscoreconnector
 
 import (
+	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/pkg/sampling"
 )
 
@@ -12,12 +13,17 @@ type Config struct {
 	// marks its trace, see README.md) are always kept.
 	SampleRate float64 `mapstructure:"sample_rate"`
 
+	// Masking masks each score record's comment, string value and metadata with pkg/masking,
+	// the engine svcmetadata masks spans with; give both the same settings (the distribution's
+	// config shares one YAML anchor). Off when it names no rule, key or size limit.
+	Masking masking.Config `mapstructure:"masking"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
 
 func createDefaultConfig() *Config {
-	return &Config{SampleRate: 1}
+	return &Config{SampleRate: 1, Masking: masking.DefaultConfig()}
 }
 
 // Validate checks the configuration when the collector loads it.

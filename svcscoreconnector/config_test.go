@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/svcscoreconnector/internal/metadata"
 )
 
@@ -22,9 +23,16 @@ func TestLoadConfig(t *testing.T) {
 		want    *Config
 		wantErr string // a substring of the load or validation error; empty: valid
 	}{
-		{id: component.NewID(metadata.Type), want: &Config{SampleRate: 1}},
-		{id: component.NewIDWithName(metadata.Type, "sampled"), want: &Config{SampleRate: 0.25}},
-		{id: component.NewIDWithName(metadata.Type, "keep_all"), want: &Config{SampleRate: 1}},
+		{id: component.NewID(metadata.Type), want: &Config{SampleRate: 1, Masking: masking.DefaultConfig()}},
+		{id: component.NewIDWithName(metadata.Type, "sampled"), want: &Config{SampleRate: 0.25, Masking: masking.DefaultConfig()}},
+		{id: component.NewIDWithName(metadata.Type, "keep_all"), want: &Config{SampleRate: 1, Masking: masking.DefaultConfig()}},
+		{id: component.NewIDWithName(metadata.Type, "masking"), want: &Config{SampleRate: 1, Masking: masking.Config{
+			BuiltinRules:   []string{"email", "card_number"},
+			Keys:           []string{"password"},
+			KeyReplacement: "***",
+			MaxValueBytes:  4096,
+		}}},
+		{id: component.NewIDWithName(metadata.Type, "unknown_rule"), wantErr: `masking.builtin_rules: unknown rule "ssn"`},
 		{id: component.NewIDWithName(metadata.Type, "zero_rate"), wantErr: "sample_rate must be greater than 0 and at most 1, got 0"},
 		{id: component.NewIDWithName(metadata.Type, "negative_rate"), wantErr: "sample_rate must be greater than 0 and at most 1, got -0.5"},
 		{id: component.NewIDWithName(metadata.Type, "above_one"), wantErr: "sample_rate must be greater than 0 and at most 1, got 1.5"},

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/pkg/scorerecord"
 	"github.com/svc/svc-collector/pkg/svcattr"
@@ -51,6 +52,7 @@ type scoreConnector struct {
 	next      consumer.Logs
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
+	masker    *masking.Engine // nil when masking is off
 	// decider is the sampling decision; its set of experiment traces is shared with the other
 	// instance of this connector id (traces_to_logs and logs_to_logs), released at Shutdown.
 	decider            *sampling.Decider
@@ -69,11 +71,16 @@ var (
 )
 
 func newScoreConnector(set connector.Settings, cfg *Config, next consumer.Logs) (*scoreConnector, error) {
+	masker, err := masking.New(cfg.Masking)
+	if err != nil {
+		return nil, err
+	}
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
 	c := &scoreConnector{
+		masker:    masker,
 		next:      next,
 		logger:    set.Logger,
 		telemetry: tb,
@@ -112,6 +119,7 @@ func (c *scoreConnector) Shutdown(context.Context) error {
 type batch struct {
 	out      plog.Logs
 	queuedAt pcommon.Timestamp
+	masker   *masking.Engine
 	emitted  [numSources][scorerecord.NumEventKinds]int64
 	dropped  [numSources][scorerecord.NumEventKinds][numDropReasons]int64
 	// firstErr is the first invalid event of the batch, logged once with the count.
@@ -123,7 +131,7 @@ type batch struct {
 }
 
 func (c *scoreConnector) newBatch() *batch {
-	return &batch{out: plog.NewLogs(), queuedAt: c.now()}
+	return &batch{out: plog.NewLogs(), queuedAt: c.now(), masker: c.masker}
 }
 
 func (b *batch) startResource() { b.haveResource, b.haveScope = false, false }
@@ -166,6 +174,8 @@ func (b *batch) add(src source, ev scorerecord.Event, observed pcommon.Timestamp
 		b.dropped[src][ev.Kind][dropSampledOut]++
 		return
 	}
+	// Masked like the spans, before the record exists: nothing unmasked is written.
+	b.masker.Score(&score, nil)
 	lr := b.record(res, scope, schemaURL)
 	scorerecord.Write(lr, score)
 	if observed != 0 {

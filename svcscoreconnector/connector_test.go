@@ -29,6 +29,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/pkg/scorerecord"
 	"github.com/svc/svc-collector/svcscoreconnector/internal/metadata"
@@ -538,3 +539,50 @@ var (
 
 // queuedAt is the fixed time the test connectors queue scores at.
 const queuedAt = pcommon.Timestamp(1_700_000_100_000_000_000)
+
+// Score records are masked like spans, on both paths: the comment (an evaluation's
+// explanation), a string value and the metadata lose their personal data and keep the rest.
+func TestGoldenMasking(t *testing.T) {
+	pii := []string{"jane.doe@example.com", "4111 1111 1111 1111", "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"}
+	cfg := &Config{SampleRate: 1, Masking: masking.Config{BuiltinRules: masking.BuiltinRuleNames(), KeyReplacement: "***"}}
+	for _, tc := range []struct {
+		name    string
+		consume func(c *scoreConnector, dir string) error
+	}{
+		{"masking_span_events", func(c *scoreConnector, dir string) error {
+			return c.ConsumeTraces(context.Background(), readTraces(t, filepath.Join(dir, "input.yaml")))
+		}},
+		{"masking_log_events", func(c *scoreConnector, dir string) error {
+			return c.ConsumeLogs(context.Background(), readLogs(t, filepath.Join(dir, "input.yaml")))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &consumertest.LogsSink{}
+			c, err := newScoreConnector(connectortest.NewNopSettings(metadata.Type), cfg, sink)
+			require.NoError(t, err)
+			c.now = func() pcommon.Timestamp { return queuedAt }
+			dir := filepath.Join("testdata", tc.name)
+			require.NoError(t, tc.consume(c, dir))
+			require.Len(t, sink.AllLogs(), 1)
+			expectedFile := filepath.Join(dir, "expected.yaml")
+			if *update {
+				require.NoError(t, golden.WriteLogs(t, expectedFile, sink.AllLogs()[0]))
+			}
+			require.NoError(t, plogtest.CompareLogs(readLogs(t, expectedFile), sink.AllLogs()[0]))
+
+			got := records(sink)
+			require.Len(t, got, 2)
+			raw, err := (&plog.JSONMarshaler{}).MarshalLogs(sink.AllLogs()[0])
+			require.NoError(t, err)
+			for _, p := range pii {
+				assert.NotContains(t, string(raw), p)
+			}
+			assert.Equal(t, "The answer repeats the user's e-mail [EMAIL] and card [CARD]; otherwise it is faithful.", got[0].Comment)
+			assert.Equal(t, "user pasted key [API_KEY]", got[1].Comment)
+			assert.Equal(t, "wrong refund, write to [EMAIL]", got[1].Value)
+			assert.Equal(t, "[EMAIL]", got[1].Metadata["reviewer"])
+			assert.Equal(t, "web", got[1].Metadata["channel"])
+			require.NoError(t, c.Shutdown(context.Background()))
+		})
+	}
+}

@@ -30,6 +30,7 @@ type TelemetryBuilder struct {
 	ProcessorSvcmetadataValuesEncoded               metric.Int64Counter
 	ProcessorSvcmetadataValuesMasked                metric.Int64Counter
 	ProcessorSvcmetadataValuesPromoted              metric.Int64Counter
+	ProcessorSvcmetadataValuesRemovedForSize        metric.Int64Counter
 	ProcessorSvcmetadataValuesReplacedByPlaceholder metric.Int64Counter
 }
 
@@ -76,13 +77,19 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorSvcmetadataValuesMasked, err = builder.meter.Int64Counter(
 		"otelcol_processor_svcmetadata_values_masked",
-		metric.WithDescription("Number of attribute values changed by masking (a rule matched, a masked key, or the placeholder). [Development]"),
+		metric.WithDescription("Number of attribute values changed by masking (a rule matched, a masked key, the placeholder, or the size marker). [Development]"),
 		metric.WithUnit("{value}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorSvcmetadataValuesPromoted, err = builder.meter.Int64Counter(
 		"otelcol_processor_svcmetadata_values_promoted",
 		metric.WithDescription("Number of metadata values promoted from another instrumentation's attribute (OpenInference, Vercel AI SDK, OpenLLMetry) into svc.observation.metadata.<key>. [Development]"),
+		metric.WithUnit("{value}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorSvcmetadataValuesRemovedForSize, err = builder.meter.Int64Counter(
+		"otelcol_processor_svcmetadata_values_removed_for_size",
+		metric.WithDescription("Number of attribute values longer than masking.max_value_bytes replaced by a marker stating their size. [Development]"),
 		metric.WithUnit("{value}"),
 	)
 	errs = errors.Join(errs, err)

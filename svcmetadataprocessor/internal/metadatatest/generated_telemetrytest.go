@@ -56,7 +56,7 @@ func AssertEqualProcessorSvcmetadataValuesEncoded(t *testing.T, tt *componenttes
 func AssertEqualProcessorSvcmetadataValuesMasked(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcmetadata_values_masked",
-		Description: "Number of attribute values changed by masking (a rule matched, a masked key, or the placeholder). [Development]",
+		Description: "Number of attribute values changed by masking (a rule matched, a masked key, the placeholder, or the size marker). [Development]",
 		Unit:        "{value}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -81,6 +81,22 @@ func AssertEqualProcessorSvcmetadataValuesPromoted(t *testing.T, tt *componentte
 		},
 	}
 	got, err := tt.GetMetric("otelcol_processor_svcmetadata_values_promoted")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorSvcmetadataValuesRemovedForSize(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_svcmetadata_values_removed_for_size",
+		Description: "Number of attribute values longer than masking.max_value_bytes replaced by a marker stating their size. [Development]",
+		Unit:        "{value}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_svcmetadata_values_removed_for_size")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -23,6 +23,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorSvcmetadataValuesEncoded.Add(context.Background(), 1)
 	tb.ProcessorSvcmetadataValuesMasked.Add(context.Background(), 1)
 	tb.ProcessorSvcmetadataValuesPromoted.Add(context.Background(), 1)
+	tb.ProcessorSvcmetadataValuesRemovedForSize.Add(context.Background(), 1)
 	tb.ProcessorSvcmetadataValuesReplacedByPlaceholder.Add(context.Background(), 1)
 	AssertEqualProcessorSvcmetadataValuesDroppedForLength(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
@@ -34,6 +35,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSvcmetadataValuesPromoted(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSvcmetadataValuesRemovedForSize(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSvcmetadataValuesReplacedByPlaceholder(t, testTel,
