@@ -30,7 +30,8 @@ func createTraces(ctx context.Context, set processor.Settings, cfg component.Con
 	if err != nil {
 		return nil, err
 	}
-	p, err := newSpanFilterProcessor(set, cfg.(*Config), next, nil)
+	c := cfg.(*Config)
+	p, err := newSpanFilterProcessor(set, c, next, newProcessorJournal(c, set.ID, set.Logger))
 	if err == nil {
 		err = shared.Value().setTraces(p)
 	}

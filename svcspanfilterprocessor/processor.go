@@ -95,7 +95,17 @@ func releaserInterval(wait time.Duration) time.Duration {
 	return min(max(wait/5, 5*time.Millisecond), time.Second)
 }
 
-func (p *spanFilterProcessor) start(context.Context, component.Host) error {
+func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) error {
+	// With the storage option, what a killed process held is re-admitted before the first span.
+	if sj, ok := p.journal.(*storageJournal); ok {
+		records, err := sj.start(ctx, host)
+		if err != nil {
+			return fmt.Errorf("svcspanfilter: %w", err)
+		}
+		if err := p.recoverJournal(records); err != nil {
+			p.logger.Warn("Some held spans or content records of the previous run could not be recovered", zap.Error(err))
+		}
+	}
 	p.stop = make(chan struct{})
 	p.stopped = make(chan struct{})
 	go p.runReleaser(releaserInterval(p.cfg.WaitDuration))
@@ -122,6 +132,14 @@ func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
 // lost when the collector stops. Spans the next consumer still refuses are reported in the error.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	defer p.telemetry.Shutdown()
+	if sj, ok := p.journal.(*storageJournal); ok {
+		// Closed last, after the final delivery has removed what it handed on.
+		defer func() {
+			if err := sj.shutdown(context.WithoutCancel(ctx)); err != nil {
+				p.logger.Warn("Closing the journal of held spans failed", zap.Error(err))
+			}
+		}()
+	}
 	if p.stop != nil {
 		close(p.stop)
 		select {

@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"testing"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -31,10 +32,30 @@ func ReadTraces(t testing.TB, path string) ptrace.Traces {
 	return td
 }
 
+// ReadLogs reads OTLP/JSON logs from path.
+func ReadLogs(t testing.TB, path string) plog.Logs {
+	t.Helper()
+	ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(readFile(t, path))
+	if err != nil {
+		t.Fatalf("golden file %s: %v", path, err)
+	}
+	return ld
+}
+
 // CheckTraces compares got with the traces in path, or writes them there with -update.
 func CheckTraces(t testing.TB, path string, got ptrace.Traces) {
 	t.Helper()
 	raw, err := (&ptrace.JSONMarshaler{}).MarshalTraces(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, path, raw)
+}
+
+// CheckLogs compares got with the logs in path, or writes them there with -update.
+func CheckLogs(t testing.TB, path string, got plog.Logs) {
+	t.Helper()
+	raw, err := (&plog.JSONMarshaler{}).MarshalLogs(got)
 	if err != nil {
 		t.Fatal(err)
 	}
