@@ -203,7 +203,9 @@ func TestJournalCrashRecovery(t *testing.T) {
 // The collector calls ConsumeTraces from many goroutines on one instance (run with -race).
 func TestConcurrentConsumeTraces(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
-	cfg.TraceIntegrity.WaitDuration = 20 * time.Millisecond
+	// A wait far longer than the test: every span is settled by the arrival of its ancestors, not
+	// by a timer that a loaded machine (-race) could let fire first (that path has its own tests).
+	cfg.TraceIntegrity.WaitDuration = 10 * time.Second
 	sink := new(consumertest.TracesSink)
 	proc, err := NewFactory().CreateTraces(context.Background(), processortest.NewNopSettings(metadata.Type), cfg, sink)
 	require.NoError(t, err)
