@@ -22,7 +22,6 @@ import (
 	"github.com/svc/svc-collector/testbed/workload"
 )
 
-
 // parentDelay is how long after its children an agent's parent spans end and are sent.
 const parentDelay = 20 * time.Second
 
