@@ -66,7 +66,22 @@ func cpuTime() time.Duration {
 // BenchmarkSpanFilterChildrenFirst: CPU per span when every trace comes in two requests, children
 // first, so kept spans are held until their parents arrive in the next request.
 func BenchmarkSpanFilterChildrenFirst(b *testing.B) {
-	proc := newSpanFilterWith(b, consumertest.NewNop())
+	b.Run("defaults", func(b *testing.B) { benchChildrenFirst(b, 0) })
+	// The same trace memory size on both sides: the GC's work grows with what is remembered, and
+	// the defaults differ (10,000 traces before, 200,000 and 256 MiB now).
+	b.Run("max_traces=10000", func(b *testing.B) { benchChildrenFirst(b, 10_000) })
+}
+
+func benchChildrenFirst(b *testing.B, maxTraces int) {
+	factory := svcspanfilterprocessor.NewFactory()
+	cfg := factory.CreateDefaultConfig().(*svcspanfilterprocessor.Config)
+	if maxTraces > 0 {
+		cfg.TraceIntegrity.MaxTraces = maxTraces
+	}
+	proc, err := factory.CreateTraces(context.Background(), processortest.NewNopSettings(factory.Type()), cfg, consumertest.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
 	if err := proc.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 		b.Fatal(err)
 	}
