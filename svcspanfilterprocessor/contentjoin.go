@@ -51,9 +51,10 @@ func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
 	return false
 }
 
-// Apply joins every piece of content gathered for span onto it.
-func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) {
-	genaicontent.Apply(span, mergeContent(pieces))
+// Apply joins every piece of content gathered for span onto it; false when the span keeps its own
+// content (genaicontent.Apply's precedence).
+func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) bool {
+	return genaicontent.Apply(span, mergeContent(pieces))
 }
 
 func mergeContent(pieces []tracememory.Content) *genaicontent.Content {
@@ -79,6 +80,9 @@ type spanContent struct {
 
 // Size is what the records hold, counted in the memory's byte budget.
 func (s spanContent) Size() int64 { return int64(s.c.Bytes()) }
+
+// Records is the number of content records it holds.
+func (s spanContent) Records() int { return s.c.Records() }
 
 type spanKey struct {
 	trace pcommon.TraceID

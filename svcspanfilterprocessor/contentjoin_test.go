@@ -61,7 +61,8 @@ func newJournaledJoinFixture(t *testing.T, cfg ContentJoinConfig, j journal.Jour
 	var mu sync.Mutex
 	f.m = tracememory.New(mcfg, j, newContentJoin(cfg), func(s *tracememory.Stats) {
 		mu.Lock()
-		f.stats.ContentDiscarded += s.ContentDiscarded
+		f.stats.ContentUnmatched[tracememory.UnmatchedSpanDropped] += s.ContentUnmatched[tracememory.UnmatchedSpanDropped]
+		f.stats.ContentUnmatched[tracememory.UnmatchedNoSpan] += s.ContentUnmatched[tracememory.UnmatchedNoSpan]
 		mu.Unlock()
 	})
 	all := golden.ReadLogs(t, filepath.Join("internal", "genaicontent", "testdata", joinCase, "logs.json"))
@@ -204,7 +205,7 @@ func TestContentOfDroppedSpanIsDiscarded(t *testing.T) {
 	f.sendSpan(false)
 	out := f.sendContent(f.output)
 	assert.Equal(t, 1, out.discarded, "content after its span was dropped")
-	assert.Equal(t, int64(2), f.stats.ContentDiscarded, "the waiting input and the late output")
+	assert.Equal(t, int64(5), f.stats.ContentUnmatched[tracememory.UnmatchedSpanDropped], "the 4 waiting input records and the late output")
 	assert.Empty(t, f.passed)
 	assert.Empty(t, f.delivered)
 }
@@ -215,7 +216,7 @@ func TestContentWithoutSpanExpires(t *testing.T) {
 	out := f.sendContent(f.inputs)
 	assert.Equal(t, 1, out.waiting)
 	f.expire(5 * time.Second)
-	assert.Equal(t, int64(1), f.stats.ContentDiscarded)
+	assert.Equal(t, int64(4), f.stats.ContentUnmatched[tracememory.UnmatchedNoSpan], "the 4 input records")
 	f.expire(time.Hour)
 	assert.Zero(t, f.m.Bytes())
 }

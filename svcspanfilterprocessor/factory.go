@@ -11,17 +11,13 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 )
 
-// logsStability is the stability of the logs side (the content join). It moves to metadata.yaml
-// (mdatagen's LogsStability) with the join's metrics.
-const logsStability = component.StabilityLevelDevelopment
-
 // NewFactory returns the factory of the svcspanfilter processor.
 func NewFactory() processor.Factory {
 	return processor.NewFactory(
 		metadata.Type,
 		createDefaultConfig,
 		processor.WithTraces(createTraces, metadata.TracesStability),
-		processor.WithLogs(createLogs, logsStability),
+		processor.WithLogs(createLogs, metadata.LogsStability),
 	)
 }
 
@@ -56,10 +52,16 @@ func createLogs(ctx context.Context, set processor.Settings, cfg component.Confi
 	if err != nil {
 		return nil, err
 	}
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		shared.release()
+		return nil, err
+	}
 	lp := &contentLogsProcessor{
-		logger:  set.Logger,
-		enabled: cfg.(*Config).ContentJoin.Enabled,
-		sink:    shared.Value().contentSink,
+		logger:    set.Logger,
+		enabled:   cfg.(*Config).ContentJoin.Enabled,
+		sink:      shared.Value().contentSink,
+		telemetry: tb,
 	}
 	return processorhelper.NewLogs(ctx, set, cfg, next, lp.processLogs,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),

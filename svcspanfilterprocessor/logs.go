@@ -9,7 +9,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/genaicontent"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 )
+
+// unmatchedNoSpanContext is the unmatched reason of content records without a trace id or span id
+// (the other reasons are the trace memory's, tracememory.UnmatchedReason).
+const unmatchedNoSpanContext = "no_span_context"
+
+var noSpanContextOpt = reasonOpt(unmatchedNoSpanContext)
 
 // contentSink takes the GenAI content records of one logs call (only records with a trace id and a
 // span id, in their resource and scope) and keeps them until their span arrives or their wait ends.
@@ -23,9 +30,10 @@ type contentSink interface {
 // logs pipeline and hands them to the trace memory; every other record (gen_ai.evaluation.result for
 // svcscore, application logs) goes on unchanged.
 type contentLogsProcessor struct {
-	logger  *zap.Logger
-	enabled bool
-	sink    func() contentSink
+	logger    *zap.Logger
+	enabled   bool
+	sink      func() contentSink
+	telemetry *metadata.TelemetryBuilder
 }
 
 func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
@@ -35,6 +43,7 @@ func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (p
 	content, withoutSpan := takeContentRecords(ld)
 	if withoutSpan > 0 {
 		// Without a span to join there is no place for content on the platform.
+		p.telemetry.ProcessorSvcspanfilterContentUnmatched.Add(ctx, int64(withoutSpan), noSpanContextOpt)
 		p.logger.Debug("Discarded GenAI content records without a span context", zap.Int("records", withoutSpan))
 	}
 	if n := content.LogRecordCount(); n > 0 {

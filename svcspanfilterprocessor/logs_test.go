@@ -38,12 +38,19 @@ func (s *recordingSink) AddContent(_ context.Context, content plog.Logs) error {
 
 func newContentLogsProcessor(t *testing.T, enabled bool, sink contentSink, next consumer.Logs) processor.Logs {
 	t.Helper()
-	lp := &contentLogsProcessor{logger: zap.NewNop(), enabled: enabled, sink: func() contentSink { return sink }}
+	return newContentLogsProcessorWith(t, processortest.NewNopSettings(metadata.Type), enabled, sink, next)
+}
+
+func newContentLogsProcessorWith(t *testing.T, set processor.Settings, enabled bool, sink contentSink, next consumer.Logs) processor.Logs {
+	t.Helper()
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	require.NoError(t, err)
+	lp := &contentLogsProcessor{logger: zap.NewNop(), enabled: enabled, sink: func() contentSink { return sink }, telemetry: tb}
 	if sink == nil {
 		lp.sink = func() contentSink { return nil }
 	}
 	cfg := createDefaultConfig()
-	p, err := processorhelper.NewLogs(context.Background(), processortest.NewNopSettings(metadata.Type), cfg, next, lp.processLogs,
+	p, err := processorhelper.NewLogs(context.Background(), set, cfg, next, lp.processLogs,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}))
 	require.NoError(t, err)
 	return p

@@ -22,6 +22,7 @@ type metricOptions struct {
 	reparent [tracememory.NumReparentReasons]metric.AddOption
 	release  [tracememory.NumReleaseReasons]metric.AddOption
 	evict    [tracememory.NumEvictReasons]metric.AddOption
+	unmatch  [tracememory.NumUnmatchedReasons]metric.AddOption
 }
 
 func reasonOpt(reason string) metric.AddOption {
@@ -41,6 +42,9 @@ func newMetricOptions() metricOptions {
 	}
 	for r := range tracememory.NumEvictReasons {
 		o.evict[r] = reasonOpt(r.String())
+	}
+	for r := range tracememory.NumUnmatchedReasons {
+		o.unmatch[r] = reasonOpt(r.String())
 	}
 	return o
 }
@@ -82,6 +86,17 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	}
 	if s.Connectors > 0 {
 		tb.ProcessorSvcspanfilterConnectorSpans.Add(ctx, s.Connectors)
+	}
+	if s.ContentJoined > 0 {
+		tb.ProcessorSvcspanfilterContentJoined.Add(ctx, s.ContentJoined)
+	}
+	for r, n := range s.ContentUnmatched {
+		if n > 0 {
+			tb.ProcessorSvcspanfilterContentUnmatched.Add(ctx, n, p.metricOpt.unmatch[r])
+		}
+	}
+	for _, d := range s.ContentWaits {
+		tb.ProcessorSvcspanfilterContentWait.Record(ctx, d.Seconds())
 	}
 	// Forgetting idle traces is the normal life of a full memory; spans going on early is not.
 	if s.EvictedWaiting > 0 {

@@ -14,5 +14,6 @@ var (
 )
 
 const (
+	LogsStability   = component.StabilityLevelDevelopment
 	TracesStability = component.StabilityLevelAlpha
 )

@@ -29,6 +29,9 @@ type TelemetryBuilder struct {
 	mu                                       sync.Mutex
 	registrations                            []metric.Registration
 	ProcessorSvcspanfilterConnectorSpans     metric.Int64Counter
+	ProcessorSvcspanfilterContentJoined      metric.Int64Counter
+	ProcessorSvcspanfilterContentUnmatched   metric.Int64Counter
+	ProcessorSvcspanfilterContentWait        metric.Float64Histogram
 	ProcessorSvcspanfilterHeldBytes          metric.Int64ObservableGauge
 	ProcessorSvcspanfilterMemoryBytes        metric.Int64ObservableGauge
 	ProcessorSvcspanfilterSpansDropped       metric.Int64Counter
@@ -145,6 +148,25 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_svcspanfilter_connector_spans",
 		metric.WithDescription("Dropped spans delivered as stripped connector spans because delivered spans point at them. [Development]"),
 		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorSvcspanfilterContentJoined, err = builder.meter.Int64Counter(
+		"otelcol_processor_svcspanfilter_content_joined",
+		metric.WithDescription("Spans that received GenAI content joined from their content log records. [Development]"),
+		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorSvcspanfilterContentUnmatched, err = builder.meter.Int64Counter(
+		"otelcol_processor_svcspanfilter_content_unmatched",
+		metric.WithDescription("GenAI content log records that were not joined onto a span and were discarded, by reason (span_dropped: the filter dropped their span; span_gone: their span had already gone on; no_span: they waited content_join.wait, or their trace was forgotten, without their span; no_span_context: the record has no trace id or span id; span_has_content: the span carried its own content, which takes precedence). [Development]"),
+		metric.WithUnit("{records}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorSvcspanfilterContentWait, err = builder.meter.Float64Histogram(
+		"otelcol_processor_svcspanfilter_content_wait",
+		metric.WithDescription("How long a content candidate span held for its content waited, until its content was complete or its wait ended (content_join.wait, eviction, shutdown). [Development]"),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}...),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorSvcspanfilterHeldBytes, err = builder.meter.Int64ObservableGauge(

@@ -37,6 +37,9 @@ func TestSetupTelemetry(t *testing.T) {
 		return nil
 	}))
 	tb.ProcessorSvcspanfilterConnectorSpans.Add(context.Background(), 1)
+	tb.ProcessorSvcspanfilterContentJoined.Add(context.Background(), 1)
+	tb.ProcessorSvcspanfilterContentUnmatched.Add(context.Background(), 1)
+	tb.ProcessorSvcspanfilterContentWait.Record(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansDropped.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansKept.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansRefused.Add(context.Background(), 1)
@@ -46,6 +49,15 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorSvcspanfilterTracesEvicted.Add(context.Background(), 1)
 	AssertEqualProcessorSvcspanfilterConnectorSpans(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSvcspanfilterContentJoined(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSvcspanfilterContentUnmatched(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSvcspanfilterContentWait(t, testTel,
+		[]metricdata.HistogramDataPoint[float64]{{}}, metricdatatest.IgnoreValue(),
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSvcspanfilterHeldBytes(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},

@@ -313,7 +313,7 @@ func (sh *shard) admitDropped(m *Memory, r *spanRef, og *origins, out *released)
 	t, span := r.trace, r.span
 	id := span.SpanID()
 	if cs, ok := t.content[id]; ok {
-		sh.dropContent(m, t, id, cs, out) // content of a dropped span goes nowhere
+		sh.dropContent(m, t, id, cs, UnmatchedSpanDropped, out) // content of a dropped span goes nowhere
 	}
 	if _, open := t.open[id]; !open {
 		return

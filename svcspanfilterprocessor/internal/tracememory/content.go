@@ -8,9 +8,11 @@ import (
 )
 
 // Content is GenAI content waiting for its span (issue 18); the content join defines the concrete
-// type. Size is its estimated memory, counted in the budget.
+// type. Size is its estimated memory, counted in the budget; Records the log records it holds
+// (what the unmatched count counts).
 type Content interface {
 	Size() int64
+	Records() int
 }
 
 // Join is the content join's hook into the memory. Both methods are called under a shard lock:
@@ -22,15 +24,16 @@ type Join interface {
 	// Complete reports whether content (every piece that arrived for one span) is all a waiting span
 	// needs: the call's output arrived. A span waiting for content gathers pieces until then.
 	Complete(content []Content) bool
-	// Apply joins content to its span, once: every piece gathered for it.
-	Apply(span ptrace.Span, content []Content)
+	// Apply joins content to its span, once: every piece gathered for it. It reports false when the
+	// span keeps its own content instead (precedence): the records are then counted unmatched.
+	Apply(span ptrace.Span, content []Content) bool
 }
 
 type noJoin struct{}
 
 func (noJoin) AwaitsContent(ptrace.Span, pcommon.InstrumentationScope) bool { return false }
 func (noJoin) Complete([]Content) bool                                      { return true }
-func (noJoin) Apply(ptrace.Span, []Content)                                 { panic("tracememory: no content join") }
+func (noJoin) Apply(ptrace.Span, []Content) bool                            { panic("tracememory: no content join") }
 
 type waitingContent struct {
 	content Content
@@ -46,6 +49,30 @@ const (
 	ContentWaiting                         // kept until its span arrives or ContentWait ends
 	ContentDiscarded                       // its span was dropped or already went on
 )
+
+// recordsOf is the number of log records in cs.
+func recordsOf(cs []waitingContent) int64 {
+	var n int64
+	for _, c := range cs {
+		n += int64(c.content.Records())
+	}
+	return n
+}
+
+// applyContent joins cs onto span and counts the outcome.
+func (m *Memory) applyContent(span ptrace.Span, cs []waitingContent, out *released) {
+	if m.join.Apply(span, contentsOf(cs)) {
+		out.stats.ContentJoined++
+	} else {
+		out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(cs)
+	}
+}
+
+// contentWaitEnded ends the content wait of a held span and records how long it waited.
+func (it *item) contentWaitEnded(now time.Time, out *released) {
+	it.reason &^= WaitContent
+	out.stats.ContentWaits = append(out.stats.ContentWaits, now.Sub(it.heldAt))
+}
 
 // AddContent gives content for span (traceID, spanID) to the memory. ref (may be nil) is the
 // journal record it came in; it is marked done when the content is joined or discarded. Spans
@@ -69,7 +96,7 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 		outcome = ContentJoined
 		if it.reason&WaitContent != 0 {
 			if m.join.Complete(it.contents()) {
-				it.reason &^= WaitContent
+				it.contentWaitEnded(now, &out)
 				if it.reason == 0 {
 					sh.release(m, t, it, ReleaseContent, &out)
 				}
@@ -80,7 +107,11 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	case seen:
 		// Dropped, or already gone on: too late.
 		outcome = ContentDiscarded
-		out.stats.ContentDiscarded++
+		why := UnmatchedSpanDropped // also when it went on as a connector span
+		if t.records[spanID].state == stateKept {
+			why = UnmatchedSpanGone
+		}
+		out.stats.ContentUnmatched[why] += int64(c.Records())
 	default:
 		if t.content == nil {
 			t.content = map[pcommon.SpanID][]waitingContent{}
@@ -104,7 +135,7 @@ func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, out *
 	if !ok {
 		return false
 	}
-	m.join.Apply(span, contentsOf(cs))
+	m.applyContent(span, cs, out)
 	sh.removeContent(m, t, span.SpanID(), cs)
 	return true
 }
@@ -121,11 +152,11 @@ func (sh *shard) takeWaitingContent(t *trace, it *item) {
 }
 
 // joinHeldContent joins the content a held span gathered (complete, or its wait ended).
-func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item) {
+func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	if len(it.content) == 0 {
 		return
 	}
-	m.join.Apply(it.span, it.contents())
+	m.applyContent(it.span, it.content, out)
 	for _, c := range it.content {
 		m.addBytes(t, -(c.content.Size() + contentCost))
 		c.ref.Done(1)
@@ -156,8 +187,8 @@ func contentsOf(cs []waitingContent) []Content {
 	return out
 }
 
-func (sh *shard) dropContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent, out *released) {
-	out.stats.ContentDiscarded += int64(len(cs))
+func (sh *shard) dropContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent, why UnmatchedReason, out *released) {
+	out.stats.ContentUnmatched[why] += recordsOf(cs)
 	sh.removeContent(m, t, id, cs)
 }
 
@@ -187,7 +218,7 @@ func (sh *shard) expireContent(m *Memory, t *trace, now time.Time, out *released
 		if len(gone) == 0 {
 			continue
 		}
-		sh.dropContent(m, t, id, gone, out)
+		sh.dropContent(m, t, id, gone, UnmatchedNoSpan, out)
 		if len(keep) > 0 {
 			t.content[id] = keep
 			sh.withContent[t] = struct{}{}

@@ -31,7 +31,7 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 		for _, it := range t.heldItems() {
 			waited := now.Sub(it.heldAt)
 			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait {
-				it.reason &^= WaitContent
+				it.contentWaitEnded(now, out)
 				if it.reason == 0 {
 					sh.release(m, t, it, ReleaseContent, out)
 					continue
@@ -168,8 +168,11 @@ func (sh *shard) oldest(waiting bool) *trace {
 
 // releaseAll ends every wait of t's held spans by rule 1.
 func (sh *shard) releaseAll(m *Memory, t *trace, why ReleaseReason, out *released) {
+	now := m.cfg.Now()
 	for _, it := range t.heldItems() {
-		it.reason &^= WaitContent
+		if it.reason&WaitContent != 0 {
+			it.contentWaitEnded(now, out)
+		}
 		if it.reason&WaitParent != 0 {
 			sh.expireParent(m, t, it, why, out)
 		} else {

@@ -360,7 +360,8 @@ func TestResentHeldSpanHeldOnce(t *testing.T) {
 
 type fakeContent string
 
-func (c fakeContent) Size() int64 { return int64(len(c)) }
+func (c fakeContent) Size() int64  { return int64(len(c)) }
+func (c fakeContent) Records() int { return 1 }
 
 type fakeJoin struct{}
 
@@ -370,10 +371,11 @@ func (fakeJoin) AwaitsContent(span ptrace.Span, _ pcommon.InstrumentationScope) 
 
 func (fakeJoin) Complete([]Content) bool { return true }
 
-func (fakeJoin) Apply(span ptrace.Span, content []Content) {
+func (fakeJoin) Apply(span ptrace.Span, content []Content) bool {
 	for _, c := range content {
 		span.Attributes().PutStr("content", string(c.(fakeContent)))
 	}
+	return true
 }
 
 // The content hook: a candidate waits for its content (bitmask with the parent wait), content
@@ -397,7 +399,9 @@ func TestContentHook(t *testing.T) {
 	assert.Equal(t, ContentWaiting, d.m.AddContent(testTrace, idOf("noise"), fakeContent("x"), nil))
 	require.NoError(t, d.send(sp{name: "noise", parent: "agent"}))
 	d.shutdown()
-	assert.Equal(t, int64(2), d.stats.ContentDiscarded)
+	assert.Equal(t, [NumUnmatchedReasons]int64{UnmatchedSpanDropped: 1, UnmatchedSpanGone: 1}, d.stats.ContentUnmatched)
+	assert.Equal(t, int64(3), d.stats.ContentJoined, "chat, chat 2 and tool")
+	assert.Len(t, d.stats.ContentWaits, 1, "only chat waited for its content")
 	for _, s := range d.delivered {
 		v, _ := s.Attributes().Get("content")
 		switch s.Name() {

@@ -125,7 +125,7 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 
 // release hands a settled item to out.
 func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
-	sh.joinHeldContent(m, t, it) // what it gathered, complete or not: its wait is over
+	sh.joinHeldContent(m, t, it, out) // what it gathered, complete or not: its wait is over
 	sh.unhold(m, t, it)
 	it.reason = 0
 	out.items = append(out.items, it)
@@ -145,8 +145,8 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 	for id, cs := range t.content {
 		for _, c := range cs {
 			c.ref.Done(1)
-			out.stats.ContentDiscarded++
 		}
+		out.stats.ContentUnmatched[UnmatchedNoSpan] += recordsOf(cs)
 		delete(t.content, id)
 	}
 	delete(sh.withContent, t)

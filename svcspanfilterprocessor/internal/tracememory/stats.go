@@ -1,5 +1,7 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
+import "time"
+
 // ReleaseReason is why held spans went on.
 type ReleaseReason uint8
 
@@ -45,6 +47,22 @@ func (r ReparentReason) String() string {
 	return [...]string{"dropped_parent", "no_kept_ancestor", "open_ancestor"}[r]
 }
 
+// UnmatchedReason is why content records were not joined onto their span.
+type UnmatchedReason uint8
+
+const (
+	UnmatchedSpanDropped    UnmatchedReason = iota // the filter dropped its span
+	UnmatchedSpanGone                              // its span had already gone on
+	UnmatchedNoSpan                                // it waited ContentWait (or its trace was forgotten) without its span
+	UnmatchedSpanHasContent                        // the span carried its own content, which takes precedence
+
+	NumUnmatchedReasons
+)
+
+func (r UnmatchedReason) String() string {
+	return [...]string{"span_dropped", "span_gone", "no_span", "span_has_content"}[r]
+}
+
 // Stats are the events of one memory operation, handed to the Observer outside the locks.
 type Stats struct {
 	Released   [NumReleaseReasons]int64
@@ -52,9 +70,15 @@ type Stats struct {
 	// Evicted counts traces evicted (forgotten or whose held spans were released) by reason.
 	Evicted [NumEvictReasons]int64
 	// EvictedWaiting counts the evicted traces that held spans (they went on early).
-	EvictedWaiting   int64
-	Connectors       int64
-	ContentDiscarded int64
+	EvictedWaiting int64
+	Connectors     int64
+	// ContentJoined counts spans that received joined content.
+	ContentJoined int64
+	// ContentUnmatched counts content records that were not joined, by reason.
+	ContentUnmatched [NumUnmatchedReasons]int64
+	// ContentWaits are how long each span held for its content waited, until its content was
+	// complete or its wait ended.
+	ContentWaits []time.Duration
 }
 
 func (s *Stats) add(o *Stats) {
@@ -69,10 +93,19 @@ func (s *Stats) add(o *Stats) {
 	}
 	s.EvictedWaiting += o.EvictedWaiting
 	s.Connectors += o.Connectors
-	s.ContentDiscarded += o.ContentDiscarded
+	s.ContentJoined += o.ContentJoined
+	for i := range s.ContentUnmatched {
+		s.ContentUnmatched[i] += o.ContentUnmatched[i]
+	}
+	s.ContentWaits = append(s.ContentWaits, o.ContentWaits...)
 }
 
-func (s *Stats) empty() bool { return *s == Stats{} }
+// empty reports whether s has no event (every field of Stats belongs here).
+func (s *Stats) empty() bool {
+	return s.Released == [NumReleaseReasons]int64{} && s.Reparented == [NumReparentReasons]int64{} &&
+		s.Evicted == [NumEvictReasons]int64{} && s.EvictedWaiting == 0 && s.Connectors == 0 &&
+		s.ContentJoined == 0 && s.ContentUnmatched == [NumUnmatchedReasons]int64{} && len(s.ContentWaits) == 0
+}
 
 // Observer receives the Stats of every operation that had events.
 type Observer func(*Stats)
