@@ -83,24 +83,5 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	case math.IsInf(f, -1):
 		return append(b, `"-Infinity"`...)
 	}
-	return appendFloatText(b, f)
-}
-
-// appendFloatText writes a finite float in the shortest form that reads back exactly, in
-// exponent form only for very small or very large magnitudes (ES6 Number.prototype.toString).
-func appendFloatText(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// 1e-07 -> 1e-7, as JavaScript writes it.
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
+	return jsontext.AppendFloat(b, f)
 }

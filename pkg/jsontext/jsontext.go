@@ -6,6 +6,8 @@ package jsontext // import "github.com/svc/svc-collector/pkg/jsontext"
 import (
 	"encoding/json"
 	"errors"
+	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -450,4 +452,24 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendFloat writes a finite float in the shortest form that reads back exactly, in exponent
+// form only for very small or very large magnitudes, as JavaScript prints numbers (ES6
+// Number.prototype.toString): the JSON text of a double, and the text masking rules see for it.
+func AppendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// 1e-07 -> 1e-7, as JavaScript writes it.
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }

@@ -1,7 +1,6 @@
 package masking // import "github.com/svc/svc-collector/pkg/masking"
 
 import (
-	"math"
 	"strconv"
 	"strings"
 
@@ -141,7 +140,7 @@ func (e *Engine) valueAt(v pcommon.Value, depth int) (Result, bool) {
 		}
 	case pcommon.ValueTypeDouble:
 		if len(e.rules) > 0 {
-			maskScalar(string(appendFloatText(nil, v.Double())))
+			maskScalar(string(jsontext.AppendFloat(nil, v.Double())))
 		}
 	case pcommon.ValueTypeBool:
 		if len(e.rules) > 0 {
@@ -185,23 +184,4 @@ func (e *Engine) valueAt(v pcommon.Value, depth int) (Result, bool) {
 		}
 	}
 	return res, false
-}
-
-// appendFloatText writes a finite float in the shortest form that reads back exactly, as
-// JavaScript prints numbers (the text the rules see for a double).
-func appendFloatText(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// 1e-07 -> 1e-7, as JavaScript writes it.
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
 }
