@@ -42,6 +42,9 @@ type Admission struct {
 	// one per request client context; the caller delivers them and reports back with Delivered,
 	// Requeue or Discard.
 	Deliveries []*Delivery
+	// Journaled is the number of spans in HeldCopy: the held spans and the spans of the batch that go
+	// on as deliveries (they carry joined content); the caller journals HeldCopy when it is not zero.
+	Journaled int
 	// HeldCopy has a copy of the spans held from this batch (Config.Journaled only), for the journal.
 	HeldCopy ptrace.Traces
 	HeldAt   time.Time
@@ -161,6 +164,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		sh.admit(m, adm, refs, idx, og, copies, heldAt, &out)
 		sh.mu.Unlock()
 	}
+	out.finishRefs()
 
 	adm.Kept = make([]bool, len(refs))
 	i := 0
@@ -177,7 +181,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		return rs.ScopeSpans().Len() == 0
 	})
 	adm.Pass = td.ResourceSpans().Len() > 0
-	if copies != nil && adm.Held > 0 {
+	if copies != nil && adm.Journaled > 0 {
 		adm.HeldCopy = copies.td
 	}
 	adm.Deliveries = m.group(out.items)
@@ -258,10 +262,12 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	// Content that waits for this span is joined at once when it is complete or the span expects
 	// no more; a candidate with part of its content waits for the rest, gathering what came.
 	awaits := m.join.AwaitsContent(span, og.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope)).Scope())
-	gather := false
+	gather, joined := false, false
+	var contentRefs []*RecordRef
 	if cs, ok := t.content[id]; ok {
 		if !awaits || m.join.Complete(contentsOf(cs)) {
-			sh.joinWaitingContent(m, t, span, out)
+			contentRefs = sh.joinWaitingContent(m, t, span, out)
+			joined = true
 			awaits = false
 		} else {
 			gather = true
@@ -286,14 +292,25 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	if awaits {
 		reason |= WaitContent
 	}
-	if reason == 0 {
+	if reason == 0 && !joined {
 		return
 	}
 	origin := og.get(r.resource, r.scope)
-	it := &item{span: ptrace.NewSpan(), origin: origin, heldAt: now, reason: reason, ref: adm.ref, admission: adm}
+	it := &item{span: ptrace.NewSpan(), origin: origin, trace: t, heldAt: now, reason: reason, ref: adm.ref, admission: adm, contentRefs: contentRefs}
 	span.MoveTo(it.span)
 	it.bytes = spanSize(it.span) + itemCost
-	r.held = true
+	r.held = true // out of the batch
+	adm.ref.add(1)
+	adm.Journaled++
+	if copies != nil {
+		copies.add(origin, it.span)
+	}
+	if reason == 0 {
+		// It carries joined content: it goes on as a delivery of this batch, journaled with the
+		// batch, so that its content's records are removed only once it was handed on.
+		out.items = append(out.items, it)
+		return
+	}
 	sh.hold(m, t, it)
 	if gather {
 		sh.takeWaitingContent(t, it)
@@ -301,12 +318,8 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	if reason&WaitParent != 0 {
 		t.addWaiting(it, at)
 	}
-	adm.ref.add(1)
 	adm.items = append(adm.items, it)
 	adm.Held++
-	if copies != nil {
-		copies.add(origin, it.span)
-	}
 }
 
 func (sh *shard) admitDropped(m *Memory, r *spanRef, og *origins, out *released) {

@@ -52,11 +52,14 @@ func (m *Memory) group(items []*item) []*Delivery {
 		d.Spans++
 		d.bytes += it.bytes
 		total += it.bytes
-		if it.ref != nil {
+		for _, r := range append([]*RecordRef{it.ref}, it.contentRefs...) {
+			if r == nil {
+				continue
+			}
 			if d.refs == nil {
 				d.refs = map[*RecordRef]int{}
 			}
-			d.refs[it.ref]++
+			d.refs[r]++
 		}
 	}
 	m.readyBytes.Add(total)

@@ -55,6 +55,9 @@ type item struct {
 	admission *Admission
 	// content gathered while it waits for the rest of its content (WaitContent).
 	content []waitingContent
+	// contentRefs are the journal records of the content joined onto it: done only when the span
+	// carrying that content is handed on, never before.
+	contentRefs []*RecordRef
 }
 
 func (it *item) contents() []Content { return contentsOf(it.content) }

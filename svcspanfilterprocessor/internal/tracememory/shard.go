@@ -143,9 +143,7 @@ func (sh *shard) expireParent(m *Memory, t *trace, it *item, why ReleaseReason, 
 // forget removes a trace that holds nothing.
 func (sh *shard) forget(m *Memory, t *trace, out *released) {
 	for id, cs := range t.content {
-		for _, c := range cs {
-			c.ref.Done(1)
-		}
+		out.done = append(out.done, refsOf(cs)...)
 		out.stats.ContentUnmatched[UnmatchedNoSpan] += recordsOf(cs)
 		delete(t.content, id)
 	}
@@ -182,4 +180,15 @@ func setParent(span ptrace.Span, parent pcommon.SpanID) {
 type released struct {
 	items []*item
 	stats Stats
+	// done are journal records to mark done once the shard locks are released (Done may write to
+	// the journal: no disk I/O under a shard lock).
+	done []*RecordRef
+}
+
+// finishRefs marks the collected records done; call it with no shard lock held.
+func (out *released) finishRefs() {
+	for _, r := range out.done {
+		r.Done(1)
+	}
+	out.done = nil
 }
