@@ -53,6 +53,9 @@ type Admission struct {
 	m     *Memory
 	ref   *RecordRef
 	items []*item
+	// replaced are held copies that spans of this batch, sent again, took the place of: their
+	// records are done at Commit; Abort puts them back (the old copy is still acknowledged).
+	replaced []*item
 }
 
 // spanRef is one span of the batch being admitted.
@@ -253,7 +256,8 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	t, span := r.trace, r.span
 	id := span.SpanID()
 	if old := t.held[id]; old != nil {
-		sh.discardHeld(m, t, old) // sent again: this copy takes its place
+		sh.unhold(m, t, old) // sent again: this copy takes its place once the batch is committed
+		adm.replaced = append(adm.replaced, old)
 	}
 	if _, ok := t.open[id]; ok {
 		delete(t.open, id)
@@ -380,7 +384,16 @@ func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) 
 
 // Commit records the journal id of the batch's held spans (0 with no journal): the record is removed
 // when the last of them is handed on.
-func (a *Admission) Commit(recordID uint64) { a.ref.commit(recordID) }
+func (a *Admission) Commit(recordID uint64) {
+	a.ref.commit(recordID)
+	for _, old := range a.replaced {
+		old.ref.Done(1)
+		for _, r := range old.contentRefs {
+			r.Done(1)
+		}
+	}
+	a.replaced = nil
+}
 
 // Abort undoes the holding of a batch whose journal append failed: its held spans are discarded
 // (the client sends the batch again) and its released spans are queued for the releaser.
@@ -395,12 +408,40 @@ func (a *Admission) Abort() {
 		}
 		sh.mu.Unlock()
 	}
+	// The copies this batch replaced are still acknowledged and journaled: they are held again.
+	for _, old := range a.replaced {
+		if old.admission == a {
+			continue // sent twice in this very batch: nothing was written for either copy
+		}
+		t := old.trace
+		sh := m.shards[m.shardOf(t.id)]
+		sh.mu.Lock()
+		switch id := old.span.SpanID(); {
+		case sh.traces[t.id] != t:
+			// Its trace was evicted meanwhile (the new copy went on by rule 1): the old record stays
+			// and is delivered again after a restart (at least once, never lost).
+		case t.held[id] != nil:
+			out.done = append(out.done, old.ref) // a later batch's copy took its place
+			out.done = append(out.done, old.contentRefs...)
+		default:
+			sh.hold(m, t, old)
+			sh.takeWaitingContent(t, old)
+			if old.reason&WaitParent != 0 {
+				t.addWaiting(old, old.waitOn)
+				if _, known := t.records[old.waitOn]; known {
+					sh.arrived(m, t, old.waitOn, &out) // its parent came meanwhile
+				}
+			}
+		}
+		sh.mu.Unlock()
+	}
+	a.replaced = nil
 	a.ref.mu.Lock()
 	a.ref.left = 0 // no record was written: nothing to remove
 	a.ref.mu.Unlock()
 	m.queue(a.Deliveries)
 	a.Deliveries = nil
-	m.observe(&out.stats)
+	m.finish(&out)
 }
 
 func (r *RecordRef) add(n int) {

@@ -64,3 +64,38 @@ func TestContentRecordRemovedOnlyOnDelivery(t *testing.T) {
 		})
 	}
 }
+
+// Finding B: a span sent again while held, whose batch then fails its journal append, leaves the
+// acknowledged copy held and journaled (it is not lost).
+func TestResentSpanWithFailedAppendKeepsHeldCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		span   sp
+		settle func(d *driver)
+	}{
+		{name: "held for its parent", span: sp{name: "child", parent: "agent", kept: true}, settle: func(d *driver) {
+			require.NoError(t, d.send(sp{name: "agent", kept: true}))
+		}},
+		{name: "held for its content", span: sp{name: "chat", parent: "agent", kept: true}, settle: func(d *driver) {
+			require.NoError(t, d.send(sp{name: "agent", kept: true}))
+			d.m.AddContent(testTrace, idOf("chat"), fakeContent("hi"), nil)
+			d.deliver(d.m.TakeReady())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newJoinDriver(t)
+			require.NoError(t, d.send(tc.span))
+			first := d.journal.records()
+			require.Len(t, first, 1)
+			d.journal.fail = true
+			require.Error(t, d.send(tc.span), "the resent copy's batch is refused")
+			d.journal.fail = false
+			assert.Equal(t, int64(1), d.m.HeldSpans(), "the acknowledged copy is still held")
+			assert.True(t, d.journal.has(first[0].ID), "and still journaled")
+			tc.settle(d)
+			d.shutdown()
+			d.checkInvariants(t, true, false)
+			assert.Empty(t, d.journal.records())
+		})
+	}
+}

@@ -64,11 +64,8 @@ func (m *Memory) addBytes(t *trace, n int64) {
 	m.bytes.Add(n)
 }
 
-// hold makes it a held item of t.
+// hold makes it a held item of t; the caller has taken any earlier copy out (Admission.replaced).
 func (sh *shard) hold(m *Memory, t *trace, it *item) {
-	if old := t.held[it.span.SpanID()]; old != nil {
-		sh.discardHeld(m, t, old) // a span sent again replaces its held copy
-	}
 	if t.held == nil {
 		t.held = map[pcommon.SpanID]*item{}
 	}
@@ -98,12 +95,6 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 	if len(t.held) == 0 {
 		sh.place(t)
 	}
-}
-
-// discardHeld forgets a held copy without delivering it.
-func (sh *shard) discardHeld(m *Memory, t *trace, it *item) {
-	sh.unhold(m, t, it)
-	it.ref.Done(1)
 }
 
 // settleParent gives held item it the parent it goes on with; it is released unless it still waits
