@@ -307,7 +307,12 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	adm.ref.add(1)
 	adm.Journaled++
 	if copies != nil {
-		copies.add(origin, it.span)
+		cp := copies.add(origin, it.span)
+		if reason&WaitParent != 0 && at != cp.ParentSpanID() {
+			// The walk passed through spans known to be dropped; the journal does not keep those
+			// records, so the copy waits where the walk ended: recovery resumes from there.
+			setParent(cp, at)
+		}
 	}
 	if reason == 0 {
 		// It carries joined content: it goes on as a delivery of this batch, journaled with the

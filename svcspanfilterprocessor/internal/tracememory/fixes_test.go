@@ -2,10 +2,15 @@ package tracememory
 
 import (
 	"context"
+	"encoding/hex"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/pkg/svcattr"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
@@ -95,6 +100,55 @@ func TestResentSpanWithFailedAppendKeepsHeldCopy(t *testing.T) {
 			tc.settle(d)
 			d.shutdown()
 			d.checkInvariants(t, true, false)
+			assert.Empty(t, d.journal.records())
+		})
+	}
+}
+
+// Finding G: a held span whose parent walk passed through known-dropped spans is journaled already
+// re-parented to where the walk ended, so that after a crash it waits for the right ancestor.
+func TestJournaledCopyWaitsWhereTheWalkEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		before         []sp
+		wantParent     string
+		wantOriginal   string
+		wantTreeParent string
+	}{
+		{name: "through a dropped span", before: []sp{{name: "tool", parent: "agent"}}, wantParent: "agent", wantOriginal: "tool", wantTreeParent: "agent"},
+		{name: "through two dropped spans", before: []sp{{name: "step", parent: "agent"}, {name: "tool", parent: "step"}}, wantParent: "agent", wantOriginal: "tool", wantTreeParent: "agent"},
+		{name: "parent itself unknown", wantParent: "tool", wantTreeParent: "<?>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, nil)
+			if tc.before != nil {
+				require.NoError(t, d.send(tc.before...))
+			}
+			require.NoError(t, d.send(sp{name: "chat", parent: "tool", kept: true}))
+			recs := d.journal.records()
+			require.Len(t, recs, 1)
+			td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(recs[0].Payload)
+			require.NoError(t, err)
+			cp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+			assert.Equal(t, idOf(tc.wantParent), cp.ParentSpanID())
+			orig, ok := cp.Attributes().Get(svcattr.OriginalParentSpanID)
+			if tc.wantOriginal == "" {
+				assert.False(t, ok)
+			} else {
+				id := idOf(tc.wantOriginal)
+				assert.Equal(t, hex.EncodeToString(id[:]), orig.Str())
+			}
+
+			// Crash; after the restart the ancestor arrives kept.
+			d2 := newDriver(t, nil)
+			d2.journal = d.journal
+			d2.m = New(testConfig(d2.clock), d.journal, nil, d2.observe)
+			d2.clock.now = d.clock.Now()
+			require.NoError(t, d2.m.Recover(d.journal.records()))
+			d2.deliver(d2.m.TakeReady())
+			require.NoError(t, d2.send(sp{name: "agent", kept: true}))
+			d2.advance(10 * time.Second)
+			assert.Equal(t, tc.wantTreeParent, d2.tree()["chat"])
 			assert.Empty(t, d.journal.records())
 		})
 	}
