@@ -128,8 +128,11 @@ func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
 	}
 }
 
-// shutdown stops the releaser and delivers everything still held, by rule 1, so that nothing is
-// lost when the collector stops. Spans the next consumer still refuses are reported in the error.
+// shutdown stops the releaser. Without a journal it delivers everything still held, by rule 1, so
+// that nothing is lost when the collector stops; spans the next consumer still refuses are reported
+// in the error. With a journal, held spans are not released: they stay journaled and wait again
+// after the next start (a graceful restart does not cut agent trees whose parents are still open);
+// only deliveries already released are tried.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	defer p.telemetry.Shutdown()
 	if sj, ok := p.journal.(*storageJournal); ok {
@@ -153,6 +156,17 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 			return ctx.Err()
 		}
 		p.stop = nil
+	}
+	if p.journal != journal.Nop {
+		if lost := p.deliver(ctx, p.mem.TakeReady(), true); lost > 0 {
+			p.logger.Warn("The next consumer still refused released spans at shutdown; they stay in the journal "+
+				"and are delivered after the next start", zap.Int("spans", lost))
+		}
+		if held := p.mem.HeldSpans(); held > 0 {
+			p.logger.Info("Held spans stay in the journal and wait for their parents again after the next start",
+				zap.Int64("spans", held))
+		}
+		return nil
 	}
 	lost := p.deliver(ctx, p.mem.Drain(), true)
 	if lost > 0 && p.journal != journal.Nop {
