@@ -150,7 +150,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			// The releaser is stuck in the next consumer; what it has not delivered is lost (or, with
 			// a journal, delivered after the restart).
-			if left := p.mem.HeldSpans(); left > 0 {
+			if left := p.mem.HeldSpans(); left > 0 && p.journal == journal.Nop {
 				p.giveUp(ctx, int(left), "shutdown timed out while the next consumer was still busy")
 			}
 			return ctx.Err()

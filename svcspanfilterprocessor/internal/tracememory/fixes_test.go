@@ -153,3 +153,67 @@ func TestJournaledCopyWaitsWhereTheWalkEnded(t *testing.T) {
 		})
 	}
 }
+
+// lockCheckJournal fails a test when the memory writes to the journal while it holds a shard lock.
+type lockCheckJournal struct {
+	*fakeJournal
+	m          *Memory
+	underLock  int
+	removeSeen int
+}
+
+func (j *lockCheckJournal) Remove(ctx context.Context, ids ...uint64) error {
+	j.removeSeen++
+	for _, sh := range j.m.shards {
+		if !sh.mu.TryLock() {
+			j.underLock++
+			continue
+		}
+		sh.mu.Unlock()
+	}
+	return j.fakeJournal.Remove(ctx, ids...)
+}
+
+// Finding J: journal records are removed with no shard lock held (Remove writes to disk).
+func TestJournalRemoveOutsideShardLocks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(d *driver, content func(span string))
+	}{
+		{name: "content of a dropped span", run: func(d *driver, content func(string)) {
+			content("noise")
+			require.NoError(d.t, d.send(sp{name: "noise"}))
+		}},
+		{name: "content that waited without its span", run: func(d *driver, content func(string)) {
+			content("never")
+			d.advance(time.Hour)
+		}},
+		{name: "held span sent again", run: func(d *driver, _ func(string)) {
+			require.NoError(d.t, d.send(sp{name: "child", parent: "agent", kept: true}))
+			require.NoError(d.t, d.send(sp{name: "child", parent: "agent", kept: true}))
+		}},
+		{name: "content joined and delivered", run: func(d *driver, content func(string)) {
+			content("tool")
+			require.NoError(d.t, d.send(sp{name: "agent", kept: true}, sp{name: "tool", parent: "agent", kept: true}))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newJoinDriver(t)
+			j := &lockCheckJournal{fakeJournal: d.journal, m: d.m}
+			cfg := testConfig(d.clock)
+			cfg.Journaled = true
+			cfg.Shards = 1
+			d.m = New(cfg, j, fakeJoin{}, d.observe)
+			j.m = d.m
+			content := func(span string) {
+				id, err := d.journal.Append(context.Background(), journal.KindContent, d.clock.Now(), nil, []byte(span))
+				require.NoError(t, err)
+				d.m.AddContent(testTrace, idOf(span), fakeContent(span), d.m.NewRecordRef(id, 1))
+			}
+			tc.run(d, content)
+			d.shutdown()
+			assert.Positive(t, j.removeSeen)
+			assert.Zero(t, j.underLock, "journal records removed under a shard lock")
+		})
+	}
+}
