@@ -3,11 +3,13 @@ package tracememory
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/svc/svc-collector/pkg/svcattr"
@@ -214,6 +216,81 @@ func TestJournalRemoveOutsideShardLocks(t *testing.T) {
 			d.shutdown()
 			assert.Positive(t, j.removeSeen)
 			assert.Zero(t, j.underLock, "journal records removed under a shard lock")
+		})
+	}
+}
+
+// Finding K: the waiting index stays exact when spans leave it in any order (its entries are taken
+// out by their kept index, not by a scan).
+func TestWaitingIndexManySpansOneParent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		settle func(d *driver)
+	}{
+		{name: "parent arrives kept", settle: func(d *driver) { require.NoError(d.t, d.send(sp{name: "agent", kept: true})) }},
+		{name: "parent arrives dropped, grandparent later", settle: func(d *driver) {
+			require.NoError(d.t, d.send(sp{name: "agent", parent: "run"}))
+			require.NoError(d.t, d.send(sp{name: "run", kept: true}))
+		}},
+		{name: "wait expires", settle: func(d *driver) { d.advance(10 * time.Second) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, nil)
+			var children []sp
+			for i := range 500 {
+				children = append(children, sp{name: fmt.Sprintf("child %d", i), parent: "agent", kept: true})
+			}
+			require.NoError(t, d.send(children...))
+			// Every third child sent again: taken out of the index and put back, out of order.
+			var again []sp
+			for i := 0; i < len(children); i += 3 {
+				again = append(again, children[i])
+			}
+			require.NoError(t, d.send(again...))
+			require.Equal(t, int64(len(children)), d.m.HeldSpans())
+			sh := d.m.shards[d.m.shardOf(testTrace)]
+			sh.mu.Lock()
+			tr := sh.traces[testTrace]
+			for on, list := range tr.waitingOn {
+				for i, it := range list {
+					require.Equal(t, i, it.waitIdx)
+					require.Equal(t, on, it.waitOn)
+				}
+			}
+			require.Len(t, tr.waitingOn[idOf("agent")], len(children))
+			sh.mu.Unlock()
+			tc.settle(d)
+			assert.Zero(t, d.m.HeldSpans())
+			d.checkInvariants(t, true, false)
+			assert.Empty(t, d.journal.records())
+		})
+	}
+}
+
+// BenchmarkArrivalOfManyWaiting: n spans wait on one parent, which then arrives; time per span
+// should not grow with n (it grew linearly with the scan).
+func BenchmarkArrivalOfManyWaiting(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			children := make([]sp, n)
+			for i := range children {
+				children[i] = sp{name: fmt.Sprintf("child %d", i), parent: "agent", kept: true}
+			}
+			for b.Loop() {
+				b.StopTimer()
+				d := newDriver(b, func(c *Config) { c.Journaled = false })
+				d.journal.fail = false
+				td, decisions := buildBatch(children)
+				adm, err := d.m.Admit(client.Info{}, td, decisions)
+				require.NoError(b, err)
+				adm.Commit(0)
+				td, decisions = buildBatch([]sp{{name: "agent", kept: true}})
+				b.StartTimer()
+				adm, err = d.m.Admit(client.Info{}, td, decisions)
+				require.NoError(b, err)
+				adm.Commit(0)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/span")
 		})
 	}
 }

@@ -48,6 +48,8 @@ type item struct {
 	reason HeldReason
 	// waitOn is the unknown span the parent walk stopped at (indexes trace.waitingOn).
 	waitOn pcommon.SpanID
+	// waitIdx is its index in trace.waitingOn[waitOn]: taken out in constant time.
+	waitIdx int
 	ref    *RecordRef
 	bytes  int64
 	held   bool
