@@ -246,7 +246,7 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		if r.kept {
 			sh.admitKept(m, adm, r, og, copies, now, out)
 		} else {
-			sh.admitDropped(m, r, og, out)
+			sh.admitDropped(m, adm, r, og, copies, out)
 		}
 		sh.arrived(m, r.trace, r.span.SpanID(), out)
 	}
@@ -331,7 +331,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	adm.Held++
 }
 
-func (sh *shard) admitDropped(m *Memory, r *spanRef, og *origins, out *released) {
+func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins, copies *heldCopy, out *released) {
 	t, span := r.trace, r.span
 	id := span.SpanID()
 	if cs, ok := t.content[id]; ok {
@@ -363,7 +363,15 @@ func (sh *shard) admitDropped(m *Memory, r *spanRef, og *origins, out *released)
 		conn.SetParentSpanID(at)
 		m.addBytes(t, t.addOpen(at))
 	}
-	out.items = append(out.items, &item{span: conn, origin: og.get(r.resource, r.scope), trace: t, bytes: spanSize(conn) + itemCost})
+	// The connector is journaled with the batch until it is handed on: a refusal by the next
+	// consumer followed by a crash does not lose it.
+	origin := og.get(r.resource, r.scope)
+	out.items = append(out.items, &item{span: conn, origin: origin, trace: t, ref: adm.ref, bytes: spanSize(conn) + itemCost})
+	adm.ref.add(1)
+	adm.Journaled++
+	if copies != nil {
+		copies.add(origin, conn)
+	}
 	out.stats.Connectors++
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/svc/svc-collector/pkg/svcattr"
@@ -291,6 +292,56 @@ func BenchmarkArrivalOfManyWaiting(b *testing.B) {
 				adm.Commit(0)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/span")
+		})
+	}
+}
+
+// Finding D: a connector span is journaled with its batch until it is handed on; refused and then
+// a crash, it is delivered after the restart.
+func TestConnectorSpansJournaled(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		dropped    sp
+		wantParent string
+	}{
+		{name: "dropped root becomes a root connector", dropped: sp{name: "agent"}, wantParent: ""},
+		{name: "connector below a kept span", dropped: sp{name: "agent", parent: "run"}, wantParent: "run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, nil)
+			if tc.wantParent != "" {
+				require.NoError(t, d.send(sp{name: "run", kept: true}))
+			}
+			require.NoError(t, d.send(sp{name: "child", parent: "agent", kept: true}))
+			d.advance(10 * time.Second) // child goes on pointing at agent, which is now open
+			require.Empty(t, d.journal.records())
+			d.refuse = true
+			require.NoError(t, d.send(tc.dropped))
+			recs := d.journal.records()
+			require.Len(t, recs, 1, "the connector is journaled")
+			td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(recs[0].Payload)
+			require.NoError(t, err)
+			require.Equal(t, 1, td.SpanCount())
+			_, ok := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().Get(ConnectorAttribute)
+			assert.True(t, ok)
+
+			// Crash before the refused connector was handed on.
+			d2 := newDriver(t, nil)
+			d2.journal = d.journal
+			d2.m = New(testConfig(d2.clock), d.journal, nil, d2.observe)
+			d2.clock.now = d.clock.Now()
+			require.NoError(t, d2.m.Recover(d.journal.records()))
+			d2.deliver(d2.m.TakeReady())
+			d2.advance(10 * time.Second)
+			require.Len(t, d2.delivered, 1)
+			conn := d2.delivered[0]
+			assert.Equal(t, idOf("agent"), conn.SpanID())
+			want := pcommon.SpanID{}
+			if tc.wantParent != "" {
+				want = idOf(tc.wantParent)
+			}
+			assert.Equal(t, want, conn.ParentSpanID())
+			assert.Empty(t, d.journal.records())
 		})
 	}
 }
