@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -39,6 +40,9 @@ type spanFilterProcessor struct {
 
 	stop    chan struct{}
 	stopped chan struct{}
+	// running: between the end of start (recovery done) and the beginning of shutdown; the logs
+	// side's content is refused, retryably, outside it.
+	running atomic.Bool
 }
 
 func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.Traces, j journal.Journal) (*spanFilterProcessor, error) {
@@ -109,6 +113,7 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 	p.stop = make(chan struct{})
 	p.stopped = make(chan struct{})
 	go p.runReleaser(releaserInterval(p.cfg.WaitDuration))
+	p.running.Store(true)
 	return nil
 }
 
@@ -134,6 +139,7 @@ func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
 // after the next start (a graceful restart does not cut agent trees whose parents are still open);
 // only deliveries already released are tried.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
+	p.running.Store(false)
 	defer p.telemetry.Shutdown()
 	if sj, ok := p.journal.(*storageJournal); ok {
 		// Closed last, after the final delivery has removed what it handed on.
