@@ -50,9 +50,9 @@ type item struct {
 	waitOn pcommon.SpanID
 	// waitIdx is its index in trace.waitingOn[waitOn]: taken out in constant time.
 	waitIdx int
-	ref    *RecordRef
-	bytes  int64
-	held   bool
+	ref     *RecordRef
+	bytes   int64
+	held    bool
 	// admission that held it, so that a refused journal append discards only its own items.
 	admission *Admission
 	// content gathered while it waits for the rest of its content (WaitContent).
