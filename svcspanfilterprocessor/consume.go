@@ -46,7 +46,7 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 // commit writes the spans held from the batch to the journal (one record) before the batch is
 // acknowledged. A failed write holds nothing and refuses the batch with a retryable error.
 func (p *spanFilterProcessor) commit(ctx context.Context, info client.Info, adm *tracememory.Admission) error {
-	if adm.Held == 0 || p.journal == journal.Nop {
+	if adm.Journaled == 0 || p.journal == journal.Nop {
 		adm.Commit(0)
 		return nil
 	}

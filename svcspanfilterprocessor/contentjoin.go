@@ -2,6 +2,7 @@ package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -194,6 +195,10 @@ func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey, bySpan m
 // records of one logs call go into the trace memory. Spans the join releases are delivered by the
 // releaser.
 func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) error {
+	if !p.running.Load() {
+		// Not started yet (recovery not done) or already stopped: the client sends them again.
+		return errTracesNotRunning
+	}
 	out, err := addContent(ctx, p.mem, p.journal, ld, p.now())
 	if err != nil {
 		p.logger.Warn("Could not take GenAI content records; the logs request is refused for the client to retry", zap.Error(err))
@@ -206,3 +211,7 @@ func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) erro
 }
 
 var _ contentSink = (*spanFilterProcessor)(nil)
+
+// errTracesNotRunning refuses content (retryably) while the traces processor of the same ID is not
+// running: before its start has recovered the journal, or after its shutdown.
+var errTracesNotRunning = errors.New("svcspanfilter: the traces pipeline of this component is not running; retry later")

@@ -2,6 +2,7 @@ package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfi
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
@@ -36,12 +37,21 @@ func createTraces(ctx context.Context, set processor.Settings, cfg component.Con
 		return nil, err
 	}
 	// processorhelper carries the synchronous part (and the standard processor telemetry); the
-	// spans that wait for their parent are delivered by the processor's own releaser. Start and
-	// Shutdown go through the instance shared with the logs processor of the same ID.
+	// spans that wait for their parent are delivered by the processor's own releaser. Recovery, the
+	// releaser and the final delivery follow the TRACES processor's own Start and Shutdown: the
+	// collector starts it after its next consumers and stops it before them (the logs processor of
+	// the same ID has no edge to the traces exporter, so its lifecycle must not drive them).
 	return processorhelper.NewTraces(ctx, set, cfg, next, p.processTraces,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
-		processorhelper.WithStart(shared.Start),
-		processorhelper.WithShutdown(shared.Shutdown),
+		processorhelper.WithStart(func(ctx context.Context, host component.Host) error {
+			if err := shared.Start(ctx, host); err != nil {
+				return err
+			}
+			return p.start(ctx, host)
+		}),
+		processorhelper.WithShutdown(func(ctx context.Context) error {
+			return errors.Join(p.shutdown(ctx), shared.Shutdown(ctx))
+		}),
 	)
 }
 

@@ -142,6 +142,7 @@ func newHarness(t *testing.T, cfg *Config, next ...consumer.Traces) *harness {
 	p, err := newSpanFilterProcessor(set, cfg, nextConsumer, nil)
 	require.NoError(t, err)
 	p.now = h.clock.Now
+	p.running.Store(true) // started, without the releaser goroutine
 	proc, err := processorhelper.NewTraces(context.Background(), set, cfg, nextConsumer, p.processTraces,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
 		processorhelper.WithShutdown(p.shutdown))

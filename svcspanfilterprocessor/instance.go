@@ -48,19 +48,12 @@ func (i *spanFilterInstance) contentSink() contentSink {
 	return nil
 }
 
-func (i *spanFilterInstance) start(ctx context.Context, host component.Host) error {
-	if p := i.tracesProcessor(); p != nil {
-		return p.start(ctx, host)
-	}
-	return nil
-}
+// start and shutdown do nothing: the traces processor starts and stops its memory with its own
+// Start and Shutdown (factory.go); the shared instance only pairs it with the logs processor, which
+// hands content while the traces side runs and is refused (retryably) otherwise.
+func (i *spanFilterInstance) start(context.Context, component.Host) error { return nil }
 
-func (i *spanFilterInstance) shutdown(ctx context.Context) error {
-	if p := i.tracesProcessor(); p != nil {
-		return p.shutdown(ctx)
-	}
-	return nil
-}
+func (i *spanFilterInstance) shutdown(context.Context) error { return nil }
 
 func (i *spanFilterInstance) tracesProcessor() *spanFilterProcessor {
 	i.mu.Lock()

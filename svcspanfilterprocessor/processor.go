@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -39,6 +40,9 @@ type spanFilterProcessor struct {
 
 	stop    chan struct{}
 	stopped chan struct{}
+	// running: between the end of start (recovery done) and the beginning of shutdown; the logs
+	// side's content is refused, retryably, outside it.
+	running atomic.Bool
 }
 
 func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.Traces, j journal.Journal) (*spanFilterProcessor, error) {
@@ -109,6 +113,7 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 	p.stop = make(chan struct{})
 	p.stopped = make(chan struct{})
 	go p.runReleaser(releaserInterval(p.cfg.WaitDuration))
+	p.running.Store(true)
 	return nil
 }
 
@@ -128,9 +133,13 @@ func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
 	}
 }
 
-// shutdown stops the releaser and delivers everything still held, by rule 1, so that nothing is
-// lost when the collector stops. Spans the next consumer still refuses are reported in the error.
+// shutdown stops the releaser. Without a journal it delivers everything still held, by rule 1, so
+// that nothing is lost when the collector stops; spans the next consumer still refuses are reported
+// in the error. With a journal, held spans are not released: they stay journaled and wait again
+// after the next start (a graceful restart does not cut agent trees whose parents are still open);
+// only deliveries already released are tried.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
+	p.running.Store(false)
 	defer p.telemetry.Shutdown()
 	if sj, ok := p.journal.(*storageJournal); ok {
 		// Closed last, after the final delivery has removed what it handed on.
@@ -147,12 +156,23 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			// The releaser is stuck in the next consumer; what it has not delivered is lost (or, with
 			// a journal, delivered after the restart).
-			if left := p.mem.HeldSpans(); left > 0 {
+			if left := p.mem.HeldSpans(); left > 0 && p.journal == journal.Nop {
 				p.giveUp(ctx, int(left), "shutdown timed out while the next consumer was still busy")
 			}
 			return ctx.Err()
 		}
 		p.stop = nil
+	}
+	if p.journal != journal.Nop {
+		if lost := p.deliver(ctx, p.mem.TakeReady(), true); lost > 0 {
+			p.logger.Warn("The next consumer still refused released spans at shutdown; they stay in the journal "+
+				"and are delivered after the next start", zap.Int("spans", lost))
+		}
+		if held := p.mem.HeldSpans(); held > 0 {
+			p.logger.Info("Held spans stay in the journal and wait for their parents again after the next start",
+				zap.Int64("spans", held))
+		}
+		return nil
 	}
 	lost := p.deliver(ctx, p.mem.Drain(), true)
 	if lost > 0 && p.journal != journal.Nop {

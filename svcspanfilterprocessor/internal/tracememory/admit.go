@@ -42,6 +42,9 @@ type Admission struct {
 	// one per request client context; the caller delivers them and reports back with Delivered,
 	// Requeue or Discard.
 	Deliveries []*Delivery
+	// Journaled is the number of spans in HeldCopy: the held spans and the spans of the batch that go
+	// on as deliveries (they carry joined content); the caller journals HeldCopy when it is not zero.
+	Journaled int
 	// HeldCopy has a copy of the spans held from this batch (Config.Journaled only), for the journal.
 	HeldCopy ptrace.Traces
 	HeldAt   time.Time
@@ -50,6 +53,9 @@ type Admission struct {
 	m     *Memory
 	ref   *RecordRef
 	items []*item
+	// replaced are held copies that spans of this batch, sent again, took the place of: their
+	// records are done at Commit; Abort puts them back (the old copy is still acknowledged).
+	replaced []*item
 }
 
 // spanRef is one span of the batch being admitted.
@@ -161,6 +167,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		sh.admit(m, adm, refs, idx, og, copies, heldAt, &out)
 		sh.mu.Unlock()
 	}
+	out.finishRefs()
 
 	adm.Kept = make([]bool, len(refs))
 	i := 0
@@ -177,7 +184,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		return rs.ScopeSpans().Len() == 0
 	})
 	adm.Pass = td.ResourceSpans().Len() > 0
-	if copies != nil && adm.Held > 0 {
+	if copies != nil && adm.Journaled > 0 {
 		adm.HeldCopy = copies.td
 	}
 	adm.Deliveries = m.group(out.items)
@@ -239,7 +246,7 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		if r.kept {
 			sh.admitKept(m, adm, r, og, copies, now, out)
 		} else {
-			sh.admitDropped(m, r, og, out)
+			sh.admitDropped(m, adm, r, og, copies, out)
 		}
 		sh.arrived(m, r.trace, r.span.SpanID(), out)
 	}
@@ -249,7 +256,8 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	t, span := r.trace, r.span
 	id := span.SpanID()
 	if old := t.held[id]; old != nil {
-		sh.discardHeld(m, t, old) // sent again: this copy takes its place
+		sh.unhold(m, t, old) // sent again: this copy takes its place once the batch is committed
+		adm.replaced = append(adm.replaced, old)
 	}
 	if _, ok := t.open[id]; ok {
 		delete(t.open, id)
@@ -258,10 +266,12 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	// Content that waits for this span is joined at once when it is complete or the span expects
 	// no more; a candidate with part of its content waits for the rest, gathering what came.
 	awaits := m.join.AwaitsContent(span, og.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope)).Scope())
-	gather := false
+	gather, joined := false, false
+	var contentRefs []*RecordRef
 	if cs, ok := t.content[id]; ok {
 		if !awaits || m.join.Complete(contentsOf(cs)) {
-			sh.joinWaitingContent(m, t, span, out)
+			contentRefs = sh.joinWaitingContent(m, t, span, out)
+			joined = true
 			awaits = false
 		} else {
 			gather = true
@@ -286,14 +296,30 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	if awaits {
 		reason |= WaitContent
 	}
-	if reason == 0 {
+	if reason == 0 && !joined {
 		return
 	}
 	origin := og.get(r.resource, r.scope)
-	it := &item{span: ptrace.NewSpan(), origin: origin, heldAt: now, reason: reason, ref: adm.ref, admission: adm}
+	it := &item{span: ptrace.NewSpan(), origin: origin, trace: t, heldAt: now, reason: reason, ref: adm.ref, admission: adm, contentRefs: contentRefs}
 	span.MoveTo(it.span)
 	it.bytes = spanSize(it.span) + itemCost
-	r.held = true
+	r.held = true // out of the batch
+	adm.ref.add(1)
+	adm.Journaled++
+	if copies != nil {
+		cp := copies.add(origin, it.span)
+		if reason&WaitParent != 0 && at != cp.ParentSpanID() {
+			// The walk passed through spans known to be dropped; the journal does not keep those
+			// records, so the copy waits where the walk ended: recovery resumes from there.
+			setParent(cp, at)
+		}
+	}
+	if reason == 0 {
+		// It carries joined content: it goes on as a delivery of this batch, journaled with the
+		// batch, so that its content's records are removed only once it was handed on.
+		out.items = append(out.items, it)
+		return
+	}
 	sh.hold(m, t, it)
 	if gather {
 		sh.takeWaitingContent(t, it)
@@ -301,15 +327,11 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	if reason&WaitParent != 0 {
 		t.addWaiting(it, at)
 	}
-	adm.ref.add(1)
 	adm.items = append(adm.items, it)
 	adm.Held++
-	if copies != nil {
-		copies.add(origin, it.span)
-	}
 }
 
-func (sh *shard) admitDropped(m *Memory, r *spanRef, og *origins, out *released) {
+func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins, copies *heldCopy, out *released) {
 	t, span := r.trace, r.span
 	id := span.SpanID()
 	if cs, ok := t.content[id]; ok {
@@ -341,7 +363,15 @@ func (sh *shard) admitDropped(m *Memory, r *spanRef, og *origins, out *released)
 		conn.SetParentSpanID(at)
 		m.addBytes(t, t.addOpen(at))
 	}
-	out.items = append(out.items, &item{span: conn, origin: og.get(r.resource, r.scope), trace: t, bytes: spanSize(conn) + itemCost})
+	// The connector is journaled with the batch until it is handed on: a refusal by the next
+	// consumer followed by a crash does not lose it.
+	origin := og.get(r.resource, r.scope)
+	out.items = append(out.items, &item{span: conn, origin: origin, trace: t, ref: adm.ref, bytes: spanSize(conn) + itemCost})
+	adm.ref.add(1)
+	adm.Journaled++
+	if copies != nil {
+		copies.add(origin, conn)
+	}
 	out.stats.Connectors++
 }
 
@@ -367,7 +397,16 @@ func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) 
 
 // Commit records the journal id of the batch's held spans (0 with no journal): the record is removed
 // when the last of them is handed on.
-func (a *Admission) Commit(recordID uint64) { a.ref.commit(recordID) }
+func (a *Admission) Commit(recordID uint64) {
+	a.ref.commit(recordID)
+	for _, old := range a.replaced {
+		old.ref.Done(1)
+		for _, r := range old.contentRefs {
+			r.Done(1)
+		}
+	}
+	a.replaced = nil
+}
 
 // Abort undoes the holding of a batch whose journal append failed: its held spans are discarded
 // (the client sends the batch again) and its released spans are queued for the releaser.
@@ -382,12 +421,40 @@ func (a *Admission) Abort() {
 		}
 		sh.mu.Unlock()
 	}
+	// The copies this batch replaced are still acknowledged and journaled: they are held again.
+	for _, old := range a.replaced {
+		if old.admission == a {
+			continue // sent twice in this very batch: nothing was written for either copy
+		}
+		t := old.trace
+		sh := m.shards[m.shardOf(t.id)]
+		sh.mu.Lock()
+		switch id := old.span.SpanID(); {
+		case sh.traces[t.id] != t:
+			// Its trace was evicted meanwhile (the new copy went on by rule 1): the old record stays
+			// and is delivered again after a restart (at least once, never lost).
+		case t.held[id] != nil:
+			out.done = append(out.done, old.ref) // a later batch's copy took its place
+			out.done = append(out.done, old.contentRefs...)
+		default:
+			sh.hold(m, t, old)
+			sh.takeWaitingContent(t, old)
+			if old.reason&WaitParent != 0 {
+				t.addWaiting(old, old.waitOn)
+				if _, known := t.records[old.waitOn]; known {
+					sh.arrived(m, t, old.waitOn, &out) // its parent came meanwhile
+				}
+			}
+		}
+		sh.mu.Unlock()
+	}
+	a.replaced = nil
 	a.ref.mu.Lock()
 	a.ref.left = 0 // no record was written: nothing to remove
 	a.ref.mu.Unlock()
 	m.queue(a.Deliveries)
 	a.Deliveries = nil
-	m.observe(&out.stats)
+	m.finish(&out)
 }
 
 func (r *RecordRef) add(n int) {

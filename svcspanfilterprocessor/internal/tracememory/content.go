@@ -129,15 +129,26 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	return outcome
 }
 
-// joinWaitingContent joins the content waiting for a kept span that just arrived.
-func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, out *released) bool {
+// joinWaitingContent joins the content waiting for a kept span that just arrived and returns the
+// content's journal records: the caller attaches them to the span, done when it is handed on.
+func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, out *released) []*RecordRef {
 	cs, ok := t.content[span.SpanID()]
 	if !ok {
-		return false
+		return nil
 	}
 	m.applyContent(span, cs, out)
 	sh.removeContent(m, t, span.SpanID(), cs)
-	return true
+	return refsOf(cs)
+}
+
+func refsOf(cs []waitingContent) []*RecordRef {
+	refs := make([]*RecordRef, 0, len(cs))
+	for _, c := range cs {
+		if c.ref != nil {
+			refs = append(refs, c.ref)
+		}
+	}
+	return refs
 }
 
 // takeWaitingContent moves the content waiting for a span that arrived into the held item that
@@ -159,8 +170,8 @@ func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	m.applyContent(it.span, it.content, out)
 	for _, c := range it.content {
 		m.addBytes(t, -(c.content.Size() + contentCost))
-		c.ref.Done(1)
 	}
+	it.contentRefs = append(it.contentRefs, refsOf(it.content)...) // done when it is delivered
 	it.content = nil
 }
 
@@ -189,13 +200,14 @@ func contentsOf(cs []waitingContent) []Content {
 
 func (sh *shard) dropContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent, why UnmatchedReason, out *released) {
 	out.stats.ContentUnmatched[why] += recordsOf(cs)
+	out.done = append(out.done, refsOf(cs)...) // after the shard lock: Done writes to the journal
 	sh.removeContent(m, t, id, cs)
 }
 
+// removeContent takes content out of the trace; its journal records are the caller's to finish.
 func (sh *shard) removeContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent) {
 	for _, c := range cs {
 		m.addBytes(t, -(c.content.Size() + contentCost))
-		c.ref.Done(1)
 	}
 	delete(t.content, id)
 	if len(t.content) == 0 {

@@ -52,11 +52,14 @@ func (m *Memory) group(items []*item) []*Delivery {
 		d.Spans++
 		d.bytes += it.bytes
 		total += it.bytes
-		if it.ref != nil {
+		for _, r := range append([]*RecordRef{it.ref}, it.contentRefs...) {
+			if r == nil {
+				continue
+			}
 			if d.refs == nil {
 				d.refs = map[*RecordRef]int{}
 			}
-			d.refs[it.ref]++
+			d.refs[r]++
 		}
 	}
 	m.readyBytes.Add(total)
@@ -119,7 +122,8 @@ func newHeldCopy() *heldCopy {
 	return &heldCopy{td: ptrace.NewTraces(), resources: map[*resourceOrigin]ptrace.ResourceSpans{}, scopes: map[*scopeOrigin]ptrace.ScopeSpans{}}
 }
 
-func (c *heldCopy) add(o *scopeOrigin, span ptrace.Span) {
+// add copies span and returns the copy.
+func (c *heldCopy) add(o *scopeOrigin, span ptrace.Span) ptrace.Span {
 	ss, ok := c.scopes[o]
 	if !ok {
 		rs, ok := c.resources[o.resource]
@@ -134,5 +138,7 @@ func (c *heldCopy) add(o *scopeOrigin, span ptrace.Span) {
 		ss.SetSchemaUrl(o.schemaURL)
 		c.scopes[o] = ss
 	}
-	span.CopyTo(ss.Spans().AppendEmpty())
+	cp := ss.Spans().AppendEmpty()
+	span.CopyTo(cp)
+	return cp
 }

@@ -190,7 +190,7 @@ func (d *driver) send(spans ...sp) error {
 	if err != nil {
 		return err
 	}
-	if adm.Held > 0 {
+	if adm.Journaled > 0 {
 		payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(adm.HeldCopy)
 		require.NoError(d.t, err)
 		id, err := d.journal.Append(context.Background(), journal.KindSpans, adm.HeldAt, nil, payload)

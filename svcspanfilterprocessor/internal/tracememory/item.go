@@ -48,13 +48,18 @@ type item struct {
 	reason HeldReason
 	// waitOn is the unknown span the parent walk stopped at (indexes trace.waitingOn).
 	waitOn pcommon.SpanID
-	ref    *RecordRef
-	bytes  int64
-	held   bool
+	// waitIdx is its index in trace.waitingOn[waitOn]: taken out in constant time.
+	waitIdx int
+	ref     *RecordRef
+	bytes   int64
+	held    bool
 	// admission that held it, so that a refused journal append discards only its own items.
 	admission *Admission
 	// content gathered while it waits for the rest of its content (WaitContent).
 	content []waitingContent
+	// contentRefs are the journal records of the content joined onto it: done only when the span
+	// carrying that content is handed on, never before.
+	contentRefs []*RecordRef
 }
 
 func (it *item) contents() []Content { return contentsOf(it.content) }

@@ -64,11 +64,8 @@ func (m *Memory) addBytes(t *trace, n int64) {
 	m.bytes.Add(n)
 }
 
-// hold makes it a held item of t.
+// hold makes it a held item of t; the caller has taken any earlier copy out (Admission.replaced).
 func (sh *shard) hold(m *Memory, t *trace, it *item) {
-	if old := t.held[it.span.SpanID()]; old != nil {
-		sh.discardHeld(m, t, old) // a span sent again replaces its held copy
-	}
 	if t.held == nil {
 		t.held = map[pcommon.SpanID]*item{}
 	}
@@ -98,12 +95,6 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 	if len(t.held) == 0 {
 		sh.place(t)
 	}
-}
-
-// discardHeld forgets a held copy without delivering it.
-func (sh *shard) discardHeld(m *Memory, t *trace, it *item) {
-	sh.unhold(m, t, it)
-	it.ref.Done(1)
 }
 
 // settleParent gives held item it the parent it goes on with; it is released unless it still waits
@@ -143,9 +134,7 @@ func (sh *shard) expireParent(m *Memory, t *trace, it *item, why ReleaseReason, 
 // forget removes a trace that holds nothing.
 func (sh *shard) forget(m *Memory, t *trace, out *released) {
 	for id, cs := range t.content {
-		for _, c := range cs {
-			c.ref.Done(1)
-		}
+		out.done = append(out.done, refsOf(cs)...)
 		out.stats.ContentUnmatched[UnmatchedNoSpan] += recordsOf(cs)
 		delete(t.content, id)
 	}
@@ -182,4 +171,15 @@ func setParent(span ptrace.Span, parent pcommon.SpanID) {
 type released struct {
 	items []*item
 	stats Stats
+	// done are journal records to mark done once the shard locks are released (Done may write to
+	// the journal: no disk I/O under a shard lock).
+	done []*RecordRef
+}
+
+// finishRefs marks the collected records done; call it with no shard lock held.
+func (out *released) finishRefs() {
+	for _, r := range out.done {
+		r.Done(1)
+	}
+	out.done = nil
 }

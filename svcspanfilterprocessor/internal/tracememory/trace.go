@@ -121,16 +121,15 @@ func (t *trace) addOpen(id pcommon.SpanID) int64 {
 
 func (t *trace) hasKeptOrOpen() bool { return len(t.open) > 0 }
 
-// removeWaiting takes it out of the waitingOn index.
+// removeWaiting takes it out of the waitingOn index in constant time (its index is kept), so that
+// the arrival of a parent that many spans wait on settles them in linear time.
 func (t *trace) removeWaiting(it *item) {
 	list := t.waitingOn[it.waitOn]
-	for i, w := range list {
-		if w == it {
-			list[i] = list[len(list)-1]
-			list[len(list)-1] = nil
-			list = list[:len(list)-1]
-			break
-		}
+	if i := it.waitIdx; i < len(list) && list[i] == it {
+		last := list[len(list)-1]
+		list[i], last.waitIdx = last, i
+		list[len(list)-1] = nil
+		list = list[:len(list)-1]
 	}
 	if len(list) == 0 {
 		delete(t.waitingOn, it.waitOn)
@@ -144,5 +143,6 @@ func (t *trace) addWaiting(it *item, on pcommon.SpanID) {
 		t.waitingOn = map[pcommon.SpanID][]*item{}
 	}
 	it.waitOn = on
+	it.waitIdx = len(t.waitingOn[on])
 	t.waitingOn[on] = append(t.waitingOn[on], it)
 }

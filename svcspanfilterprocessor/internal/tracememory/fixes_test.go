@@ -1,0 +1,347 @@
+package tracememory
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/pkg/svcattr"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+)
+
+func (j *fakeJournal) has(id uint64) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_, ok := j.live[id]
+	return ok
+}
+
+func newJoinDriver(t *testing.T) *driver {
+	d := newDriver(t, nil)
+	cfg := testConfig(d.clock)
+	cfg.Journaled = true
+	d.m = New(cfg, d.journal, fakeJoin{}, d.observe)
+	return d
+}
+
+// Finding A: the journal record of content joined onto a span stays until the span carrying it was
+// handed on; a refusal by the next consumer keeps both.
+func TestContentRecordRemovedOnlyOnDelivery(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		spans, parent []sp
+	}{
+		{name: "span passes straight through", spans: []sp{{name: "agent", kept: true}, {name: "tool", parent: "agent", kept: true}}},
+		{name: "span held for its parent", spans: []sp{{name: "tool", parent: "agent", kept: true}}, parent: []sp{{name: "agent", kept: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newJoinDriver(t)
+			id, err := d.journal.Append(context.Background(), journal.KindContent, d.clock.Now(), nil, []byte("content"))
+			require.NoError(t, err)
+			require.Equal(t, ContentWaiting, d.m.AddContent(testTrace, idOf("tool"), fakeContent("early"), d.m.NewRecordRef(id, 1)))
+			d.refuse = true
+			require.NoError(t, d.send(tc.spans...))
+			if tc.parent != nil {
+				require.NoError(t, d.send(tc.parent...))
+			}
+			for _, s := range d.delivered {
+				require.NotEqual(t, "tool", s.Name(), "refused: not delivered yet")
+			}
+			assert.True(t, d.journal.has(id), "the content record stays while its span is not handed on")
+			d.refuse = false
+			d.deliver(d.m.TakeReady())
+			assert.False(t, d.journal.has(id), "removed once its span was delivered")
+			assert.Empty(t, d.journal.records())
+			var got string
+			for _, s := range d.delivered {
+				if s.Name() == "tool" {
+					v, _ := s.Attributes().Get("content")
+					got = v.Str()
+				}
+			}
+			assert.Equal(t, "early", got)
+		})
+	}
+}
+
+// Finding B: a span sent again while held, whose batch then fails its journal append, leaves the
+// acknowledged copy held and journaled (it is not lost).
+func TestResentSpanWithFailedAppendKeepsHeldCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		span   sp
+		settle func(d *driver)
+	}{
+		{name: "held for its parent", span: sp{name: "child", parent: "agent", kept: true}, settle: func(d *driver) {
+			require.NoError(t, d.send(sp{name: "agent", kept: true}))
+		}},
+		{name: "held for its content", span: sp{name: "chat", parent: "agent", kept: true}, settle: func(d *driver) {
+			require.NoError(t, d.send(sp{name: "agent", kept: true}))
+			d.m.AddContent(testTrace, idOf("chat"), fakeContent("hi"), nil)
+			d.deliver(d.m.TakeReady())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newJoinDriver(t)
+			require.NoError(t, d.send(tc.span))
+			first := d.journal.records()
+			require.Len(t, first, 1)
+			d.journal.fail = true
+			require.Error(t, d.send(tc.span), "the resent copy's batch is refused")
+			d.journal.fail = false
+			assert.Equal(t, int64(1), d.m.HeldSpans(), "the acknowledged copy is still held")
+			assert.True(t, d.journal.has(first[0].ID), "and still journaled")
+			tc.settle(d)
+			d.shutdown()
+			d.checkInvariants(t, true, false)
+			assert.Empty(t, d.journal.records())
+		})
+	}
+}
+
+// Finding G: a held span whose parent walk passed through known-dropped spans is journaled already
+// re-parented to where the walk ended, so that after a crash it waits for the right ancestor.
+func TestJournaledCopyWaitsWhereTheWalkEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		before         []sp
+		wantParent     string
+		wantOriginal   string
+		wantTreeParent string
+	}{
+		{name: "through a dropped span", before: []sp{{name: "tool", parent: "agent"}}, wantParent: "agent", wantOriginal: "tool", wantTreeParent: "agent"},
+		{name: "through two dropped spans", before: []sp{{name: "step", parent: "agent"}, {name: "tool", parent: "step"}}, wantParent: "agent", wantOriginal: "tool", wantTreeParent: "agent"},
+		{name: "parent itself unknown", wantParent: "tool", wantTreeParent: "<?>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, nil)
+			if tc.before != nil {
+				require.NoError(t, d.send(tc.before...))
+			}
+			require.NoError(t, d.send(sp{name: "chat", parent: "tool", kept: true}))
+			recs := d.journal.records()
+			require.Len(t, recs, 1)
+			td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(recs[0].Payload)
+			require.NoError(t, err)
+			cp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+			assert.Equal(t, idOf(tc.wantParent), cp.ParentSpanID())
+			orig, ok := cp.Attributes().Get(svcattr.OriginalParentSpanID)
+			if tc.wantOriginal == "" {
+				assert.False(t, ok)
+			} else {
+				id := idOf(tc.wantOriginal)
+				assert.Equal(t, hex.EncodeToString(id[:]), orig.Str())
+			}
+
+			// Crash; after the restart the ancestor arrives kept.
+			d2 := newDriver(t, nil)
+			d2.journal = d.journal
+			d2.m = New(testConfig(d2.clock), d.journal, nil, d2.observe)
+			d2.clock.now = d.clock.Now()
+			require.NoError(t, d2.m.Recover(d.journal.records()))
+			d2.deliver(d2.m.TakeReady())
+			require.NoError(t, d2.send(sp{name: "agent", kept: true}))
+			d2.advance(10 * time.Second)
+			assert.Equal(t, tc.wantTreeParent, d2.tree()["chat"])
+			assert.Empty(t, d.journal.records())
+		})
+	}
+}
+
+// lockCheckJournal fails a test when the memory writes to the journal while it holds a shard lock.
+type lockCheckJournal struct {
+	*fakeJournal
+	m          *Memory
+	underLock  int
+	removeSeen int
+}
+
+func (j *lockCheckJournal) Remove(ctx context.Context, ids ...uint64) error {
+	j.removeSeen++
+	for _, sh := range j.m.shards {
+		if !sh.mu.TryLock() {
+			j.underLock++
+			continue
+		}
+		sh.mu.Unlock()
+	}
+	return j.fakeJournal.Remove(ctx, ids...)
+}
+
+// Finding J: journal records are removed with no shard lock held (Remove writes to disk).
+func TestJournalRemoveOutsideShardLocks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(d *driver, content func(span string))
+	}{
+		{name: "content of a dropped span", run: func(d *driver, content func(string)) {
+			content("noise")
+			require.NoError(d.t, d.send(sp{name: "noise"}))
+		}},
+		{name: "content that waited without its span", run: func(d *driver, content func(string)) {
+			content("never")
+			d.advance(time.Hour)
+		}},
+		{name: "held span sent again", run: func(d *driver, _ func(string)) {
+			require.NoError(d.t, d.send(sp{name: "child", parent: "agent", kept: true}))
+			require.NoError(d.t, d.send(sp{name: "child", parent: "agent", kept: true}))
+		}},
+		{name: "content joined and delivered", run: func(d *driver, content func(string)) {
+			content("tool")
+			require.NoError(d.t, d.send(sp{name: "agent", kept: true}, sp{name: "tool", parent: "agent", kept: true}))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newJoinDriver(t)
+			j := &lockCheckJournal{fakeJournal: d.journal, m: d.m}
+			cfg := testConfig(d.clock)
+			cfg.Journaled = true
+			cfg.Shards = 1
+			d.m = New(cfg, j, fakeJoin{}, d.observe)
+			j.m = d.m
+			content := func(span string) {
+				id, err := d.journal.Append(context.Background(), journal.KindContent, d.clock.Now(), nil, []byte(span))
+				require.NoError(t, err)
+				d.m.AddContent(testTrace, idOf(span), fakeContent(span), d.m.NewRecordRef(id, 1))
+			}
+			tc.run(d, content)
+			d.shutdown()
+			assert.Positive(t, j.removeSeen)
+			assert.Zero(t, j.underLock, "journal records removed under a shard lock")
+		})
+	}
+}
+
+// Finding K: the waiting index stays exact when spans leave it in any order (its entries are taken
+// out by their kept index, not by a scan).
+func TestWaitingIndexManySpansOneParent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		settle func(d *driver)
+	}{
+		{name: "parent arrives kept", settle: func(d *driver) { require.NoError(d.t, d.send(sp{name: "agent", kept: true})) }},
+		{name: "parent arrives dropped, grandparent later", settle: func(d *driver) {
+			require.NoError(d.t, d.send(sp{name: "agent", parent: "run"}))
+			require.NoError(d.t, d.send(sp{name: "run", kept: true}))
+		}},
+		{name: "wait expires", settle: func(d *driver) { d.advance(10 * time.Second) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, nil)
+			var children []sp
+			for i := range 500 {
+				children = append(children, sp{name: fmt.Sprintf("child %d", i), parent: "agent", kept: true})
+			}
+			require.NoError(t, d.send(children...))
+			// Every third child sent again: taken out of the index and put back, out of order.
+			var again []sp
+			for i := 0; i < len(children); i += 3 {
+				again = append(again, children[i])
+			}
+			require.NoError(t, d.send(again...))
+			require.Equal(t, int64(len(children)), d.m.HeldSpans())
+			sh := d.m.shards[d.m.shardOf(testTrace)]
+			sh.mu.Lock()
+			tr := sh.traces[testTrace]
+			for on, list := range tr.waitingOn {
+				for i, it := range list {
+					require.Equal(t, i, it.waitIdx)
+					require.Equal(t, on, it.waitOn)
+				}
+			}
+			require.Len(t, tr.waitingOn[idOf("agent")], len(children))
+			sh.mu.Unlock()
+			tc.settle(d)
+			assert.Zero(t, d.m.HeldSpans())
+			d.checkInvariants(t, true, false)
+			assert.Empty(t, d.journal.records())
+		})
+	}
+}
+
+// BenchmarkArrivalOfManyWaiting: n spans wait on one parent, which then arrives; time per span
+// should not grow with n (it grew linearly with the scan).
+func BenchmarkArrivalOfManyWaiting(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			children := make([]sp, n)
+			for i := range children {
+				children[i] = sp{name: fmt.Sprintf("child %d", i), parent: "agent", kept: true}
+			}
+			for b.Loop() {
+				b.StopTimer()
+				d := newDriver(b, func(c *Config) { c.Journaled = false })
+				d.journal.fail = false
+				td, decisions := buildBatch(children)
+				adm, err := d.m.Admit(client.Info{}, td, decisions)
+				require.NoError(b, err)
+				adm.Commit(0)
+				td, decisions = buildBatch([]sp{{name: "agent", kept: true}})
+				b.StartTimer()
+				adm, err = d.m.Admit(client.Info{}, td, decisions)
+				require.NoError(b, err)
+				adm.Commit(0)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/span")
+		})
+	}
+}
+
+// Finding D: a connector span is journaled with its batch until it is handed on; refused and then
+// a crash, it is delivered after the restart.
+func TestConnectorSpansJournaled(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		dropped    sp
+		wantParent string
+	}{
+		{name: "dropped root becomes a root connector", dropped: sp{name: "agent"}, wantParent: ""},
+		{name: "connector below a kept span", dropped: sp{name: "agent", parent: "run"}, wantParent: "run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, nil)
+			if tc.wantParent != "" {
+				require.NoError(t, d.send(sp{name: "run", kept: true}))
+			}
+			require.NoError(t, d.send(sp{name: "child", parent: "agent", kept: true}))
+			d.advance(10 * time.Second) // child goes on pointing at agent, which is now open
+			require.Empty(t, d.journal.records())
+			d.refuse = true
+			require.NoError(t, d.send(tc.dropped))
+			recs := d.journal.records()
+			require.Len(t, recs, 1, "the connector is journaled")
+			td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(recs[0].Payload)
+			require.NoError(t, err)
+			require.Equal(t, 1, td.SpanCount())
+			_, ok := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().Get(ConnectorAttribute)
+			assert.True(t, ok)
+
+			// Crash before the refused connector was handed on.
+			d2 := newDriver(t, nil)
+			d2.journal = d.journal
+			d2.m = New(testConfig(d2.clock), d.journal, nil, d2.observe)
+			d2.clock.now = d.clock.Now()
+			require.NoError(t, d2.m.Recover(d.journal.records()))
+			d2.deliver(d2.m.TakeReady())
+			d2.advance(10 * time.Second)
+			require.Len(t, d2.delivered, 1)
+			conn := d2.delivered[0]
+			assert.Equal(t, idOf("agent"), conn.SpanID())
+			want := pcommon.SpanID{}
+			if tc.wantParent != "" {
+				want = idOf(tc.wantParent)
+			}
+			assert.Equal(t, want, conn.ParentSpanID())
+			assert.Empty(t, d.journal.records())
+		})
+	}
+}

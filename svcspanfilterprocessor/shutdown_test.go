@@ -1,0 +1,64 @@
+package svcspanfilterprocessor
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
+)
+
+// Finding H: with a journal, a graceful shutdown does not cut an agent tree whose parent is still
+// open: the held child stays journaled and, after the restart, hangs below its parent. Without a
+// journal the shutdown delivers it by rule 1 (nothing is lost).
+func TestShutdownKeepsHeldSpansWithJournal(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		journaled      bool
+		wantAtShutdown int
+	}{
+		{name: "no journal: drained by rule 1", wantAtShutdown: 1},
+		{name: "journal: kept for the next start", journaled: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var j journal.Journal
+			fj := &fakeJournal{}
+			if tc.journaled {
+				j = fj
+			}
+			ctx := context.Background()
+			sink := new(consumertest.TracesSink)
+			p, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), createDefaultConfig().(*Config), sink, j)
+			require.NoError(t, err)
+			_, err = p.processTraces(ctx, batch(testSpan{name: "root", scope: scopeSDK}, testSpan{name: "child", scope: scopeSDK, parent: "agent"}))
+			require.NoError(t, err)
+			require.NoError(t, p.shutdown(ctx))
+			assert.Equal(t, tc.wantAtShutdown, sink.SpanCount())
+			if !tc.journaled {
+				return
+			}
+			require.Len(t, fj.records(), 1, "the held child is still journaled")
+
+			sink2 := new(consumertest.TracesSink)
+			p2, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), createDefaultConfig().(*Config), sink2, fj)
+			require.NoError(t, err)
+			require.NoError(t, p2.recoverJournal(fj.records()))
+			_, err = p2.processTraces(ctx, batch(testSpan{name: "agent", scope: scopeSDK}))
+			require.NoError(t, err)
+			byName := map[string]ptrace.Span{}
+			for _, td := range sink2.AllTraces() {
+				forEachSpan(td, func(_ ptrace.ResourceSpans, _ ptrace.ScopeSpans, s ptrace.Span) { byName[s.Name()] = s })
+			}
+			require.Contains(t, byName, "child")
+			assert.Equal(t, idOf("agent"), byName["child"].ParentSpanID(), "the child hangs below its parent")
+			require.NoError(t, p2.shutdown(ctx))
+			assert.Empty(t, fj.records())
+		})
+	}
+}
