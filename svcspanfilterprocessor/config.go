@@ -24,6 +24,12 @@ const (
 	defaultMemoryLimitMiB   = 256
 )
 
+// Values of trace_integrity.on_shutdown.
+const (
+	onShutdownRelease = "release"
+	onShutdownKeep    = "keep"
+)
+
 // removedBlockedScopesKey is the option of the Python SDK v4 that SPEC.md 4.5 removed. A config that
 // still sets it must fail loudly instead of silently keeping the spans the user meant to block.
 const removedBlockedScopesKey = "blocked_instrumentation_scopes"
@@ -113,6 +119,11 @@ type TraceIntegrityConfig struct {
 	// MaxTraces bounds the traces in memory. Over either bound, the traces idle the longest are
 	// forgotten first; then the oldest waiting traces' held spans go on by rule 1.
 	MaxTraces int `mapstructure:"max_traces"`
+	// OnShutdown says what a graceful shutdown does with held spans: `release` delivers them by
+	// rule 1 (nothing is left behind if this instance never starts again); `keep` leaves them in
+	// the storage extension to wait for their parents again after the next start (needs `storage`;
+	// for instances that restart on the same storage, e.g. a StatefulSet volume).
+	OnShutdown string `mapstructure:"on_shutdown"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -133,6 +144,7 @@ func createDefaultConfig() component.Config {
 			RememberDuration: defaultRememberDuration,
 			LateParentWindow: defaultLateParentWindow,
 			ConnectorSpans:   true,
+			OnShutdown:       onShutdownRelease,
 			MemoryLimitMiB:   defaultMemoryLimitMiB,
 			MaxTraces:        defaultMaxTraces,
 		},
@@ -191,6 +203,9 @@ func (cfg *Config) Validate() error {
 		}
 	}
 	errs = append(errs, cfg.TraceIntegrity.validate()...)
+	if cfg.TraceIntegrity.OnShutdown == onShutdownKeep && cfg.Storage == nil {
+		errs = append(errs, errors.New("trace_integrity.on_shutdown: keep needs the storage option: without it held spans cannot outlive the process"))
+	}
 	if err := validateStorage(cfg.Storage); err != nil {
 		errs = append(errs, err)
 	}
@@ -217,6 +232,9 @@ func (ti TraceIntegrityConfig) validate() []error {
 	}
 	if ti.MemoryLimitMiB < 1 {
 		errs = append(errs, fmt.Errorf("trace_integrity.memory_limit_mib must be at least 1, got %d", ti.MemoryLimitMiB))
+	}
+	if ti.OnShutdown != onShutdownRelease && ti.OnShutdown != onShutdownKeep {
+		errs = append(errs, fmt.Errorf("trace_integrity.on_shutdown must be %q or %q, got %q", onShutdownRelease, onShutdownKeep, ti.OnShutdown))
 	}
 	if ti.MaxTraces < 1 {
 		errs = append(errs, fmt.Errorf("trace_integrity.max_traces must be at least 1, got %d", ti.MaxTraces))

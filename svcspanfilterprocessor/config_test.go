@@ -34,7 +34,7 @@ func TestLoadConfig(t *testing.T) {
 	full.TraceIntegrity = TraceIntegrityConfig{
 		WaitDuration: 10 * time.Second, MaxWaitDuration: 2 * time.Minute,
 		RememberDuration: time.Minute, LateParentWindow: 20 * time.Minute, ConnectorSpans: false,
-		MemoryLimitMiB: 512, MaxTraces: 50000,
+		MemoryLimitMiB: 512, MaxTraces: 50000, OnShutdown: onShutdownRelease,
 	}
 	full.ContentJoin = ContentJoinConfig{Enabled: true, Wait: 8 * time.Second, InstrumentationScopes: []string{"my-company.llm"}}
 
@@ -80,6 +80,8 @@ func TestLoadConfig(t *testing.T) {
 		{name: "wait_longer_than_memory", errContains: []string{
 			"trace_integrity.remember_duration (30s) must be at least wait_duration (1m0s)",
 		}},
+		{name: "on_shutdown_keep_without_storage", errContains: []string{"trace_integrity.on_shutdown: keep needs the storage option"}},
+		{name: "on_shutdown_unknown", errContains: []string{`trace_integrity.on_shutdown must be "release" or "keep", got "flush"`}},
 		{name: "bad_memory", errContains: []string{
 			"trace_integrity.memory_limit_mib must be at least 1, got 0",
 			"trace_integrity.late_parent_window (10s) must be at least remember_duration (30s)",

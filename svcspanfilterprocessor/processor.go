@@ -133,11 +133,12 @@ func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
 	}
 }
 
-// shutdown stops the releaser. Without a journal it delivers everything still held, by rule 1, so
-// that nothing is lost when the collector stops; spans the next consumer still refuses are reported
-// in the error. With a journal, held spans are not released: they stay journaled and wait again
-// after the next start (a graceful restart does not cut agent trees whose parents are still open);
-// only deliveries already released are tried.
+// shutdown stops the releaser and, by default (on_shutdown: release), delivers everything still
+// held by rule 1, so that nothing is left behind when the collector stops; spans the next consumer
+// still refuses stay in the journal, or without one are reported in the error. With on_shutdown:
+// keep (storage required), held spans are not released: they stay journaled and wait again after
+// the next start (a graceful restart does not cut agent trees whose parents are still open); only
+// deliveries already released are tried.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	p.running.Store(false)
 	defer p.telemetry.Shutdown()
@@ -163,7 +164,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		}
 		p.stop = nil
 	}
-	if p.journal != journal.Nop {
+	if p.journal != journal.Nop && p.cfg.OnShutdown == onShutdownKeep {
 		if lost := p.deliver(ctx, p.mem.TakeReady(), true); lost > 0 {
 			p.logger.Warn("The next consumer still refused released spans at shutdown; they stay in the journal "+
 				"and are delivered after the next start", zap.Int("spans", lost))

@@ -14,17 +14,20 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 )
 
-// Finding H: with a journal, a graceful shutdown does not cut an agent tree whose parent is still
-// open: the held child stays journaled and, after the restart, hangs below its parent. Without a
-// journal the shutdown delivers it by rule 1 (nothing is lost).
-func TestShutdownKeepsHeldSpansWithJournal(t *testing.T) {
+// on_shutdown: keep (with a journal) does not cut an agent tree whose parent is still open: the
+// held child stays journaled and, after the restart, hangs below its parent. on_shutdown: release
+// (the default) delivers it by rule 1, journal or not, so that an instance that never starts again
+// leaves nothing behind; the journal is then empty.
+func TestShutdownReleasesOrKeepsHeldSpans(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		journaled      bool
+		onShutdown     string
 		wantAtShutdown int
 	}{
-		{name: "no journal: drained by rule 1", wantAtShutdown: 1},
-		{name: "journal: kept for the next start", journaled: true},
+		{name: "no journal, release: drained by rule 1", onShutdown: onShutdownRelease, wantAtShutdown: 1},
+		{name: "journal, release: drained by rule 1, journal emptied", journaled: true, onShutdown: onShutdownRelease, wantAtShutdown: 1},
+		{name: "journal, keep: kept for the next start", journaled: true, onShutdown: onShutdownKeep},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var j journal.Journal
@@ -34,19 +37,24 @@ func TestShutdownKeepsHeldSpansWithJournal(t *testing.T) {
 			}
 			ctx := context.Background()
 			sink := new(consumertest.TracesSink)
-			p, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), createDefaultConfig().(*Config), sink, j)
+			cfg := createDefaultConfig().(*Config)
+			cfg.TraceIntegrity.OnShutdown = tc.onShutdown
+			p, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), cfg, sink, j)
 			require.NoError(t, err)
 			_, err = p.processTraces(ctx, batch(testSpan{name: "root", scope: scopeSDK}, testSpan{name: "child", scope: scopeSDK, parent: "agent"}))
 			require.NoError(t, err)
 			require.NoError(t, p.shutdown(ctx))
 			assert.Equal(t, tc.wantAtShutdown, sink.SpanCount())
-			if !tc.journaled {
+			if tc.journaled && tc.onShutdown == onShutdownRelease {
+				assert.Empty(t, fj.records(), "everything released was handed on")
+			}
+			if !tc.journaled || tc.onShutdown == onShutdownRelease {
 				return
 			}
 			require.Len(t, fj.records(), 1, "the held child is still journaled")
 
 			sink2 := new(consumertest.TracesSink)
-			p2, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), createDefaultConfig().(*Config), sink2, fj)
+			p2, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), cfg, sink2, fj)
 			require.NoError(t, err)
 			require.NoError(t, p2.recoverJournal(fj.records()))
 			_, err = p2.processTraces(ctx, batch(testSpan{name: "agent", scope: scopeSDK}))
