@@ -75,21 +75,28 @@ func TestExperimentTracesForgetsTheLeastRecentlyMarkedFirst(t *testing.T) {
 }
 
 func TestExperimentTracesConcurrentUse(t *testing.T) {
-	s := NewExperimentTraces(1000, time.Hour)
+	// Room for every mark: a mark is then contained right after it, whatever the other goroutines
+	// do. (With less room, another goroutine's marks may legitimately push it out in between.)
+	roomy := NewExperimentTraces(16*100, time.Hour)
+	// Less room than marks: the bound holds under concurrent use.
+	bounded := NewExperimentTraces(1000, time.Hour)
 	var wg sync.WaitGroup
 	for g := range byte(16) {
 		wg.Go(func() {
 			for i := range byte(100) {
 				id := pcommon.TraceID{0: g, 1: i}
-				s.Mark(id, t0)
-				if !s.Contains(id, t0) {
+				roomy.Mark(id, t0)
+				bounded.Mark(id, t0)
+				if !roomy.Contains(id, t0) {
 					t.Errorf("trace %d/%d marked but not contained", g, i)
 				}
+				bounded.Contains(id, t0)
 			}
 		})
 	}
 	wg.Wait()
-	assert.Equal(t, 1000, s.Len(), "1600 marks, bounded to 1000")
+	assert.Equal(t, 1600, roomy.Len())
+	assert.Equal(t, 1000, bounded.Len(), "1600 marks, bounded to 1000")
 }
 
 func TestDecider(t *testing.T) {
