@@ -2,11 +2,9 @@ package scorerecord
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -232,17 +230,7 @@ func RecordID(traceID pcommon.TraceID, spanID pcommon.SpanID, eventName string, 
 	// score, are encoded apart (a recursive encoder would move the buffer to the heap).
 	var stack [512]byte
 	buf := append(stack[:0], "record"...)
-	buf = append(buf, 0)
-	if !traceID.IsEmpty() {
-		buf = hex.AppendEncode(buf, traceID[:])
-	}
-	buf = append(buf, 0)
-	if !spanID.IsEmpty() {
-		buf = hex.AppendEncode(buf, spanID[:])
-	}
-	buf = append(buf, 0)
-	buf = appendPart(buf, eventName)
-	buf = append(strconv.AppendUint(buf, uint64(eventTime), 10), 0)
+	buf = appendEventKey(append(buf, 0), traceID, spanID, eventName, eventTime)
 	var keyStack [16]string
 	keys := sortedKeys(keyStack[:0], attrs)
 	buf = binary.AppendUvarint(buf, uint64(len(keys)))

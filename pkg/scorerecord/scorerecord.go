@@ -306,7 +306,16 @@ func (r Request) ContentID() string {
 // batching; a log record's place in its batch is not, so a log record's id is RecordID.
 func EventID(traceID pcommon.TraceID, spanID pcommon.SpanID, eventName string, eventTime pcommon.Timestamp, index int, name string) string {
 	var stack [256]byte
-	buf := stack[:0]
+	buf := appendEventKey(stack[:0], traceID, spanID, eventName, eventTime)
+	buf = append(strconv.AppendInt(buf, int64(index), 10), 0)
+	buf = appendPart(buf, name)
+	return idOf(buf)
+}
+
+// appendEventKey writes what both score-id derivations start from: the trace id and span id
+// (lower-case hex, nothing when empty), the event name and the event's time (decimal Unix
+// nanoseconds), each ended by a zero byte.
+func appendEventKey(buf []byte, traceID pcommon.TraceID, spanID pcommon.SpanID, eventName string, eventTime pcommon.Timestamp) []byte {
 	if !traceID.IsEmpty() {
 		buf = hex.AppendEncode(buf, traceID[:])
 	}
@@ -316,8 +325,5 @@ func EventID(traceID pcommon.TraceID, spanID pcommon.SpanID, eventName string, e
 	}
 	buf = append(buf, 0)
 	buf = appendPart(buf, eventName)
-	buf = append(strconv.AppendUint(buf, uint64(eventTime), 10), 0)
-	buf = append(strconv.AppendInt(buf, int64(index), 10), 0)
-	buf = appendPart(buf, name)
-	return idOf(buf)
+	return append(strconv.AppendUint(buf, uint64(eventTime), 10), 0)
 }
