@@ -20,7 +20,16 @@ GO_TEST_FLAGS ?= -count=1
 # Unit tests run under the race detector: the collector calls each component from many goroutines.
 UNIT_TEST_FLAGS ?= $(GO_TEST_FLAGS) -race
 
-.PHONY: all tools build peer run demo test fmt-check vet versions unit-test e2e-test generate bench faults lint clean
+.PHONY: all tools build peer run demo test fmt-check vet versions unit-test e2e-test generate bench faults lint clean image image-test
+
+# Container image (`make image`): FROM scratch, built offline by Debian's buildah with storage of
+# its own under build/image (vfs: no kernel overlay needed), written out as an oci-archive.
+IMAGE         := localhost/svc-otelcol:0.1.0
+IMAGE_ARCHIVE := $(BUILD_DIR)/svc-otelcol-image.tar
+IMAGE_DIR     := $(BUILD_DIR)/image
+BUILDAH       := buildah --root $(IMAGE_DIR)/storage --runroot $(IMAGE_DIR)/run --storage-driver vfs
+# apt-get needs root: sudo when the Makefile does not run as root.
+SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 all: build
 
@@ -59,8 +68,8 @@ demo: build
 	$(GO) run ./testbed/cmd/demo --collector $(BIN)
 
 ## test: formatting, vet, one release per module family, unit tests (-race) of every module, the
-## distribution build and the end-to-end tests.
-test: fmt-check vet versions unit-test build e2e-test
+## distribution build, the end-to-end tests and the container image with its test.
+test: fmt-check vet versions unit-test build e2e-test image-test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './build/*')); \
@@ -95,6 +104,28 @@ bench: build $(PEER)
 ## faults: the fault tests with a 60-second outage and longer loads.
 faults: build
 	cd testbed && SVC_OTELCOL_BIN=$(BIN) SVC_FAULTS=long $(GO) test -count=1 -timeout 60m -v -run 'Fault' ./e2e/... 2>&1 | tee $(BUILD_DIR)/faults.log
+
+## image: the OCI image of svc-otelcol (distribution/Dockerfile) into build/svc-otelcol-image.tar:
+## the static binary, CA certificates, user 10001, the default and router configs. Installs buildah
+## (and the CA bundle) with apt-get when missing.
+image: build
+	command -v buildah >/dev/null && [ -f /etc/ssl/certs/ca-certificates.crt ] || \
+	  { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends buildah ca-certificates || \
+	    { $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends buildah ca-certificates; }; }
+	rm -rf $(IMAGE_DIR)/context && mkdir -p $(IMAGE_DIR)/context/storage
+	cp $(BIN) distribution/config.yaml distribution/examples/two-tier/router.yaml /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/context/
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nsvc-otelcol:x:10001:10001:svc-otelcol:/var/lib/svc-otelcol:/sbin/nologin\n' > $(IMAGE_DIR)/context/passwd
+	printf 'root:x:0:\nsvc-otelcol:x:10001:\n' > $(IMAGE_DIR)/context/group
+	flock $(BUILD_DIR)/.image.lock sh -c '$(BUILDAH) bud --isolation chroot --format oci --timestamp 0 --quiet -t $(IMAGE) -f distribution/Dockerfile $(IMAGE_DIR)/context && \
+	  rm -f $(IMAGE_ARCHIVE).tmp && $(BUILDAH) push --quiet $(IMAGE) oci-archive:$(IMAGE_ARCHIVE).tmp:$(IMAGE) && \
+	  $(BUILDAH) rmi --all >/dev/null'
+	mv -f $(IMAGE_ARCHIVE).tmp $(IMAGE_ARCHIVE)
+	echo "built $(IMAGE_ARCHIVE) ($$(du -h $(IMAGE_ARCHIVE) | cut -f1))"
+
+## image-test: unpack the image's layers, check its config (user, entrypoint, ports) and run the
+## binary from its filesystem with its default config until the health check answers.
+image-test: image
+	cd testbed && SVC_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test $(GO_TEST_FLAGS) -v -run 'TestImage' ./image/...
 
 lint: fmt-check vet versions
 
