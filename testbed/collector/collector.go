@@ -36,6 +36,10 @@ type Options struct {
 	Env []string
 	// StartTimeout bounds the wait for the health check; default 60s.
 	StartTimeout time.Duration
+	// OTLPGRPCEndpoint, when set, is the loopback address of the OTLP/gRPC receiver instead of a
+	// free port: a collector restarted after Kill keeps the address its clients know (the
+	// gateways behind a router with a static list of them).
+	OTLPGRPCEndpoint string
 	// StorageDir is given to the child as SVC_STORAGE_DIR, the directory of distribution/config.yaml's
 	// file_storage (exporter queue, held spans). Empty: a new temporary directory, removed when
 	// the process ends, so that runs never share or inherit stored data. Set it to restart a
@@ -89,6 +93,9 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		OTLPHTTPEndpoint: fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		HealthEndpoint:   fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		MetricsEndpoint:  fmt.Sprintf("127.0.0.1:%d", ports[3]),
+	}
+	if opts.OTLPGRPCEndpoint != "" {
+		p.OTLPGRPCEndpoint = opts.OTLPGRPCEndpoint
 	}
 	args := append(make([]string, 0, len(opts.Args)+2*len(opts.Configs)+2*len(opts.Sets)), opts.Args...)
 	for _, c := range opts.Configs {
