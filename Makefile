@@ -13,7 +13,7 @@ BUILD_DIR    := $(CURDIR)/build
 # Build C of `make bench`: contrib's OTTL processors, the pipeline a user would otherwise write.
 PEER         := $(BUILD_DIR)/peer/peer-otelcol
 # Every Go module with packages, in dependency order (the root module only pins tools).
-MODULES      := pkg svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector testbed benchmarks
+MODULES      := pkg svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector testbed benchmarks distribution/kubernetes
 # Modules with an mdatagen metadata.yaml.
 COMPONENTS   := svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector
 GO_TEST_FLAGS ?= -count=1
@@ -104,9 +104,11 @@ unit-test:
 	for m in $(MODULES); do (cd $$m && $(GO) test $(UNIT_TEST_FLAGS) ./...); done
 
 ## e2e-test: the built binary against the local svc platform (testbed/e2e, including the short
-## fault tests), and the load-run machinery on a small run (testbed/bench).
+## fault tests), the load-run machinery on a small run (testbed/bench), and the configs the
+## Kubernetes manifests mount, loaded by the binary (distribution/kubernetes).
 e2e-test:
 	mkdir -p $(BUILD_DIR)
+	cd distribution/kubernetes && SVC_OTELCOL_BIN=$(BIN) $(GO) test $(GO_TEST_FLAGS) ./...
 	cd testbed && status=0 && { SVC_OTELCOL_BIN=$(BIN) $(GO) test $(GO_TEST_FLAGS) -timeout 30m -v ./e2e/... ./bench/... > $(BUILD_DIR)/e2e.log 2>&1 || status=$$?; }; \
 	  grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok|panic)|fault ' $(BUILD_DIR)/e2e.log || true; \
 	  if [ $$status -ne 0 ]; then tail -n 200 $(BUILD_DIR)/e2e.log; fi; exit $$status
