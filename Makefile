@@ -131,7 +131,8 @@ image: build
 	  { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends buildah ca-certificates || \
 	    { $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends buildah ca-certificates; }; }
 	rm -rf $(IMAGE_DIR)/context && mkdir -p $(IMAGE_DIR)/context/storage
-	cp $(BIN) distribution/config.yaml distribution/examples/two-tier/router.yaml /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/context/
+	cp $(BIN) distribution/config.yaml distribution/examples/two-tier/router.yaml distribution/examples/two-tier/gateway.yaml \
+	  /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/context/
 	printf 'root:x:0:0:root:/root:/sbin/nologin\nsvc-otelcol:x:10001:10001:svc-otelcol:/var/lib/svc-otelcol:/sbin/nologin\n' > $(IMAGE_DIR)/context/passwd
 	printf 'root:x:0:\nsvc-otelcol:x:10001:\n' > $(IMAGE_DIR)/context/group
 	flock $(BUILD_DIR)/.image.lock sh -c '$(BUILDAH) bud --isolation chroot --format oci --timestamp 0 --quiet -t $(IMAGE) -f distribution/Dockerfile $(IMAGE_DIR)/context && \

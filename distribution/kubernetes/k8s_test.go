@@ -202,14 +202,17 @@ func TestWiring(t *testing.T) {
 		checkServicePort(t, svc, router, "otlp-http", 4318)
 	})
 
-	t.Run("gateway config is the default config", func(t *testing.T) {
-		got := m.configMaps["svc-gateway-config"].Data["config.yaml"]
-		want, err := os.ReadFile(filepath.Join("..", "config.yaml"))
-		if err != nil {
-			t.Fatal(err)
+	t.Run("gateway configs are the distribution's", func(t *testing.T) {
+		for key, file := range map[string]string{
+			"config.yaml":  filepath.Join("..", "config.yaml"),
+			"gateway.yaml": filepath.Join("..", "examples", "two-tier", "gateway.yaml"),
+		} {
+			if got := m.configMaps["svc-gateway-config"].Data[key]; got != readFile(t, file) {
+				t.Errorf("ConfigMap svc-gateway-config's %s differs from %s: copy the file into it (indented by 4)", key, file)
+			}
 		}
-		if got != string(want) {
-			t.Error("ConfigMap svc-gateway-config's config.yaml differs from distribution/config.yaml: copy the file into it (indented by 4)")
+		if want := []string{"--config", "/etc/svc-otelcol/config.yaml", "--config", "/etc/svc-otelcol/gateway.yaml"}; !slices.Equal(gw.Spec.Template.Spec.Containers[0].Args, want) {
+			t.Errorf("gateway args %q, want %q (the default config, then the overlay)", gw.Spec.Template.Spec.Containers[0].Args, want)
 		}
 	})
 
@@ -263,25 +266,34 @@ func checkPods(t *testing.T, m manifests, sts *appsv1.StatefulSet) {
 		t.Errorf("pod security context %+v: want runAsNonRoot, runAsUser and fsGroup %d (the image's user, who must write the volume)", sc, imageUser)
 	}
 
-	// --config names a key of a ConfigMap mounted at its directory.
-	i := slices.Index(c.Args, "--config")
-	if i < 0 || i+1 >= len(c.Args) {
+	// Every --config names a key of a ConfigMap mounted at its directory; the first is the
+	// base config, the others overlays.
+	var configPaths []string
+	for i, a := range c.Args {
+		if a == "--config" && i+1 < len(c.Args) {
+			configPaths = append(configPaths, c.Args[i+1])
+		}
+	}
+	if len(configPaths) == 0 {
 		t.Fatalf("args %q: no --config", c.Args)
 	}
-	configPath := c.Args[i+1]
-	mount, vol := mountOf(t, pod.Spec, c, filepath.Dir(configPath))
-	if vol.ConfigMap == nil {
-		t.Fatalf("%s is mounted from volume %s, not a ConfigMap", mount.MountPath, vol.Name)
+	configs := map[string]string{}
+	for _, configPath := range configPaths {
+		mount, vol := mountOf(t, pod.Spec, c, filepath.Dir(configPath))
+		if vol.ConfigMap == nil {
+			t.Fatalf("%s is mounted from volume %s, not a ConfigMap", mount.MountPath, vol.Name)
+		}
+		cm := m.configMaps[vol.ConfigMap.Name]
+		if cm == nil {
+			t.Fatalf("volume %s: ConfigMap %q does not exist", vol.Name, vol.ConfigMap.Name)
+		}
+		config, ok := cm.Data[filepath.Base(configPath)]
+		if !ok {
+			t.Fatalf("ConfigMap %s has no key %s (a --config file)", cm.Name, filepath.Base(configPath))
+		}
+		configs[configPath] = config
 	}
-	cm := m.configMaps[vol.ConfigMap.Name]
-	if cm == nil {
-		t.Fatalf("volume %s: ConfigMap %q does not exist", vol.Name, vol.ConfigMap.Name)
-	}
-	config, ok := cm.Data[filepath.Base(configPath)]
-	if !ok {
-		t.Fatalf("ConfigMap %s has no key %s (the --config file)", cm.Name, filepath.Base(configPath))
-	}
-	parsed := parseYAML(t, config)
+	parsed := parseYAML(t, configs[configPaths[0]])
 
 	// The probes ask the health check extension, on the port the config gives it.
 	endpoint, _ := dig(t, parsed, "extensions", "health_check")["endpoint"].(string)
@@ -303,7 +315,7 @@ func checkPods(t *testing.T, m manifests, sts *appsv1.StatefulSet) {
 	if storageDir == "" {
 		t.Fatal("SVC_STORAGE_DIR is not set: file_storage would write to the container's filesystem")
 	}
-	mount, _ = mountOf(t, pod.Spec, c, storageDir)
+	mount, _ := mountOf(t, pod.Spec, c, storageDir)
 	if !slices.ContainsFunc(sts.Spec.VolumeClaimTemplates, func(p corev1.PersistentVolumeClaim) bool { return p.Name == mount.Name }) {
 		t.Errorf("%s is mounted from %s, not from a volumeClaimTemplate: the queue would not outlive the pod", storageDir, mount.Name)
 	}
@@ -327,9 +339,13 @@ func checkPods(t *testing.T, m manifests, sts *appsv1.StatefulSet) {
 		return
 	}
 	dir := t.TempDir()
-	file := filepath.Join(dir, filepath.Base(configPath))
-	if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
+	args := []string{"validate"}
+	for _, configPath := range configPaths {
+		file := filepath.Join(dir, filepath.Base(configPath))
+		if err := os.WriteFile(file, []byte(configs[configPath]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", file)
 	}
 	env := []string{"SVC_STORAGE_DIR=" + dir}
 	for _, e := range c.Env {
@@ -342,7 +358,7 @@ func checkPods(t *testing.T, m manifests, sts *appsv1.StatefulSet) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "validate", "--config", file)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("svc-otelcol validate of the config %s mounts: %v\n%s", sts.Name, err, out)

@@ -125,7 +125,7 @@ func runTwoTier(t *testing.T, kill bool) *twoTierRun {
 	var hostnames []string
 	for i := range gateways {
 		g := &tierGateway{opts: collector.Options{
-			Configs:          []string{collector.DefaultConfig()},
+			Configs:          gatewayConfigs(),
 			OTLPGRPCEndpoint: fmt.Sprintf("127.0.0.1:%d", grpcPorts[i]),
 			StorageDir:       t.TempDir(),
 		}}
@@ -752,4 +752,78 @@ func diffMaps(want, got map[string]string) string {
 		out = append(out[:10], fmt.Sprintf("  ... %d more", len(out)-10))
 	}
 	return strings.Join(out, "\n")
+}
+
+// gatewayConfigs are the configs of a gateway behind routers: the default config and the two-tier
+// gateway overlay.
+func gatewayConfigs() []string {
+	return []string{collector.DefaultConfig(), filepath.Join(collector.RepoRoot(), "distribution", "examples", "two-tier", "gateway.yaml")}
+}
+
+// TestTwoTierCarriesLargeRequests: a 6 MiB request that an application sends a router over
+// OTLP/HTTP (its receiver takes up to 20 MiB) reaches the platform. The router passes it on to the
+// gateway as one gRPC message, above gRPC's default limit of 4 MiB, which the gateway overlay
+// raises (without it the gateway answers RESOURCE_EXHAUSTED, which the router does not retry).
+func TestTwoTierCarriesLargeRequests(t *testing.T) {
+	bin := collectorBinary(t)
+	p := startPlatform(t, "")
+	ports, err := collector.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	gw := startTierCollector(t, bin, p, collector.Options{Configs: gatewayConfigs(), OTLPGRPCEndpoint: addr})
+	router := startTierCollector(t, bin, p, collector.Options{Configs: []string{routerConfig()}, Env: []string{"SVC_GATEWAYS=[" + addr + "]"}})
+	t.Cleanup(func() {
+		for _, c := range []*collector.Process{router, gw} {
+			if err := c.Stop(); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+			if t.Failed() {
+				t.Logf("output:\n%s", c.Logs())
+			}
+		}
+	})
+
+	// One LLM call whose prompt is 6 MiB of text (a long document pasted into a chat).
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "support-agent")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName(workload.ScopeOpenAI)
+	span := ss.Spans().AppendEmpty()
+	tid := pcommon.TraceID{0x12, 0x34, 0x56, 0x78, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	span.SetTraceID(tid)
+	span.SetSpanID(pcommon.SpanID{1, 2, 3, 4, 5, 6, 7, 8})
+	span.SetName("chat gpt-4o")
+	now := time.Now()
+	span.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(-time.Second)))
+	span.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
+	span.Attributes().PutStr("gen_ai.operation.name", "chat")
+	const promptBytes = 6 << 20
+	var prompt strings.Builder
+	for i := 0; prompt.Len() < promptBytes; i++ {
+		fmt.Fprintf(&prompt, "clause %d of the contract under review. ", i)
+	}
+	span.Attributes().PutStr("gen_ai.prompt", prompt.String())
+	body := mustMarshal(t, td)
+
+	s, err := loadgen.NewSender(loadgen.SenderOptions{Protocol: loadgen.ProtocolHTTP, Endpoint: router.OTLPHTTPEndpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := s.Send(context.Background(), body)
+	if out.Verdict != loadgen.Accepted {
+		t.Fatalf("the router did not accept a %d-byte request: %s", len(body), out.Status)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := p.WaitForSpans(ctx, 1); err != nil {
+		t.Fatalf("the %d-byte request the router accepted did not reach the platform: %v", len(body), err)
+	}
+	o, _ := p.Observation(hex.EncodeToString(tid[:]), "0102030405060708")
+	if got, _ := o.Attributes["gen_ai.prompt"].(string); len(got) < promptBytes {
+		t.Errorf("the platform holds a prompt of %d bytes, want %d", len(got), prompt.Len())
+	}
 }

@@ -112,7 +112,7 @@ func TestImage(t *testing.T) {
 				t.Error("/svc-otelcol is dynamically linked (it has an ELF interpreter); build it with CGO_ENABLED=0")
 			}
 		}
-		for _, cfg := range []string{"config.yaml", "router.yaml"} {
+		for _, cfg := range []string{"config.yaml", "router.yaml", "gateway.yaml"} {
 			if _, err := os.Stat(filepath.Join(img.rootfs, "etc", "svc-otelcol", cfg)); err != nil {
 				t.Error(err)
 			}
