@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
+	"github.com/svc/svc-collector/testbed/bench"
 	"github.com/svc/svc-collector/testbed/collector"
 	"github.com/svc/svc-collector/testbed/loadgen"
 	"github.com/svc/svc-collector/testbed/platform"
@@ -255,12 +256,39 @@ func runTwoTier(t *testing.T, kill bool) *twoTierRun {
 	watchWG.Wait()
 
 	run.ref, run.tier = holdings(refPlatform), holdings(tierPlatform)
+	// CPU used so far, per 100k spans sent (all of them, GenAI or not): a rough same-run comparison
+	// of a router with a gateway at this light load (idle use included).
+	inputSpans := 0
+	for _, p := range plan {
+		if !p.isLogs {
+			inputSpans += p.traces.SpanCount()
+		}
+	}
+	cpuPer100k := func(procs ...*collector.Process) string {
+		var total time.Duration
+		for _, c := range procs {
+			u, err := bench.ReadUsage(c.PID())
+			if err != nil {
+				return "n/a"
+			}
+			total += u.CPU
+		}
+		return fmt.Sprintf("%.1f", total.Seconds()*100000/float64(inputSpans))
+	}
+	var tierProcs []*collector.Process
+	for _, g := range gateways {
+		g.mu.Lock()
+		tierProcs = append(tierProcs, g.proc)
+		g.mu.Unlock()
+	}
+	cpuLine := fmt.Sprintf("CPU s per 100k input spans (%d spans): router=%s, three gateways together=%s, single gateway=%s",
+		inputSpans, cpuPer100k(router), cpuPer100k(tierProcs...), cpuPer100k(ref))
 	run.contentCalls, run.wantSpans, run.start, run.tierSenders = contentCalls, wantSpans, start, tierSenders
 	for key, at := range contentAt {
 		run.contentSentAt[key] = start.Add(at)
 	}
-	line := fmt.Sprintf("two-tier: traces=%d spans=%d scores=%d content-calls=%d send=%s | reference duplicates=%d, two-tier duplicates=%d",
-		seq, len(run.tier.parents), len(run.tier.scores), len(contentCalls), sent.Round(time.Millisecond), run.ref.duplicates, run.tier.duplicates)
+	line := fmt.Sprintf("two-tier: traces=%d spans=%d scores=%d content-calls=%d send=%s | reference duplicates=%d, two-tier duplicates=%d | %s",
+		seq, len(run.tier.parents), len(run.tier.scores), len(contentCalls), sent.Round(time.Millisecond), run.ref.duplicates, run.tier.duplicates, cpuLine)
 	if kill {
 		k := run.kill
 		line = fmt.Sprintf("fault two-tier-gateway-kill: %s | kill: %s | router while down: client-errors=%d router-retry-logs=%d queue-peak=%d spans-delivered-while-down=%d (the %s before: %d) | recovery=%s",
