@@ -39,8 +39,8 @@ import (
 // generator's agent traces over several connections (OTLP/HTTP and gRPC), a third of them
 // long-running (children first, parents 2 s or 7 s later), each with a GenAI call whose prompt and
 // answer come as log records (joined onto the span only by the gateway that holds it) and an
-// evaluation sent as a log record. TestFaultTwoTierGatewayKill kills one gateway with SIGKILL
-// midway and restarts it on its storage, and measures what the router does meanwhile:
+// evaluation sent as a log record. TestFaultTwoTierGatewayKill kills one gateway, then the router,
+// with SIGKILL and restarts each on its storage, and measures what the router does meanwhile:
 //
 //	two-tier …: traces=N spans=N scores=N … | kill: … | router while down: client-errors=N … | recovery=…
 
@@ -68,9 +68,10 @@ func TestTwoTierMatchesOneGateway(t *testing.T) {
 }
 
 // TestFaultTwoTierGatewayKill: the same, with one gateway killed (SIGKILL) 40% into the run and
-// restarted 3 s later on its storage. Nothing the router acknowledged is lost: the platform holds
-// the same spans, parents and scores as behind one gateway that was never killed. Deliveries twice
-// (what the killed gateway had stored but not answered, sent again by the router) are counted.
+// restarted 3 s later on its storage, and the router killed 70% into it and restarted 1 s later on
+// its own. Nothing the router acknowledged is lost: the platform holds the same spans, parents and
+// scores as behind one gateway that was never killed. Deliveries twice (what a killed collector
+// had stored but not answered, sent again) are counted.
 // GenAI content whose span and records were split by the outage beyond the join's wait (5 s) is
 // reported, and must belong to calls sent around the outage.
 func TestFaultTwoTierGatewayKill(t *testing.T) {
@@ -79,8 +80,10 @@ func TestFaultTwoTierGatewayKill(t *testing.T) {
 	if r.ref.duplicates != 0 {
 		t.Errorf("delivered twice on the reference platform: %d", r.ref.duplicates)
 	}
-	if r.kill.err != nil {
-		t.Error(r.kill.err)
+	for _, k := range []killRecord{r.kill, r.routerKill} {
+		if k.err != nil {
+			t.Error(k.err)
+		}
 	}
 	if n := r.tierSenders.errorsBetween(r.start, time.Now()); n != 0 {
 		t.Logf("the router refused or failed %d requests (the clients retried them)", n)
@@ -94,6 +97,7 @@ type twoTierRun struct {
 	contentSentAt map[[2]string]time.Time
 	wantSpans     int
 	kill          killRecord
+	routerKill    killRecord
 	killed        bool
 	start         time.Time
 	tierSenders   *tierSenders
@@ -103,7 +107,10 @@ func runTwoTier(t *testing.T, kill bool) *twoTierRun {
 	bin := collectorBinary(t)
 	load := longer(12*time.Second, 60*time.Second)
 	const interval, connections = 120 * time.Millisecond, 4
+	// The gateway is killed 40% into the run and down for 3 s; the router 70% into it (while it
+	// may still hold the gateway's backlog) and down for 1 s.
 	killAfter, downFor := load*2/5, 3*time.Second
+	routerKillAfter, routerDownFor := load*7/10, time.Second
 	run := &twoTierRun{killed: kill, contentSentAt: map[[2]string]time.Time{}}
 
 	// The reference: one gateway, one platform.
@@ -122,34 +129,28 @@ func runTwoTier(t *testing.T, kill bool) *twoTierRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gateways := make([]*tierGateway, tierGateways)
+	gateways := make([]*restartable, tierGateways)
 	var hostnames []string
 	for i := range gateways {
-		g := &tierGateway{opts: collector.Options{
-			Configs:          gatewayConfigs(),
-			OTLPGRPCEndpoint: fmt.Sprintf("127.0.0.1:%d", grpcPorts[i]),
-			StorageDir:       t.TempDir(),
-		}}
-		g.proc = startTierCollector(t, bin, tierPlatform, g.opts)
-		gateways[i] = g
-		hostnames = append(hostnames, g.opts.OTLPGRPCEndpoint)
-		t.Cleanup(func() { g.stop(t) })
+		addr := fmt.Sprintf("127.0.0.1:%d", grpcPorts[i])
+		gateways[i] = startRestartable(t, bin, tierPlatform, "gateway "+addr, collector.Options{
+			Configs: gatewayConfigs(), OTLPGRPCEndpoint: addr, StorageDir: t.TempDir()})
+		hostnames = append(hostnames, addr)
 	}
-	router := startTierCollector(t, bin, tierPlatform, collector.Options{
-		Configs: []string{routerConfig()},
-		Env:     []string{"SVC_GATEWAYS=[" + strings.Join(hostnames, ", ") + "]"},
-	})
-	t.Cleanup(func() {
-		if err := router.Stop(); err != nil {
-			t.Errorf("router stop: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("router output:\n%s", router.Logs())
-		}
+	routerPorts, err := collector.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := startRestartable(t, bin, tierPlatform, "router", collector.Options{
+		Configs:          []string{routerConfig()},
+		Env:              []string{"SVC_GATEWAYS=[" + strings.Join(hostnames, ", ") + "]"},
+		OTLPGRPCEndpoint: fmt.Sprintf("127.0.0.1:%d", routerPorts[0]),
+		OTLPHTTPEndpoint: fmt.Sprintf("127.0.0.1:%d", routerPorts[1]),
+		StorageDir:       t.TempDir(),
 	})
 
 	refSenders := newTierSenders(t, ref, connections)
-	tierSenders := newTierSenders(t, router, connections)
+	tierSenders := newTierSenders(t, router.current(), connections)
 
 	// The plan: every interval a request of 1–3 whole traces on the next connection; a third of
 	// the requests are long-running (parents later). Each trace has a content call: its span goes
@@ -202,7 +203,7 @@ func runTwoTier(t *testing.T, kill bool) *twoTierRun {
 
 	// Send: each item to both sides at its moment, each retried until acknowledged, as an SDK does.
 	start := time.Now()
-	watch := newRouterWatch(router.MetricsEndpoint, tierPlatform)
+	watch := newRouterWatch(func() string { return router.current().MetricsEndpoint }, tierPlatform)
 	watchDone := make(chan struct{})
 	var watchWG sync.WaitGroup
 	watchWG.Go(func() { watch.run(watchDone) })
@@ -210,7 +211,11 @@ func runTwoTier(t *testing.T, kill bool) *twoTierRun {
 	if kill {
 		wg.Go(func() {
 			time.Sleep(time.Until(start.Add(killAfter)))
-			run.kill = killAndRestart(t, gateways[1], bin, tierPlatform, downFor, watch)
+			run.kill = gateways[1].killAndRestart(downFor)
+		})
+		wg.Go(func() {
+			time.Sleep(time.Until(start.Add(routerKillAfter)))
+			run.routerKill = router.killAndRestart(routerDownFor)
 		})
 	}
 	for _, p := range plan {
@@ -277,24 +282,26 @@ func runTwoTier(t *testing.T, kill bool) *twoTierRun {
 	}
 	var tierProcs []*collector.Process
 	for _, g := range gateways {
-		g.mu.Lock()
-		tierProcs = append(tierProcs, g.proc)
-		g.mu.Unlock()
+		tierProcs = append(tierProcs, g.current())
 	}
 	cpuLine := fmt.Sprintf("CPU s per 100k input spans (%d spans): router=%s, three gateways together=%s, single gateway=%s",
-		inputSpans, cpuPer100k(router), cpuPer100k(tierProcs...), cpuPer100k(ref))
+		inputSpans, cpuPer100k(router.current()), cpuPer100k(tierProcs...), cpuPer100k(ref))
 	run.contentCalls, run.wantSpans, run.start, run.tierSenders = contentCalls, wantSpans, start, tierSenders
 	for key, at := range contentAt {
 		run.contentSentAt[key] = start.Add(at)
 	}
-	line := fmt.Sprintf("two-tier: traces=%d spans=%d scores=%d content-calls=%d send=%s | reference duplicates=%d, two-tier duplicates=%d | %s",
-		seq, len(run.tier.parents), len(run.tier.scores), len(contentCalls), sent.Round(time.Millisecond), run.ref.duplicates, run.tier.duplicates, cpuLine)
+	line := fmt.Sprintf("two-tier: traces=%d spans=%d scores=%d content-calls=%d send=%s | reference duplicates=%d, two-tier duplicates=%d",
+		seq, len(run.tier.parents), len(run.tier.scores), len(contentCalls), sent.Round(time.Millisecond), run.ref.duplicates, run.tier.duplicates)
+	if !kill { // a restarted process has counted its CPU since its restart only
+		line += " | " + cpuLine
+	}
 	if kill {
 		k := run.kill
-		line = fmt.Sprintf("fault two-tier-gateway-kill: %s | kill: %s | router while down: client-errors=%d router-retry-logs=%d queue-peak=%d spans-delivered-while-down=%d (the %s before: %d) | recovery=%s",
-			line, k, tierSenders.errorsBetween(k.at, k.healthy), router.CountLines("Exporting failed", gateways[1].opts.OTLPGRPCEndpoint),
+		rk := run.routerKill
+		line = fmt.Sprintf("fault two-tier-gateway-kill: %s | gateway kill: %s | router while the gateway was down: client-errors=%d router-retry-logs=%d queue-peak=%d spans-delivered-while-down=%d (the %s before: %d) | recovery=%s | router kill: %s, client errors meanwhile=%d",
+			line, k, tierSenders.errorsBetween(k.at, k.healthy), router.countLines("Exporting failed", hostnames[1]),
 			watch.queuePeak(k.at, k.healthy), watch.deliveredBetween(k.at, k.healthy), k.healthy.Sub(k.at).Round(time.Millisecond),
-			watch.deliveredBetween(k.at.Add(-k.healthy.Sub(k.at)), k.at), watch.recovery(k))
+			watch.deliveredBetween(k.at.Add(-k.healthy.Sub(k.at)), k.at), watch.recovery(k), rk, tierSenders.errorsBetween(rk.at, rk.healthy.Add(time.Second)))
 	}
 	fmt.Println(line)
 	t.Log(line)
@@ -336,8 +343,11 @@ func (r *twoTierRun) requireSameHoldings(t *testing.T, exactContent bool) {
 		at := r.contentSentAt[key]
 		// Around the outage: sent from a content wait before the kill to a content wait after
 		// the gateway was back, plus the router's retry interval.
-		around := r.killed && at.After(r.kill.at.Add(-5*time.Second)) && at.Before(r.kill.healthy.Add(7*time.Second))
-		if exactContent || !around {
+		around := func(k killRecord) bool {
+			return at.After(k.at.Add(-5*time.Second)) && at.Before(k.healthy.Add(7*time.Second))
+		}
+		aroundOutage := r.killed && (around(r.kill) || around(r.routerKill))
+		if exactContent || !aroundOutage {
 			t.Errorf("content call %s/%s (sent %s into the run): two tiers show %q, one gateway %q", key[0], key[1],
 				at.Sub(r.start).Round(time.Millisecond), r.tier.content[key[0]+"/"+key[1]], ref)
 		}
@@ -442,6 +452,23 @@ func addContentCall(t *testing.T, td ptrace.Traces, logs plog.Logs, tid pcommon.
 // caller stops it.
 func startTierCollector(t *testing.T, bin string, p *platform.Platform, opts collector.Options) *collector.Process {
 	t.Helper()
+	return startRestartable(t, bin, p, "", opts).current()
+}
+
+// restartable is a collector of the two tiers that a test kills and restarts on the same addresses
+// and storage directory.
+type restartable struct {
+	name string
+	opts collector.Options // complete: binary, environment
+	mu   sync.Mutex
+	proc *collector.Process
+	past []*collector.Process // killed
+}
+
+// startRestartable starts svc-otelcol in front of p with opts (binary and keys filled in). A named
+// one is stopped when the test ends, its output logged if the test failed.
+func startRestartable(t *testing.T, bin string, p *platform.Platform, name string, opts collector.Options) *restartable {
+	t.Helper()
 	opts.Binary = bin
 	opts.Env = append([]string{"SVC_ENDPOINT=" + p.URL(), "SVC_PUBLIC_KEY=" + testPublicKey, "SVC_SECRET_KEY=" + testSecretKey}, opts.Env...)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -450,28 +477,42 @@ func startTierCollector(t *testing.T, bin string, p *platform.Platform, opts col
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	r := &restartable{name: name, opts: opts, proc: c}
+	if name != "" {
+		t.Cleanup(func() { r.stop(t) })
+	}
+	return r
 }
 
-// tierGateway is a gateway behind the router, restartable on its address and storage.
-type tierGateway struct {
-	opts collector.Options
-	mu   sync.Mutex
-	proc *collector.Process
+func (r *restartable) current() *collector.Process {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.proc
 }
 
-func (g *tierGateway) stop(t *testing.T) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.proc.Stop(); err != nil {
-		t.Errorf("gateway stop: %v", err)
+func (r *restartable) stop(t *testing.T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.proc.Stop(); err != nil {
+		t.Errorf("%s stop: %v", r.name, err)
 	}
 	if t.Failed() {
-		t.Logf("gateway %s output:\n%s", g.opts.OTLPGRPCEndpoint, g.proc.Logs())
+		t.Logf("%s output:\n%s", r.name, r.proc.Logs())
 	}
 }
 
-// killRecord is what happened to the killed gateway.
+// countLines counts the log lines with every one of substrings, over every run of the collector.
+func (r *restartable) countLines(substrings ...string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.proc.CountLines(substrings...)
+	for _, p := range r.past {
+		n += p.CountLines(substrings...)
+	}
+	return n
+}
+
+// killRecord is what happened to a killed collector.
 type killRecord struct {
 	at, restarted, healthy time.Time
 	err                    error
@@ -481,29 +522,26 @@ func (k killRecord) String() string {
 	return fmt.Sprintf("SIGKILL, restarted after %s, healthy %s after the kill", k.restarted.Sub(k.at).Round(time.Millisecond), k.healthy.Sub(k.at).Round(time.Millisecond))
 }
 
-// killAndRestart SIGKILLs the gateway, leaves it down for downFor, and starts it again on the same
-// address and storage directory.
-func killAndRestart(t *testing.T, g *tierGateway, bin string, p *platform.Platform, downFor time.Duration, watch *routerWatch) killRecord {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// killAndRestart SIGKILLs the collector, leaves it down for downFor, and starts it again on the same
+// addresses and storage directory.
+func (r *restartable) killAndRestart(downFor time.Duration) killRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var k killRecord
 	k.at = time.Now()
-	g.proc.Kill()
+	r.proc.Kill()
 	time.Sleep(downFor)
 	k.restarted = time.Now()
-	opts := g.opts
-	opts.Binary = bin
-	opts.Env = []string{"SVC_ENDPOINT=" + p.URL(), "SVC_PUBLIC_KEY=" + testPublicKey, "SVC_SECRET_KEY=" + testSecretKey}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	proc, err := collector.Start(ctx, opts)
+	proc, err := collector.Start(ctx, r.opts)
 	k.healthy = time.Now()
 	if err != nil {
-		k.err = fmt.Errorf("restart of the killed gateway: %w", err)
+		k.err = fmt.Errorf("restart of the killed %s: %w", r.name, err)
 		return k
 	}
-	g.proc = proc
-	watch.mark(k.healthy)
+	r.past = append(r.past, r.proc)
+	r.proc = proc
 	return k
 }
 
@@ -591,11 +629,10 @@ func (s *tierSenders) errorsBetween(from, to time.Time) int {
 
 // routerWatch samples the router's own metrics and the platform's span count every 100 ms.
 type routerWatch struct {
-	metricsURL string
+	metricsURL func() string
 	platform   *platform.Platform
 	mu         sync.Mutex
 	samples    []routerSample
-	restarted  time.Time
 }
 
 type routerSample struct {
@@ -604,8 +641,8 @@ type routerSample struct {
 	stored int     // distinct spans on the platform
 }
 
-func newRouterWatch(metricsEndpoint string, p *platform.Platform) *routerWatch {
-	return &routerWatch{metricsURL: "http://" + metricsEndpoint + "/metrics", platform: p}
+func newRouterWatch(metricsEndpoint func() string, p *platform.Platform) *routerWatch {
+	return &routerWatch{metricsURL: func() string { return "http://" + metricsEndpoint() + "/metrics" }, platform: p}
 }
 
 func (w *routerWatch) run(done <-chan struct{}) {
@@ -617,7 +654,7 @@ func (w *routerWatch) run(done <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		q, err := scrapeSum(w.metricsURL, "otelcol_exporter_queue_size", `exporter="load_balancing"`)
+		q, err := scrapeSum(w.metricsURL(), "otelcol_exporter_queue_size", `exporter="load_balancing"`)
 		if err != nil {
 			continue
 		}
@@ -625,12 +662,6 @@ func (w *routerWatch) run(done <-chan struct{}) {
 		w.samples = append(w.samples, routerSample{at: time.Now(), queue: q, stored: w.platform.Stats().UniqueSpans})
 		w.mu.Unlock()
 	}
-}
-
-func (w *routerWatch) mark(restarted time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.restarted = restarted
 }
 
 // queuePeak is the most items the router's queue held between from and to.
