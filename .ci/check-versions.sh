@@ -61,10 +61,7 @@ while read -r efile emod ever _; do
   [ -z "$efile" ] || [ "${efile:0:1}" = "#" ] && continue
   [[ $emod == *"*"* ]] && continue
   if ! uses | awk -v m="$emod" -v v="$ever" '$2 == m && $3 == v { found = 1 } END { exit !found }'; then
-    case "$emod" in
-      *loadbalancingexporter) ;; # kept for when contrib moves on; not built today
-      *) echo "stale exception in $EXCEPTIONS: $emod $ever is used nowhere" >&2; drift=1 ;;
-    esac
+    echo "stale exception in $EXCEPTIONS: $emod $ever is used nowhere" >&2; drift=1
   fi
 done < "$EXCEPTIONS"
 

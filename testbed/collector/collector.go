@@ -36,6 +36,11 @@ type Options struct {
 	Env []string
 	// StartTimeout bounds the wait for the health check; default 60s.
 	StartTimeout time.Duration
+	// OTLPGRPCEndpoint and OTLPHTTPEndpoint, when set, are the loopback addresses of the OTLP
+	// receivers instead of free ports: a collector restarted after Kill keeps the addresses its
+	// clients know (the gateways behind a router with a static list of them, a router its
+	// applications send to).
+	OTLPGRPCEndpoint, OTLPHTTPEndpoint string
 	// StorageDir is given to the child as SVC_STORAGE_DIR, the directory of distribution/config.yaml's
 	// file_storage (exporter queue, held spans). Empty: a new temporary directory, removed when
 	// the process ends, so that runs never share or inherit stored data. Set it to restart a
@@ -89,6 +94,12 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		OTLPHTTPEndpoint: fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		HealthEndpoint:   fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		MetricsEndpoint:  fmt.Sprintf("127.0.0.1:%d", ports[3]),
+	}
+	if opts.OTLPGRPCEndpoint != "" {
+		p.OTLPGRPCEndpoint = opts.OTLPGRPCEndpoint
+	}
+	if opts.OTLPHTTPEndpoint != "" {
+		p.OTLPHTTPEndpoint = opts.OTLPHTTPEndpoint
 	}
 	args := append(make([]string, 0, len(opts.Args)+2*len(opts.Configs)+2*len(opts.Sets)), opts.Args...)
 	for _, c := range opts.Configs {
