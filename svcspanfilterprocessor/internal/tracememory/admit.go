@@ -105,6 +105,9 @@ func (o *origins) get(r, s int32) *scopeOrigin {
 // the memory limit. decisions has one entry per span of td in order.
 //
 // The caller then either commits the admission (Commit, after the journal append) or aborts it.
+// The memory's bounds are enforced only then: eviction releases held spans, and a span of this
+// batch released before its journal append failed would be delivered, and delivered again when
+// the client resends the refused batch.
 func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision) (*Admission, error) {
 	if m.readyBytes.Load() > m.cfg.MemoryLimitBytes {
 		return nil, ErrOverloaded
@@ -114,7 +117,6 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	if !adm.Stats.empty() {
 		m.observe(&adm.Stats)
 	}
-	m.Enforce()
 	return adm, nil
 }
 
@@ -397,6 +399,7 @@ func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) 
 
 // Commit records the journal id of the batch's held spans (0 with no journal): the record is removed
 // when the last of them is handed on.
+// The memory's bounds are enforced after the commit (see Admit).
 func (a *Admission) Commit(recordID uint64) {
 	a.ref.commit(recordID)
 	for _, old := range a.replaced {
@@ -406,6 +409,7 @@ func (a *Admission) Commit(recordID uint64) {
 		}
 	}
 	a.replaced = nil
+	a.m.Enforce()
 }
 
 // Abort undoes the holding of a batch whose journal append failed: its held spans are discarded
@@ -455,6 +459,7 @@ func (a *Admission) Abort() {
 	m.queue(a.Deliveries)
 	a.Deliveries = nil
 	m.finish(&out)
+	m.Enforce() // after the batch's held spans are gone: none of them is released by eviction
 }
 
 func (r *RecordRef) add(n int) {
