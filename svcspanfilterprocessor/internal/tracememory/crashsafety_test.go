@@ -1,11 +1,16 @@
 package tracememory
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
 // Finding F: a batch whose journal append fails is refused and sent again by the client; the
@@ -41,4 +46,58 @@ func TestEvictionAfterFailedAppendDeliversNothingTwice(t *testing.T) {
 			require.Empty(t, d.journal.records())
 		})
 	}
+}
+
+// Finding C: while the next consumer refuses released spans and they fill most of the byte
+// budget, eviction must not forget content that waits for its span (acknowledged: its journal
+// record would be removed and the content lost); the logs side is refused, retryably, instead.
+func TestRefusedSpansDoNotEvictWaitingContent(t *testing.T) {
+	d := newJoinDriver(t)
+	cfg := testConfig(d.clock)
+	cfg.Journaled = true
+	cfg.MemoryLimitBytes = 4000
+	d.m = New(cfg, d.journal, fakeJoin{}, d.observe)
+
+	id, err := d.journal.Append(context.Background(), journal.KindContent, d.clock.Now(), nil, []byte("tool"))
+	require.NoError(t, err)
+	require.NoError(t, d.m.ContentRoom(int64(len("early"))))
+	require.Equal(t, ContentWaiting, d.m.AddContent(testTrace, idOf("tool"), fakeContent("early"), d.m.NewRecordRef(id, 1)))
+
+	// A slow next component: the spans each pair releases are refused and stay ready.
+	d.refuse = true
+	var refused [][]sp
+	for i := range 20 {
+		d.clock.Advance(time.Millisecond)
+		other := pcommon.TraceID{0xc0, 15: byte(i + 1)}
+		for _, b := range [][]sp{
+			{{name: fmt.Sprint("child ", i), parent: fmt.Sprint("parent ", i), kept: true, trace: other}},
+			{{name: fmt.Sprint("parent ", i), kept: true, trace: other}},
+		} {
+			if err := d.send(b...); err != nil {
+				require.ErrorIs(t, err, ErrOverloaded)
+				refused = append(refused, b)
+			}
+		}
+	}
+	require.Greater(t, d.m.ReadyBytes(), cfg.MemoryLimitBytes/2, "refused released spans fill most of the budget")
+	assert.True(t, d.journal.has(id), "the waiting content's journal record stays")
+	assert.Zero(t, d.stats.ContentUnmatched[UnmatchedNoSpan], "no waiting content forgotten")
+	require.ErrorIs(t, d.m.ContentRoom(1000), ErrContentOverloaded, "new content is refused (retryable) instead")
+
+	d.refuse = false
+	d.deliver(d.m.TakeReady())
+	require.NoError(t, d.m.ContentRoom(1000), "room again once the next component takes the spans")
+	for _, b := range refused {
+		require.NoError(t, d.send(b...))
+	}
+	require.NoError(t, d.send(sp{name: "tool", kept: true}))
+	d.shutdown()
+	joined := false
+	for _, s := range d.delivered {
+		if v, ok := s.Attributes().Get("content"); ok && s.Name() == "tool" {
+			joined = v.Str() == "early"
+		}
+	}
+	assert.True(t, joined, "the content waited and joined its span")
+	assert.Empty(t, d.journal.records())
 }
