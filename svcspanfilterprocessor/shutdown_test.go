@@ -17,7 +17,7 @@ import (
 // on_shutdown: keep (with a journal) does not cut an agent tree whose parent is still open: the
 // held child stays journaled and, after the restart, hangs below its parent. on_shutdown: release
 // (the default) delivers it by rule 1, journal or not, so that an instance that never starts again
-// leaves nothing behind; the journal is then empty.
+// leaves no span behind; the journal then holds only the open parent.
 func TestShutdownReleasesOrKeepsHeldSpans(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
@@ -46,7 +46,11 @@ func TestShutdownReleasesOrKeepsHeldSpans(t *testing.T) {
 			require.NoError(t, p.shutdown(ctx))
 			assert.Equal(t, tc.wantAtShutdown, sink.SpanCount())
 			if tc.journaled && tc.onShutdown == onShutdownRelease {
-				assert.Empty(t, fj.records(), "everything released was handed on")
+				// Only the open parent the released child points at stays (KindOpen): after a
+				// restart a dropped agent span ending late is still bridged.
+				for _, r := range fj.records() {
+					assert.Equal(t, journal.KindOpen, r.Kind, "everything released was handed on")
+				}
 			}
 			if !tc.journaled || tc.onShutdown == onShutdownRelease {
 				return

@@ -1,6 +1,8 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -56,6 +58,8 @@ type Admission struct {
 	// replaced are held copies that spans of this batch, sent again, took the place of: their
 	// records are done at Commit; Abort puts them back (the old copy is still acknowledged).
 	replaced []*item
+	// opened are the parents the batch's connector spans made open, to journal.
+	opened []openedParent
 }
 
 // spanRef is one span of the batch being admitted.
@@ -117,6 +121,13 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	if !adm.Stats.empty() {
 		m.observe(&adm.Stats)
 	}
+	// Parents the batch's connector spans opened are journaled before the batch is acknowledged.
+	if err := m.journalOpened(context.Background(), adm.opened); err != nil {
+		adm.opened = nil
+		adm.Abort()
+		return nil, fmt.Errorf("svcspanfilter: %w", err)
+	}
+	adm.opened = nil
 	return adm, nil
 }
 
@@ -170,6 +181,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		sh.mu.Unlock()
 	}
 	out.finishRefs()
+	adm.opened = out.opened
 
 	adm.Kept = make([]bool, len(refs))
 	i := 0
@@ -261,9 +273,10 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 		sh.unhold(m, t, old) // sent again: this copy takes its place once the batch is committed
 		adm.replaced = append(adm.replaced, old)
 	}
-	if _, ok := t.open[id]; ok {
+	if ref, ok := t.open[id]; ok {
 		delete(t.open, id)
 		m.addBytes(t, -openCost)
+		out.closeOpen(ref)
 	}
 	// Content that waits for this span is joined at once when it is complete or the span expects
 	// no more; a candidate with part of its content waits for the rest, gathering what came.
@@ -339,11 +352,13 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	if cs, ok := t.content[id]; ok {
 		sh.dropContent(m, t, id, cs, UnmatchedSpanDropped, out) // content of a dropped span goes nowhere
 	}
-	if _, open := t.open[id]; !open {
+	ref, open := t.open[id]
+	if !open {
 		return
 	}
 	delete(t.open, id)
 	m.addBytes(t, -openCost)
+	out.closeOpen(ref)
 	if !m.cfg.ConnectorSpans {
 		return
 	}
@@ -363,7 +378,7 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 		conn.SetParentSpanID(at)
 	case endUnknown:
 		conn.SetParentSpanID(at)
-		m.addBytes(t, t.addOpen(at))
+		out.open(m, t, at)
 	}
 	// The connector is journaled with the batch until it is handed on: a refusal by the next
 	// consumer followed by a crash does not lose it.

@@ -101,3 +101,85 @@ func TestRefusedSpansDoNotEvictWaitingContent(t *testing.T) {
 	assert.True(t, joined, "the content waited and joined its span")
 	assert.Empty(t, d.journal.records())
 }
+
+// spanRecords are the journal's records of held spans and content, without the open parents
+// (KindOpen), which stay for the late parent window.
+func (j *fakeJournal) spanRecords() []journal.Record {
+	var out []journal.Record
+	for _, r := range j.records() {
+		if r.Kind != journal.KindOpen {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Open parents: after a crash (or restart) the ids of late parents that delivered spans point at
+// are recovered from the journal, so a dropped parent that ends after the restart still goes on
+// as a connector span and the tree stays whole; their records go when the parent came or the late
+// parent window is over.
+func TestOpenParentsSurviveRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// then runs on the restarted memory.
+		then          func(d *driver)
+		wantConnector bool
+	}{
+		{name: "dropped parent ends after the restart", wantConnector: true, then: func(d *driver) {
+			require.NoError(d.t, d.send(sp{name: "agent", parent: "run"}, sp{name: "run", kept: true}))
+		}},
+		{name: "kept parent ends after the restart", then: func(d *driver) {
+			require.NoError(d.t, d.send(sp{name: "agent", kept: true}))
+		}},
+		{name: "parent never comes", then: func(d *driver) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, nil)
+			require.NoError(t, d.send(sp{name: "child", parent: "agent", kept: true}))
+			d.advance(10 * time.Second) // child goes on by rule 1, pointing at agent: agent is open
+			require.Equal(t, idOf("agent"), d.tree2parent(t, "child"))
+			var open []journal.Record
+			for _, r := range d.journal.records() {
+				if r.Kind == journal.KindOpen {
+					open = append(open, r)
+				}
+			}
+			require.Len(t, open, 1, "the open parent is journaled")
+			assert.Len(t, open[0].Payload, 24)
+
+			// SIGKILL: a new memory recovers the journal.
+			d2 := newDriver(t, nil)
+			d2.journal = d.journal
+			cfg := testConfig(d2.clock)
+			cfg.Journaled = true
+			d2.m = New(cfg, d.journal, nil, d2.observe)
+			d2.clock.now = d.clock.Now().Add(time.Second)
+			require.NoError(t, d2.m.Recover(d.journal.records()))
+			tc.then(d2)
+			d2.deliver(d2.m.TakeReady())
+			var conn bool
+			for _, s := range d2.delivered {
+				if _, ok := s.Attributes().Get(ConnectorAttribute); ok && s.SpanID() == idOf("agent") {
+					conn = true
+					assert.Equal(t, idOf("run"), s.ParentSpanID(), "the connector hangs below its own kept ancestor")
+				}
+			}
+			assert.Equal(t, tc.wantConnector, conn, "connector span for the dropped parent")
+			d2.advance(testConfig(d2.clock).LateParentWindow + testConfig(d2.clock).RememberDuration + time.Second)
+			assert.Empty(t, d.journal.records(), "open parent records removed when the parent came or its window ended")
+		})
+	}
+}
+
+// tree2parent is the parent id a delivered span went on with.
+func (d *driver) tree2parent(t *testing.T, name string) pcommon.SpanID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, s := range d.delivered {
+		if s.Name() == name {
+			return s.ParentSpanID()
+		}
+	}
+	t.Fatalf("span %q not delivered", name)
+	return pcommon.SpanID{}
+}
