@@ -60,6 +60,16 @@ type Admission struct {
 	replaced []*item
 	// opened are the parents the batch's connector spans made open, to journal.
 	opened []openedParent
+	// pending: Admit's read hold of Memory.admitting is not released yet.
+	pending bool
+}
+
+// settle releases the admission's hold on the memory's eviction (once).
+func (a *Admission) settle() {
+	if a.pending {
+		a.pending = false
+		a.m.admitting.RUnlock()
+	}
 }
 
 // spanRef is one span of the batch being admitted.
@@ -116,7 +126,8 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	if m.readyBytes.Load() > m.cfg.MemoryLimitBytes {
 		return nil, ErrOverloaded
 	}
-	adm := &Admission{m: m, ref: &RecordRef{left: 1, journal: m.journal, logger: m.cfg.Logger}}
+	m.admitting.RLock() // until Commit or Abort
+	adm := &Admission{m: m, ref: &RecordRef{left: 1, journal: m.journal, logger: m.cfg.Logger}, pending: true}
 	m.admit(adm, &requestOrigin{info: info}, td, decisions, m.cfg.Now())
 	if !adm.Stats.empty() {
 		m.observe(&adm.Stats)
@@ -424,6 +435,7 @@ func (a *Admission) Commit(recordID uint64) {
 		}
 	}
 	a.replaced = nil
+	a.settle()
 	a.m.Enforce()
 }
 
@@ -474,6 +486,7 @@ func (a *Admission) Abort() {
 	m.queue(a.Deliveries)
 	a.Deliveries = nil
 	m.finish(&out)
+	a.settle()
 	m.Enforce() // after the batch's held spans are gone: none of them is released by eviction
 }
 

@@ -2,13 +2,16 @@ package tracememory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
@@ -182,4 +185,65 @@ func (d *driver) tree2parent(t *testing.T, name string) pcommon.SpanID {
 	}
 	t.Fatalf("span %q not delivered", name)
 	return pcommon.SpanID{}
+}
+
+// gatedJournal blocks the next append until released, then fails it.
+type gatedJournal struct {
+	*fakeJournal
+	entered, release chan struct{}
+}
+
+func (j *gatedJournal) Append(ctx context.Context, kind journal.Kind, heldAt time.Time, md map[string][]string, payload []byte) (uint64, error) {
+	if j.entered != nil {
+		close(j.entered)
+		j.entered = nil
+		<-j.release
+		return 0, errors.New("disk full")
+	}
+	return j.fakeJournal.Append(ctx, kind, heldAt, md, payload)
+}
+
+// Finding F, concurrently: while one call waits for its journal write, another call (or the
+// releaser) that finds the memory over its bound must not evict the first call's held spans: the
+// write may fail, and the client resends the call.
+func TestConcurrentEvictionWaitsForJournalWrite(t *testing.T) {
+	d := newDriver(t, func(c *Config) { c.MaxTraces = 1 })
+	gj := &gatedJournal{fakeJournal: d.journal, entered: make(chan struct{}), release: make(chan struct{})}
+	first := []sp{{name: "child 1", parent: "parent 1", kept: true, trace: pcommon.TraceID{0xf1, 15: 1}}}
+	td, decisions := buildBatch(first)
+	adm, err := d.m.Admit(client.Info{}, td, decisions)
+	require.NoError(t, err)
+	entered := gj.entered
+	appended := make(chan error, 1)
+	go func() {
+		payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(adm.HeldCopy)
+		if err == nil {
+			_, err = gj.Append(context.Background(), journal.KindSpans, adm.HeldAt, nil, payload)
+		}
+		if err != nil {
+			adm.Abort()
+		} else {
+			adm.Commit(0)
+		}
+		appended <- err
+	}()
+	<-entered
+	// Another call puts the memory over max_traces while the first one's write is pending.
+	second := make(chan error, 1)
+	go func() {
+		d.clock.Advance(time.Millisecond)
+		second <- d.send(sp{name: "child 2", parent: "parent 2", kept: true, trace: pcommon.TraceID{0xf1, 15: 2}})
+	}()
+	time.Sleep(50 * time.Millisecond) // the second call reaches its eviction
+	close(gj.release)
+	require.Error(t, <-appended, "the first call's write fails: refused")
+	require.NoError(t, <-second)
+	d.deliver(d.m.TakeReady())
+	require.NotContains(t, d.tree(), "child 1", "nothing of the refused call went on")
+
+	require.NoError(t, d.send(first...)) // the client resends it
+	require.NoError(t, d.send(sp{name: "parent 1", kept: true, trace: pcommon.TraceID{0xf1, 15: 1}},
+		sp{name: "parent 2", kept: true, trace: pcommon.TraceID{0xf1, 15: 2}}))
+	d.shutdown()
+	d.checkInvariants(t, true, true)
 }

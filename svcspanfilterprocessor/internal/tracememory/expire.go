@@ -108,6 +108,12 @@ func (m *Memory) overBudget() (EvictReason, bool) {
 // the oldest activity first; only when none is left does it release the held spans of the oldest
 // waiting traces, by rule 1. Oldest is per shard; shards are visited in turn.
 func (m *Memory) Enforce() {
+	if _, over := m.overBudget(); !over {
+		return
+	}
+	// Not while a call is between its admission and its journal write (see Memory.admitting).
+	m.admitting.Lock()
+	defer m.admitting.Unlock()
 	var out released
 	for {
 		why, over := m.overBudget()
