@@ -57,13 +57,14 @@ func TestRecoverReturnsWhatWasAppended(t *testing.T) {
 		{Kind: KindSpans, HeldAt: heldAt, Metadata: map[string][]string{"authorization": {"Basic cGs6c2s="}, "x-multi": {"a", "", "c"}}, Payload: []byte{0x0a, 0x00, 0xff}},
 		{Kind: KindContent, HeldAt: heldAt.Add(time.Second), Payload: []byte("content")},
 		{Kind: KindSpans, HeldAt: heldAt.Add(2 * time.Second), Metadata: map[string][]string{"empty": {}}, Payload: nil},
+		{Kind: KindOpen, HeldAt: heldAt.Add(3 * time.Second), Payload: make([]byte, 24)},
 	}
 	for i, r := range want {
 		id, err := s.Append(context.Background(), r.Kind, r.HeldAt, r.Metadata, r.Payload)
 		require.NoError(t, err)
 		want[i].ID = id
 	}
-	assert.Equal(t, []uint64{1, 2, 3}, ids(want))
+	assert.Equal(t, []uint64{1, 2, 3, 4}, ids(want))
 
 	_, got, logs := open(t, c)
 	require.Len(t, got, len(want))
