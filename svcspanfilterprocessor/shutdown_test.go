@@ -3,11 +3,13 @@ package svcspanfilterprocessor
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processorhelper"
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
@@ -73,4 +75,48 @@ func TestShutdownReleasesOrKeepsHeldSpans(t *testing.T) {
 			assert.Empty(t, fj.records())
 		})
 	}
+}
+
+// After a SIGKILL the restarted processor still knows the open parent a delivered span points at:
+// the dropped parent ending after the restart goes on as a connector span below its own kept
+// ancestor, instead of leaving the delivered span's parent id dangling.
+func TestOpenParentBridgedAfterKill(t *testing.T) {
+	ctx := context.Background()
+	fj := &fakeJournal{}
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	cfg := createDefaultConfig().(*Config)
+	sink := new(consumertest.TracesSink)
+	p, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), cfg, sink, fj)
+	require.NoError(t, err)
+	p.now = clock.Now
+	_, err = p.processTraces(ctx, batch(testSpan{name: "chat", scope: scopeSDK, parent: "tool http"}))
+	require.ErrorIs(t, err, processorhelper.ErrSkipProcessingData, "chat is held: nothing passes")
+	clock.Advance(cfg.TraceIntegrity.WaitDuration + time.Second)
+	p.mem.Expire()
+	p.deliverReady(ctx, false)
+	require.Equal(t, 1, sink.SpanCount(), "chat went on by rule 1, pointing at the open parent")
+
+	// SIGKILL: p is gone without a shutdown; a new process recovers the journal.
+	sink2 := new(consumertest.TracesSink)
+	p2, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), cfg, sink2, fj)
+	require.NoError(t, err)
+	p2.now = clock.Now
+	require.NoError(t, p2.recoverJournal(fj.records()))
+	td, err := p2.processTraces(ctx, batch(testSpan{name: "agent", scope: scopeSDK},
+		testSpan{name: "tool http", scope: scopeHTTPClient, parent: "agent"}))
+	require.NoError(t, err)
+	require.NoError(t, sink2.ConsumeTraces(ctx, td)) // what passes goes on with the call
+	p2.deliverReady(ctx, false)
+	var conn ptrace.Span
+	for _, td := range sink2.AllTraces() {
+		forEachSpan(td, func(_ ptrace.ResourceSpans, _ ptrace.ScopeSpans, s ptrace.Span) {
+			if s.SpanID() == idOf("tool http") {
+				conn = s
+			}
+		})
+	}
+	require.NotEqual(t, ptrace.Span{}, conn, "the dropped parent went on as a connector")
+	_, isConn := conn.Attributes().Get("svc.gateway.connector")
+	assert.True(t, isConn)
+	assert.Equal(t, idOf("agent"), conn.ParentSpanID())
 }
