@@ -490,6 +490,14 @@ func (a *Admission) Abort() {
 	m.Enforce() // after the batch's held spans are gone: none of them is released by eviction
 }
 
+// HandedOn reports whether every span of the batch's own record (held, connectors, spans carrying
+// joined content) has been handed on: nothing of it needs the journal any more.
+func (a *Admission) HandedOn() bool {
+	a.ref.mu.Lock()
+	defer a.ref.mu.Unlock()
+	return a.ref.left <= 1 // the guard that Commit releases
+}
+
 func (r *RecordRef) add(n int) {
 	r.mu.Lock()
 	r.left += n
