@@ -44,11 +44,22 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 }
 
 // commit writes the spans held from the batch to the journal (one record) before the batch is
-// acknowledged. A failed write holds nothing and refuses the batch with a retryable error.
+// acknowledged. A failed write holds nothing and refuses the batch with a retryable error. When
+// the batch holds nothing, the spans it hands on (connectors, spans carrying joined content) go
+// first, and are journaled only if the next consumer refuses some of them: the journal keeps only
+// what the processor still holds when it answers.
 func (p *spanFilterProcessor) commit(ctx context.Context, info client.Info, adm *tracememory.Admission) error {
 	if adm.Journaled == 0 || p.journal == journal.Nop {
 		adm.Commit(0)
 		return nil
+	}
+	if adm.Held == 0 {
+		p.deliver(ctx, adm.Deliveries, false)
+		adm.Deliveries = nil
+		if adm.HandedOn() {
+			adm.Commit(0)
+			return nil
+		}
 	}
 	payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(adm.HeldCopy)
 	var id uint64

@@ -133,6 +133,15 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 	if len(keys) == 0 {
 		return out, nil
 	}
+	// Push back before anything is made durable when the memory has no room that eviction can
+	// make without forgetting acknowledged content or refused spans (finding C).
+	var size int64
+	for _, k := range keys {
+		size += spanContent{c: bySpan[k]}.Size()
+	}
+	if err := m.ContentRoom(size); err != nil {
+		return out, err
+	}
 	var ref *tracememory.RecordRef
 	if j != nil && j != journal.Nop {
 		payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)

@@ -298,3 +298,18 @@ func TestContentJournalRecordRemovedWhenJoined(t *testing.T) {
 	f.sendSpan(true)
 	assert.Empty(t, len(j.live), "both records removed once their content is on the span")
 }
+
+// Finding C, the logs side: content that does not fit in a memory whose rest cannot be evicted
+// without loss is refused with a retryable error before anything is journaled.
+func TestContentPushBackWhenMemoryIsFull(t *testing.T) {
+	j := &memJournal{live: map[uint64]journal.Record{}}
+	f := newJournaledJoinFixture(t, defaultContentJoinConfig(), j)
+	f.m = tracememory.New(tracememory.Config{
+		WaitDuration: 5 * time.Second, MaxWaitDuration: time.Minute, RememberDuration: 30 * time.Second,
+		ContentWait: time.Minute, MaxTraces: 1000, MemoryLimitBytes: 64, Now: f.clock.Now,
+	}, j, newContentJoin(defaultContentJoinConfig()), nil)
+	_, err := addContent(context.Background(), f.m, j, f.inputs, f.clock.Now())
+	require.ErrorIs(t, err, tracememory.ErrContentOverloaded)
+	assert.False(t, consumererror.IsPermanent(err), "the client retries")
+	assert.Empty(t, j.live, "nothing journaled")
+}

@@ -3,11 +3,13 @@ package svcspanfilterprocessor
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processorhelper"
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
@@ -17,7 +19,7 @@ import (
 // on_shutdown: keep (with a journal) does not cut an agent tree whose parent is still open: the
 // held child stays journaled and, after the restart, hangs below its parent. on_shutdown: release
 // (the default) delivers it by rule 1, journal or not, so that an instance that never starts again
-// leaves nothing behind; the journal is then empty.
+// leaves no span behind; the journal then holds only the open parent.
 func TestShutdownReleasesOrKeepsHeldSpans(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
@@ -46,7 +48,11 @@ func TestShutdownReleasesOrKeepsHeldSpans(t *testing.T) {
 			require.NoError(t, p.shutdown(ctx))
 			assert.Equal(t, tc.wantAtShutdown, sink.SpanCount())
 			if tc.journaled && tc.onShutdown == onShutdownRelease {
-				assert.Empty(t, fj.records(), "everything released was handed on")
+				// Only the open parent the released child points at stays (KindOpen): after a
+				// restart a dropped agent span ending late is still bridged.
+				for _, r := range fj.records() {
+					assert.Equal(t, journal.KindOpen, r.Kind, "everything released was handed on")
+				}
 			}
 			if !tc.journaled || tc.onShutdown == onShutdownRelease {
 				return
@@ -69,4 +75,48 @@ func TestShutdownReleasesOrKeepsHeldSpans(t *testing.T) {
 			assert.Empty(t, fj.records())
 		})
 	}
+}
+
+// After a SIGKILL the restarted processor still knows the open parent a delivered span points at:
+// the dropped parent ending after the restart goes on as a connector span below its own kept
+// ancestor, instead of leaving the delivered span's parent id dangling.
+func TestOpenParentBridgedAfterKill(t *testing.T) {
+	ctx := context.Background()
+	fj := &fakeJournal{}
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	cfg := createDefaultConfig().(*Config)
+	sink := new(consumertest.TracesSink)
+	p, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), cfg, sink, fj)
+	require.NoError(t, err)
+	p.now = clock.Now
+	_, err = p.processTraces(ctx, batch(testSpan{name: "chat", scope: scopeSDK, parent: "tool http"}))
+	require.ErrorIs(t, err, processorhelper.ErrSkipProcessingData, "chat is held: nothing passes")
+	clock.Advance(cfg.TraceIntegrity.WaitDuration + time.Second)
+	p.mem.Expire()
+	p.deliverReady(ctx, false)
+	require.Equal(t, 1, sink.SpanCount(), "chat went on by rule 1, pointing at the open parent")
+
+	// SIGKILL: p is gone without a shutdown; a new process recovers the journal.
+	sink2 := new(consumertest.TracesSink)
+	p2, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), cfg, sink2, fj)
+	require.NoError(t, err)
+	p2.now = clock.Now
+	require.NoError(t, p2.recoverJournal(fj.records()))
+	td, err := p2.processTraces(ctx, batch(testSpan{name: "agent", scope: scopeSDK},
+		testSpan{name: "tool http", scope: scopeHTTPClient, parent: "agent"}))
+	require.NoError(t, err)
+	require.NoError(t, sink2.ConsumeTraces(ctx, td)) // what passes goes on with the call
+	p2.deliverReady(ctx, false)
+	var conn ptrace.Span
+	for _, td := range sink2.AllTraces() {
+		forEachSpan(td, func(_ ptrace.ResourceSpans, _ ptrace.ScopeSpans, s ptrace.Span) {
+			if s.SpanID() == idOf("tool http") {
+				conn = s
+			}
+		})
+	}
+	require.NotEqual(t, ptrace.Span{}, conn, "the dropped parent went on as a connector")
+	_, isConn := conn.Attributes().Get("svc.gateway.connector")
+	assert.True(t, isConn)
+	assert.Equal(t, idOf("agent"), conn.ParentSpanID())
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/svc/svc-collector/testbed/loadgen"
@@ -176,4 +178,60 @@ func Settle(ctx context.Context, p *platform.Platform, w *loadgen.Workload, b Bu
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// Latency is how long the spans of a run took from the client to the platform: from the moment
+// the sender started the request that carried a span until the platform had read the first
+// request that brought it back out of the collector.
+type Latency struct {
+	// Spans is how many spans were measured.
+	Spans    int64
+	P50, P99 time.Duration
+}
+
+// MeasureLatency measures the latency of every expected span of the runs that reached the
+// platform. The load runs send whole traces per request, so no span waits in the collector
+// for its parent: every span measured was delivered directly.
+func MeasureLatency(p *platform.Platform, w *loadgen.Workload, b Build, results ...loadgen.Result) Latency {
+	var samples []time.Duration
+	var key [2 * 16]byte
+	var span [2 * 8]byte
+	for _, r := range results {
+		r.EachAcceptedSent(func(seq uint64, sent time.Time) {
+			ids := w.Trace(seq)
+			hex.Encode(key[:], ids.TraceID[:])
+			traceHex := string(key[:])
+			measure := func(i int) {
+				hex.Encode(span[:], ids.SpanIDs[i][:])
+				if n, first := p.SpanArrival(traceHex, string(span[:])); n > 0 {
+					samples = append(samples, first.Sub(sent))
+				}
+			}
+			if b.Delivers == AllSpans {
+				for i := range ids.SpanIDs {
+					measure(i)
+				}
+			} else {
+				for _, i := range ids.GenAI {
+					measure(i)
+				}
+			}
+		})
+	}
+	return latencyOf(samples)
+}
+
+// latencyOf takes the nearest-rank percentiles of the samples.
+func latencyOf(samples []time.Duration) Latency {
+	l := Latency{Spans: int64(len(samples))}
+	if len(samples) == 0 {
+		return l
+	}
+	slices.Sort(samples)
+	rank := func(q float64) time.Duration {
+		i := int(math.Ceil(q*float64(len(samples)))) - 1
+		return samples[max(0, min(i, len(samples)-1))]
+	}
+	l.P50, l.P99 = rank(0.50), rank(0.99)
+	return l
 }

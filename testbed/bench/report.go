@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Targets of the issue, reported against (never asserted).
@@ -56,6 +57,8 @@ func (r Report) Ratios() []Ratio {
 			Ratio{"peak RSS (fixed run) A/" + other, ratio(float64(a.PeakRSS), float64(o.PeakRSS)), rssTarget},
 			Ratio{"peak RSS (rate search) A/" + other, ratio(float64(a.LadderPeakRSS), float64(o.LadderPeakRSS)), ""},
 			Ratio{"bytes to the platform A/" + other, ratio(a.BytesPer100k, o.BytesPer100k), ""},
+			Ratio{"latency p50, client to platform, A/" + other, ratio(float64(a.Latency.P50), float64(o.Latency.P50)), ""},
+			Ratio{"latency p99, client to platform, A/" + other, ratio(float64(a.Latency.P99), float64(o.Latency.P99)), ""},
 		)
 	}
 	return out
@@ -101,6 +104,22 @@ func (r Report) Markdown(chart string) string {
 		p("![chart](%s)", chart)
 		p("")
 	}
+	p("## Latency, client to platform")
+	p("")
+	p("Per span, from the moment the sender started the request that carried it until the platform had read the request that delivered it (loopback; the fixed runs, median of the rounds).")
+	p("")
+	p("| build | what | p50 (ms) | p99 (ms) | p50 of each round | p99 of each round | spans measured per round |")
+	p("|---|---|---:|---:|---|---|---:|")
+	for _, res := range r.Results {
+		var p50s, p99s []string
+		for _, run := range res.Runs {
+			p50s = append(p50s, fmt.Sprintf("%.1f", millis(run.Latency.P50)))
+			p99s = append(p99s, fmt.Sprintf("%.1f", millis(run.Latency.P99)))
+		}
+		p("| %s | %s | %.1f | %.1f | %s | %s | %d |", res.Build.Name, res.Build.Title, millis(res.Latency.P50), millis(res.Latency.P99),
+			strings.Join(p50s, ", "), strings.Join(p99s, ", "), res.Latency.Spans)
+	}
+	p("")
 	p("## Ratios")
 	p("")
 	p("| ratio | value | target |")
@@ -109,6 +128,9 @@ func (r Report) Markdown(chart string) string {
 		target := q.Target
 		if target != "" {
 			target += " " + verdict(q.Value, q.Target)
+		}
+		if math.IsNaN(q.Value) {
+			continue // not measured in this run (a build without the rate search, for instance)
 		}
 		p("| %s | %.2f | %s |", q.Name, q.Value, target)
 	}
@@ -137,6 +159,7 @@ func (r Report) Markdown(chart string) string {
 		cfg.StepDuration, cfg.StartRate, cfg.Refinements, cfg.DrainTimeout)
 	p("- **CPU, memory, bytes.** Fixed runs, %d rounds in which the builds take turns, each run with a fresh collector, on the same traces (same sequence numbers) at %.0f spans/s (half the lowest sustained rate, so that every build keeps up) for about %s; the table gives the median of the rounds. CPU is utime+stime from `/proc/<pid>/stat` from the first request until the platform held everything; idle is the collector's CPU use per second measured for %s before the load, times the run's duration (the ratio \"idle use taken out\" compares the rest); peak RSS is `VmHWM` from `/proc/<pid>/status` at the end; bytes are the request bodies the platform received, as sent (gzip).",
 		cfg.Rounds, fixedRate(r), cfg.FixedDuration, cfg.IdleWindow)
+	p("- **Latency.** The sender notes when it starts each request; the platform notes when it has read each request and keeps, per span id, the time of its first arrival (stats-only: one number per span). A span's latency is the difference; every expected span of every accepted trace is measured, p50 and p99 by nearest rank. Requests carry whole traces, so no span waits in the collector for a parent: each is delivered directly, and the figure is the receive → export path (queue, batching, the journal and the exporter) plus loopback HTTP both ways.")
 	p("- **Same spans.** The platform counts deliveries per (trace id, span id); every expected span id of every accepted trace is looked up, and the platform's count of distinct spans must equal the matches (nothing unexpected).")
 	p("- **The sender shares the machine.** The load generator and the local platform run in the driver process: it used %.1f s of CPU over the whole run. When a build's sustained rate is close to where the sender itself runs out of CPU, the rate ratio understates the difference between builds.", r.DriverCPU.Seconds())
 	p("")
@@ -163,6 +186,8 @@ func (r Report) Markdown(chart string) string {
 	}
 	return b.String()
 }
+
+func millis(d time.Duration) float64 { return float64(d) / 1e6 }
 
 func fixedRate(r Report) float64 {
 	for _, res := range r.Results {

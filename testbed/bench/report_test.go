@@ -53,6 +53,32 @@ func TestRatios(t *testing.T) {
 	}
 }
 
+// Latency percentiles are by nearest rank: p50 of 1..100 ms is 50 ms, p99 is 99 ms.
+func TestLatencyPercentiles(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		samples  []time.Duration
+		p50, p99 time.Duration
+	}{
+		{name: "none"},
+		{name: "one", samples: []time.Duration{7 * time.Millisecond}, p50: 7 * time.Millisecond, p99: 7 * time.Millisecond},
+		{name: "1..100 shuffled", samples: func() []time.Duration {
+			var s []time.Duration
+			for i := 100; i >= 1; i-- {
+				s = append(s, time.Duration(i)*time.Millisecond)
+			}
+			return s
+		}(), p50: 50 * time.Millisecond, p99: 99 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := latencyOf(tc.samples)
+			if l.Spans != int64(len(tc.samples)) || l.P50 != tc.p50 || l.P99 != tc.p99 {
+				t.Errorf("latencyOf = %+v, want %d spans, p50 %v, p99 %v", l, len(tc.samples), tc.p50, tc.p99)
+			}
+		})
+	}
+}
+
 // Write leaves a Markdown table with a row per build, a chart that is well-formed SVG with a
 // bar per build and figure, and the raw figures.
 func TestWrite(t *testing.T) {

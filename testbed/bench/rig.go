@@ -47,6 +47,9 @@ type Build struct {
 	Sets        []string
 	Env         []string
 	Delivers    Delivery
+	// Extensions are the build's service::extensions, for adding the pprof extension to profile
+	// it (empty: the build cannot be profiled, its binary has no pprof extension).
+	Extensions []string
 }
 
 // PeerDir is testbed/peer: the peer's ocb manifest and the configs of builds B and C.
@@ -62,7 +65,7 @@ func Gateway(svcOtelcol string) Build {
 	return Build{
 		Name: "A", Title: "svc-otelcol, default gateway pipeline",
 		Binary: svcOtelcol, Configs: []string{collector.DefaultConfig()},
-		Delivers: GenAISpansAndScores,
+		Delivers: GenAISpansAndScores, Extensions: []string{"health_check", "file_storage"},
 	}
 }
 
@@ -82,7 +85,7 @@ func Forwarder(svcOtelcol string) Build {
 	return Build{
 		Name: "B", Title: "forwarding only: otlp → otlphttp (gzip), svc-otelcol binary",
 		Binary: svcOtelcol, Configs: []string{filepath.Join(PeerDir(), "forward-config.yaml")},
-		Delivers: AllSpans,
+		Delivers: AllSpans, Extensions: []string{"health_check"},
 	}
 }
 
@@ -175,6 +178,23 @@ func (r *Rig) StartCollector(ctx context.Context) error {
 	}
 	r.Collector = c
 	return nil
+}
+
+// ProfileSets are the --set overrides that add the pprof extension on a free loopback port to the
+// build; ok is false when the build cannot be profiled.
+func ProfileSets(b Build) (sets []string, endpoint string, ok bool, err error) {
+	if len(b.Extensions) == 0 {
+		return nil, "", false, nil
+	}
+	ports, err := collector.FreePorts(1)
+	if err != nil {
+		return nil, "", false, err
+	}
+	endpoint = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	return []string{
+		"extensions::pprof::endpoint=" + endpoint,
+		"service::extensions=[" + strings.Join(append(append([]string{}, b.Extensions...), "pprof"), ",") + "]",
+	}, endpoint, true, nil
 }
 
 // Sender sends to the collector's OTLP receiver over the protocol (loadgen.ProtocolHTTP or

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -45,6 +47,16 @@ type Config struct {
 	FixedDuration time.Duration
 	Rounds        int
 	IdleWindow    time.Duration
+
+	// ProfileDir, when set, adds the pprof extension to the builds that have it and writes a CPU
+	// profile of each fixed run's collector there (<build>-<round>.pprof), taken over the
+	// sending. Profiling costs the collector a little CPU: compare CPU figures of runs with it
+	// only with each other.
+	ProfileDir string
+
+	// NoSearch skips the sustained-rate search (FixedRate must be set): for quicker runs of the
+	// fixed runs alone, while working on a build.
+	NoSearch bool
 
 	// Log receives progress lines; default discard.
 	Log io.Writer `json:"-"`
@@ -141,6 +153,9 @@ type FixedRun struct {
 	TraceBytes, ScoreBytes int64
 	BytesPer100k           float64
 	Account                Account
+	// Latency is from the sender to the platform, per span (the median of the rounds' in the
+	// summary).
+	Latency Latency
 	// Sent is the sender's view of the fixed run.
 	Sent loadgen.Result
 }
@@ -173,7 +188,12 @@ func (r *Result) summarize() {
 		ScoreBytes:   int64(median(func(x FixedRun) float64 { return float64(x.ScoreBytes) })),
 		BytesPer100k: median(func(x FixedRun) float64 { return x.BytesPer100k }),
 		Account:      first.Account,
-		Sent:         first.Sent,
+		Latency: Latency{
+			Spans: first.Latency.Spans,
+			P50:   time.Duration(median(func(x FixedRun) float64 { return float64(x.Latency.P50) })),
+			P99:   time.Duration(median(func(x FixedRun) float64 { return float64(x.Latency.P99) })),
+		},
+		Sent: first.Sent,
 	}
 	r.CPURange = [2]float64{first.CPUPer100k, first.CPUPer100k}
 	for _, run := range r.Runs {
@@ -244,7 +264,14 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		rep.Elapsed = time.Since(rep.Started)
 		rep.LoadAvg[1] = loadAvg()
 	}()
+	if cfg.NoSearch && cfg.FixedRate <= 0 {
+		return rep, errors.New("bench: without the rate search the fixed rate must be given")
+	}
 	for _, b := range cfg.Builds {
+		if cfg.NoSearch {
+			rep.Results = append(rep.Results, Result{Build: b})
+			continue
+		}
 		res, err := ladder(ctx, cfg, w, b)
 		rep.Results = append(rep.Results, res)
 		if err != nil {
@@ -263,7 +290,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		for i := range rep.Results {
 			res := &rep.Results[i]
 			res.FixedRate = fixedRate
-			run, err := fixed(ctx, cfg, w, fixedRate, res.Build)
+			run, err := fixed(ctx, cfg, w, fixedRate, res.Build, round+1)
 			if err != nil {
 				rep.SameSpans = sameSpans(rep)
 				return rep, fmt.Errorf("build %s, fixed run %d: %w", res.Build.Name, round+1, err)
@@ -378,9 +405,20 @@ func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (Resu
 
 // fixed runs the same load through one build at a rate every build keeps up with, and
 // measures CPU, memory and bytes to the platform.
-func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, b Build) (FixedRun, error) {
+func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, b Build, round int) (FixedRun, error) {
 	var run FixedRun
-	rig, err := StartRig(ctx, b, RigOptions{StatsOnly: true})
+	opts := RigOptions{StatsOnly: true}
+	var pprofEndpoint string
+	if cfg.ProfileDir != "" {
+		sets, endpoint, ok, err := ProfileSets(b)
+		if err != nil {
+			return run, err
+		}
+		if ok {
+			opts.Sets, pprofEndpoint = sets, endpoint
+		}
+	}
+	rig, err := StartRig(ctx, b, opts)
 	if err != nil {
 		return run, err
 	}
@@ -408,11 +446,23 @@ func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, b
 	}
 	run.IdleCPU = time.Duration(float64(before.CPU-idle0.CPU) / cfg.IdleWindow.Seconds())
 	started := time.Now()
+	profiled := make(chan error, 1)
+	if pprofEndpoint != "" {
+		go func() {
+			profiled <- cpuProfile(ctx, pprofEndpoint, cfg.FixedDuration-time.Second,
+				filepath.Join(cfg.ProfileDir, fmt.Sprintf("%s-%d.pprof", b.Name, round)))
+		}()
+	} else {
+		profiled <- nil
+	}
 	r, err := loadgen.Run(ctx, w, s, loadgen.RunOptions{
 		Rate: rate, Duration: 3 * cfg.FixedDuration, MaxTraces: traces, Concurrency: cfg.Concurrency,
 	})
 	if err != nil {
 		return run, err
+	}
+	if err := <-profiled; err != nil {
+		logf(cfg.Log, "%s: CPU profile: %v", b.Name, err)
 	}
 	drain, cancel := context.WithTimeout(ctx, 30*time.Second)
 	a := Settle(drain, rig.Platform, w, b, r)
@@ -424,6 +474,7 @@ func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, b
 	wall := time.Since(started)
 	run.Sent = r
 	run.Account = a
+	run.Latency = MeasureLatency(rig.Platform, w, b, r)
 	run.InputSpans = r.Sent.Spans
 	run.CPU = after.CPU - before.CPU
 	run.PeakRSS = after.PeakRSS
@@ -440,8 +491,9 @@ func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, b
 		run.BytesPer100k = float64(run.TraceBytes+run.ScoreBytes) / float64(run.InputSpans) * 1e5
 		run.IdlePer100k = run.IdleCPU.Seconds() * wall.Seconds() / float64(run.InputSpans) * 1e5
 	}
-	logf(cfg.Log, "%s: fixed run at %.0f spans/s: %d input spans, CPU %.2fs (%.2fs per 100k, idle %.1f ms/s), peak RSS %.0f MiB, %.1f MB to the platform; %s",
-		b.Name, rate, run.InputSpans, run.CPU.Seconds(), run.CPUPer100k, float64(run.IdleCPU)/1e6, mib(run.PeakRSS), float64(run.TraceBytes+run.ScoreBytes)/1e6, a.Spans)
+	logf(cfg.Log, "%s: fixed run at %.0f spans/s: %d input spans, CPU %.2fs (%.2fs per 100k, idle %.1f ms/s), peak RSS %.0f MiB, %.1f MB to the platform, latency p50 %s p99 %s; %s",
+		b.Name, rate, run.InputSpans, run.CPU.Seconds(), run.CPUPer100k, float64(run.IdleCPU)/1e6, mib(run.PeakRSS), float64(run.TraceBytes+run.ScoreBytes)/1e6,
+		ms(run.Latency.P50), ms(run.Latency.P99), a.Spans)
 	return run, nil
 }
 
@@ -467,9 +519,36 @@ func sameSpans(rep Report) string {
 	}
 }
 
+// cpuProfile takes a CPU profile of the collector for d from its pprof extension into file.
+func cpuProfile(ctx context.Context, endpoint string, d time.Duration, file string) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	seconds := max(1, int(d.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", endpoint, seconds), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof answered %s", resp.Status)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, raw, 0o644)
+}
+
 func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, time.Now().Format("15:04:05 ")+format+"\n", args...)
 }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/1e6) }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 

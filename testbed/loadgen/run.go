@@ -44,10 +44,12 @@ func (t *Tally) add(r *Request) {
 	t.Bytes += int64(len(r.Body))
 }
 
-// SeqRange is the traces First .. First+Count-1.
+// SeqRange is the traces First .. First+Count-1, sent in one request at Sent (when the sender
+// started it: load runs measure the latency to the platform from there).
 type SeqRange struct {
 	First uint64
 	Count int
+	Sent  time.Time
 }
 
 // Result is what a run sent and what became of it.
@@ -88,9 +90,15 @@ func perSecond(n int64, d time.Duration) float64 {
 
 // EachAccepted calls f with the sequence number of every accepted trace.
 func (r Result) EachAccepted(f func(seq uint64)) {
+	r.EachAcceptedSent(func(seq uint64, _ time.Time) { f(seq) })
+}
+
+// EachAcceptedSent calls f with the sequence number of every accepted trace and when the
+// request that carried it was sent.
+func (r Result) EachAcceptedSent(f func(seq uint64, sent time.Time)) {
 	for _, sr := range r.AcceptedSeqs {
 		for i := range sr.Count {
-			f(sr.First + uint64(i))
+			f(sr.First+uint64(i), sr.Sent)
 		}
 	}
 }
@@ -122,9 +130,10 @@ func Run(ctx context.Context, w *Workload, s Sender, opts RunOptions) (Result, e
 	for range opts.Concurrency {
 		workers.Go(func() {
 			for req := range jobs {
+				sent := time.Now()
 				out := s.Send(ctx, req.Body)
 				mu.Lock()
-				res.record(req, out)
+				res.record(req, out, sent)
 				mu.Unlock()
 			}
 		})
@@ -192,7 +201,7 @@ produce:
 	return res, nil
 }
 
-func (r *Result) record(req *Request, out Outcome) {
+func (r *Result) record(req *Request, out Outcome, sent time.Time) {
 	r.Sent.add(req)
 	r.Statuses[statusKey(out.Status)]++
 	r.RetryAfter = max(r.RetryAfter, out.RetryAfter)
@@ -200,7 +209,7 @@ func (r *Result) record(req *Request, out Outcome) {
 	case Accepted:
 		r.Accepted.add(req)
 		r.PartialRejectedSpans += out.RejectedSpans
-		r.AcceptedSeqs = append(r.AcceptedSeqs, SeqRange{First: req.FirstSeq, Count: req.Traces})
+		r.AcceptedSeqs = append(r.AcceptedSeqs, SeqRange{First: req.FirstSeq, Count: req.Traces, Sent: sent})
 	case Refused:
 		r.Refused.add(req)
 	case Rejected:

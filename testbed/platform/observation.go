@@ -100,6 +100,8 @@ type delivery struct {
 	observations []Observation // empty in StatsOnly mode
 	rejected     int
 	rejectReason string
+	// arrived is when the request's body had been read: the first arrival of its new spans.
+	arrived time.Time
 }
 
 // observationsFrom maps the spans of one request onto observations. Spans without a valid

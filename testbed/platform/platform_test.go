@@ -104,6 +104,40 @@ func TestStatsOnlyKeepsCountsNotContent(t *testing.T) {
 	}
 }
 
+// A span's arrival time is its first delivery's, also when the platform keeps ids only: a
+// redelivery counts but does not move it.
+func TestSpanArrivalIsTheFirstDelivery(t *testing.T) {
+	p := startPlatform(t, func(o *Options) { o.StatsOnly = true })
+	before := time.Now()
+	sendSpans(t, p, testResource{}, testSpan{traceID: 1, spanID: 1, name: "a"})
+	between := time.Now()
+	sendSpans(t, p, testResource{}, testSpan{traceID: 1, spanID: 1, name: "a"}, testSpan{traceID: 1, spanID: 2, name: "b"})
+	after := time.Now()
+	for _, tc := range []struct {
+		span       byte
+		deliveries int
+		from, to   time.Time
+	}{
+		{span: 1, deliveries: 2, from: before, to: between},
+		{span: 2, deliveries: 1, from: between, to: after},
+		{span: 3},
+	} {
+		n, first := p.SpanArrival(hexTrace(1), hexSpan(tc.span))
+		if n != tc.deliveries {
+			t.Errorf("span %d: %d deliveries, want %d", tc.span, n, tc.deliveries)
+		}
+		if n == 0 {
+			if !first.IsZero() {
+				t.Errorf("span %d never arrived but has an arrival time %v", tc.span, first)
+			}
+			continue
+		}
+		if first.Before(tc.from) || first.After(tc.to) {
+			t.Errorf("span %d: first arrival %v, want within [%v, %v]", tc.span, first, tc.from, tc.to)
+		}
+	}
+}
+
 func TestConcurrentSenders(t *testing.T) {
 	p := startPlatform(t)
 	const senders, batches = 4, 5

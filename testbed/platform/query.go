@@ -92,6 +92,23 @@ func (p *Platform) SpanDeliveries(traceID, spanID string) int {
 	return 0
 }
 
+// SpanArrival is how many times the span (hex ids) arrived and when it first did (the time the
+// platform had read the request that brought it); zero and the zero time when it never did.
+// Works in StatsOnly mode: load runs measure latency with it.
+func (p *Platform) SpanArrival(traceID, spanID string) (deliveries int, first time.Time) {
+	var key spanKey
+	if !decodeHexID(key.traceID[:], traceID) || !decodeHexID(key.spanID[:], spanID) {
+		return 0, time.Time{}
+	}
+	s := p.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pos, ok := s.spanIndex[key]; ok {
+		return s.spanDeliveries[pos], time.Unix(0, s.spanArrivals[pos])
+	}
+	return 0, time.Time{}
+}
+
 // ScoreFilter selects scores; empty fields match everything.
 type ScoreFilter struct {
 	ID            string

@@ -16,6 +16,7 @@ type store struct {
 	observations   []Observation
 	spanIndex      map[spanKey]int // position in spanDeliveries (and observations)
 	spanDeliveries []int
+	spanArrivals   []int64          // unix nanos of each span's first arrival, by position
 	byTrace        map[string][]int // hex trace id → positions in observations
 	spansReceived  int              // every delivery of every span
 	spansRejected  int
@@ -38,7 +39,7 @@ func newStore(statsOnly bool) *store {
 }
 
 func (s *store) clear() {
-	s.observations, s.spanDeliveries, s.scores, s.scoreDeliveries, s.requests = nil, nil, nil, nil, nil
+	s.observations, s.spanDeliveries, s.spanArrivals, s.scores, s.scoreDeliveries, s.requests = nil, nil, nil, nil, nil, nil
 	s.spanIndex = make(map[spanKey]int)
 	s.byTrace = make(map[string][]int)
 	s.scoreIndex = make(map[string]int)
@@ -90,6 +91,7 @@ func (s *store) addSpans(d delivery) {
 		pos := len(s.spanDeliveries)
 		s.spanIndex[key] = pos
 		s.spanDeliveries = append(s.spanDeliveries, 1)
+		s.spanArrivals = append(s.spanArrivals, d.arrived.UnixNano())
 		if !s.statsOnly {
 			o := d.observations[i]
 			s.observations = append(s.observations, o)

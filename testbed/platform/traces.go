@@ -22,6 +22,7 @@ func (p *Platform) handleTraces(w http.ResponseWriter, r *http.Request, x *excha
 		p.reject(w, x, herr)
 		return
 	}
+	arrived := time.Now()
 	req := ptraceotlp.NewExportRequest()
 	var err error
 	if mt == contentTypeProtobuf {
@@ -35,6 +36,7 @@ func (p *Platform) handleTraces(w http.ResponseWriter, r *http.Request, x *excha
 	}
 
 	d := observationsFrom(req.Traces(), x.record.SDKName, x.record.SDKVersion, time.Now().UTC(), p.opts.StatsOnly)
+	d.arrived = arrived
 	x.record.Spans = len(d.keys) + d.rejected
 	p.store.addSpans(d)
 	if x.fault.DropAfterStore {

@@ -14,6 +14,10 @@ type Kind uint8
 const (
 	KindSpans   Kind = 1 // payload: ptrace proto (ptrace.ProtoMarshaler) of the held spans of one call
 	KindContent Kind = 2 // payload: plog proto of the content log records absorbed by one logs call
+	// KindOpen: parents that delivered spans point at and that were not seen (open parents), so that
+	// a dropped parent ending after a restart is still bridged by a connector span. Payload: 24 bytes
+	// per parent, its trace id then its span id; HeldAt is when they became open.
+	KindOpen Kind = 3
 )
 
 // Record is one durable record.

@@ -43,7 +43,11 @@ type Storage struct {
 	// first and next bound the ids that may be live; live holds those that are.
 	first, next uint64
 	live        map[uint64]struct{}
-	corrupt     int
+	// owed are records no longer live whose delete failed: every later write (Append, Remove,
+	// Close) deletes them in its own transaction until one succeeds. They keep the index range
+	// until then, so that nothing stays stored outside it.
+	owed    map[uint64]struct{}
+	corrupt int
 }
 
 var _ Journal = (*Storage)(nil)
@@ -52,7 +56,7 @@ var _ Journal = (*Storage)(nil)
 // A record that cannot be decoded is logged, counted (Corrupt), deleted and skipped: one bad
 // record must not keep the collector from starting. An unreadable index is an error.
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
-	s := &Storage{client: client, logger: logger, first: 1, next: 1, live: map[uint64]struct{}{}}
+	s := &Storage{client: client, logger: logger, first: 1, next: 1, live: map[uint64]struct{}{}, owed: map[uint64]struct{}{}}
 	raw, err := client.Get(ctx, indexKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: read the index: %w", err)
@@ -113,47 +117,70 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 	value := encodeRecord(kind, heldAt, metadata, payload)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id, first := s.next, s.first
-	if len(s.live) == 0 {
-		first = id
-	}
-	if err := s.client.Batch(ctx,
-		storage.SetOperation(recordKey(id), value),
-		storage.SetOperation(indexKey, encodeIndex(first, id+1)),
-	); err != nil {
+	id := s.next
+	ops, owed := s.owedDeletes(2)
+	s.live[id] = struct{}{}
+	s.next = id + 1
+	oldFirst := s.first
+	s.advanceFirst()
+	ops = append(ops, storage.SetOperation(recordKey(id), value), storage.SetOperation(indexKey, encodeIndex(s.first, s.next)))
+	if err := s.client.Batch(ctx, ops...); err != nil {
+		delete(s.live, id)
+		s.next, s.first = id, oldFirst
+		s.restoreOwed(owed)
 		return 0, writeError("journal: append", err)
 	}
-	s.first, s.next = first, id+1
-	s.live[id] = struct{}{}
 	return id, nil
 }
 
+// owedDeletes takes the owed deletes for the next transaction (extra: room for its own ops).
+func (s *Storage) owedDeletes(extra int) ([]*storage.Operation, []uint64) {
+	ops := make([]*storage.Operation, 0, len(s.owed)+extra)
+	owed := make([]uint64, 0, len(s.owed))
+	for id := range s.owed {
+		owed = append(owed, id)
+		ops = append(ops, storage.DeleteOperation(recordKey(id)))
+	}
+	clear(s.owed)
+	return ops, owed
+}
+
+// restoreOwed puts back the owed deletes of a transaction that failed.
+func (s *Storage) restoreOwed(ids []uint64) {
+	for _, id := range ids {
+		s.owed[id] = struct{}{}
+	}
+}
+
 // Remove deletes the records; ids that are not live (0, unknown, already removed) are ignored.
+// A failed delete is owed: the records are no longer live (Len), and every later write retries
+// the delete until it succeeds; until then a restart recovers them (delivered again, at least once).
 func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ops := make([]*storage.Operation, 0, len(ids)+1)
-	var removed []uint64
 	for _, id := range ids {
 		if _, ok := s.live[id]; !ok {
 			continue
 		}
 		delete(s.live, id)
-		removed = append(removed, id)
-		ops = append(ops, storage.DeleteOperation(recordKey(id)))
+		s.owed[id] = struct{}{}
 	}
-	if len(removed) == 0 {
+	return s.flushOwed(ctx, "journal: remove")
+}
+
+// flushOwed deletes the owed records and stores the index range without them. Callers hold mu.
+func (s *Storage) flushOwed(ctx context.Context, what string) error {
+	if len(s.owed) == 0 {
 		return nil
 	}
+	ops, owed := s.owedDeletes(1)
 	oldFirst := s.first
 	s.advanceFirst()
 	ops = append(ops, storage.SetOperation(indexKey, encodeIndex(s.first, s.next)))
 	if err := s.client.Batch(ctx, ops...); err != nil {
-		for _, id := range removed {
-			s.live[id] = struct{}{}
-		}
+		s.restoreOwed(owed)
 		s.first = oldFirst
-		return writeError("journal: remove", err)
+		return writeError(what, err)
 	}
 	return nil
 }
@@ -172,17 +199,32 @@ func (s *Storage) Corrupt() int {
 	return s.corrupt
 }
 
-// Close releases the storage client.
-func (s *Storage) Close(ctx context.Context) error { return s.client.Close(ctx) }
+// Owed is the number of records whose delete failed and is still to be retried.
+func (s *Storage) Owed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.owed)
+}
 
-// advanceFirst moves first past ids no longer live (each id is passed once: amortized O(1)).
+// Close makes a last attempt at the owed deletes and releases the storage client.
+func (s *Storage) Close(ctx context.Context) error {
+	s.mu.Lock()
+	err := s.flushOwed(ctx, "journal: remove at close")
+	s.mu.Unlock()
+	return errors.Join(err, s.client.Close(ctx))
+}
+
+// advanceFirst moves first past ids neither live nor owed (each id is passed once: amortized O(1)).
 func (s *Storage) advanceFirst() {
-	if len(s.live) == 0 {
+	if len(s.live) == 0 && len(s.owed) == 0 {
 		s.first = s.next
 		return
 	}
 	for s.first < s.next {
 		if _, ok := s.live[s.first]; ok {
+			return
+		}
+		if _, ok := s.owed[s.first]; ok {
 			return
 		}
 		s.first++
@@ -265,7 +307,7 @@ func decodeRecord(b []byte) (Record, error) {
 		return Record{}, fmt.Errorf("checksum mismatch (stored %08x, computed %08x)", want, got)
 	}
 	rec := Record{Kind: Kind(b[1]), HeldAt: time.Unix(0, int64(binary.BigEndian.Uint64(b[6:])))}
-	if rec.Kind != KindSpans && rec.Kind != KindContent {
+	if rec.Kind != KindSpans && rec.Kind != KindContent && rec.Kind != KindOpen {
 		return Record{}, fmt.Errorf("unknown record kind %d", rec.Kind)
 	}
 	r := reader{b: b[recordHeader:]}

@@ -57,13 +57,14 @@ func TestRecoverReturnsWhatWasAppended(t *testing.T) {
 		{Kind: KindSpans, HeldAt: heldAt, Metadata: map[string][]string{"authorization": {"Basic cGs6c2s="}, "x-multi": {"a", "", "c"}}, Payload: []byte{0x0a, 0x00, 0xff}},
 		{Kind: KindContent, HeldAt: heldAt.Add(time.Second), Payload: []byte("content")},
 		{Kind: KindSpans, HeldAt: heldAt.Add(2 * time.Second), Metadata: map[string][]string{"empty": {}}, Payload: nil},
+		{Kind: KindOpen, HeldAt: heldAt.Add(3 * time.Second), Payload: make([]byte, 24)},
 	}
 	for i, r := range want {
 		id, err := s.Append(context.Background(), r.Kind, r.HeldAt, r.Metadata, r.Payload)
 		require.NoError(t, err)
 		want[i].ID = id
 	}
-	assert.Equal(t, []uint64{1, 2, 3}, ids(want))
+	assert.Equal(t, []uint64{1, 2, 3, 4}, ids(want))
 
 	_, got, logs := open(t, c)
 	require.Len(t, got, len(want))
@@ -204,6 +205,9 @@ type failingClient struct {
 	err error
 }
 
+// Close leaves the in-memory client open, for the test to look at what was stored.
+func (f *failingClient) Close(context.Context) error { return nil }
+
 func (f *failingClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
 	if f.err != nil {
 		return f.err
@@ -232,15 +236,61 @@ func TestWriteErrorsWriteNothing(t *testing.T) {
 			assert.Equal(t, tt.full, errors.Is(err, storage.ErrStorageFull), "storage full stays recognizable: %v", err)
 			assert.ErrorContains(t, err, "journal: append")
 			require.Error(t, s.Remove(context.Background(), 1))
-			assert.Equal(t, 2, s.Len(), "a failed remove keeps the records live")
+			assert.Equal(t, 1, s.Len(), "a failed remove is owed, the record is no longer live")
+			assert.Equal(t, 1, s.Owed())
 
 			c.err = nil
 			id, err := s.Append(context.Background(), KindSpans, time.Now(), nil, []byte("accepted"))
 			require.NoError(t, err)
 			assert.Equal(t, uint64(3), id, "the refused append used no id")
-			require.NoError(t, s.Remove(context.Background(), 1))
+			assert.Zero(t, s.Owed(), "the append deleted the owed record in its transaction")
 			_, recs, _ := open(t, c)
 			assert.Equal(t, []uint64{2, 3}, ids(recs))
+		})
+	}
+}
+
+// Finding L: a failed Remove is retried by the journal itself (with the next write, or at
+// Close), so the record neither stays stored for ever nor pins the index range that recovery
+// reads from; until it succeeds, a restart recovers the record (at least once, never lost).
+func TestFailedRemoveIsRetried(t *testing.T) {
+	tests := []struct {
+		name  string
+		retry func(t *testing.T, s *Storage)
+	}{
+		{name: "by the next append", retry: func(t *testing.T, s *Storage) {
+			_, err := s.Append(context.Background(), KindSpans, time.Now(), nil, []byte("next"))
+			require.NoError(t, err)
+		}},
+		{name: "by the next remove", retry: func(t *testing.T, s *Storage) {
+			require.NoError(t, s.Remove(context.Background(), 3))
+		}},
+		{name: "at close", retry: func(t *testing.T, s *Storage) {
+			require.NoError(t, s.Close(context.Background()))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &failingClient{Client: newClient()}
+			s, _, _ := open(t, c)
+			appendN(t, s, 3)
+			c.err = errors.New("write /data/file_storage: input/output error")
+			require.Error(t, s.Remove(context.Background(), 1))
+			c.err = nil
+			v, err := c.Client.Get(context.Background(), recordKey(1))
+			require.NoError(t, err)
+			require.NotNil(t, v, "until the retry succeeds the record stays (a restart recovers it)")
+
+			tt.retry(t, s)
+			v, err = c.Client.Get(context.Background(), recordKey(1))
+			require.NoError(t, err)
+			assert.Nil(t, v, "record 1 is deleted by the retry")
+			raw, err := c.Client.Get(context.Background(), indexKey)
+			require.NoError(t, err)
+			first, _, err := decodeIndex(raw)
+			require.NoError(t, err)
+			assert.Greater(t, first, uint64(1), "the index range no longer starts at the removed record")
+			assert.Zero(t, s.Owed())
 		})
 	}
 }

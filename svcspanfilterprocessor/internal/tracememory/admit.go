@@ -1,6 +1,8 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -56,6 +58,18 @@ type Admission struct {
 	// replaced are held copies that spans of this batch, sent again, took the place of: their
 	// records are done at Commit; Abort puts them back (the old copy is still acknowledged).
 	replaced []*item
+	// opened are the parents the batch's connector spans made open, to journal.
+	opened []openedParent
+	// pending: Admit's read hold of Memory.admitting is not released yet.
+	pending bool
+}
+
+// settle releases the admission's hold on the memory's eviction (once).
+func (a *Admission) settle() {
+	if a.pending {
+		a.pending = false
+		a.m.admitting.RUnlock()
+	}
 }
 
 // spanRef is one span of the batch being admitted.
@@ -105,16 +119,26 @@ func (o *origins) get(r, s int32) *scopeOrigin {
 // the memory limit. decisions has one entry per span of td in order.
 //
 // The caller then either commits the admission (Commit, after the journal append) or aborts it.
+// The memory's bounds are enforced only then: eviction releases held spans, and a span of this
+// batch released before its journal append failed would be delivered, and delivered again when
+// the client resends the refused batch.
 func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision) (*Admission, error) {
 	if m.readyBytes.Load() > m.cfg.MemoryLimitBytes {
 		return nil, ErrOverloaded
 	}
-	adm := &Admission{m: m, ref: &RecordRef{left: 1, journal: m.journal, logger: m.cfg.Logger}}
+	m.admitting.RLock() // until Commit or Abort
+	adm := &Admission{m: m, ref: &RecordRef{left: 1, journal: m.journal, logger: m.cfg.Logger}, pending: true}
 	m.admit(adm, &requestOrigin{info: info}, td, decisions, m.cfg.Now())
 	if !adm.Stats.empty() {
 		m.observe(&adm.Stats)
 	}
-	m.Enforce()
+	// Parents the batch's connector spans opened are journaled before the batch is acknowledged.
+	if err := m.journalOpened(context.Background(), adm.opened); err != nil {
+		adm.opened = nil
+		adm.Abort()
+		return nil, fmt.Errorf("svcspanfilter: %w", err)
+	}
+	adm.opened = nil
 	return adm, nil
 }
 
@@ -168,6 +192,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		sh.mu.Unlock()
 	}
 	out.finishRefs()
+	adm.opened = out.opened
 
 	adm.Kept = make([]bool, len(refs))
 	i := 0
@@ -259,9 +284,10 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 		sh.unhold(m, t, old) // sent again: this copy takes its place once the batch is committed
 		adm.replaced = append(adm.replaced, old)
 	}
-	if _, ok := t.open[id]; ok {
+	if ref, ok := t.open[id]; ok {
 		delete(t.open, id)
 		m.addBytes(t, -openCost)
+		out.closeOpen(ref)
 	}
 	// Content that waits for this span is joined at once when it is complete or the span expects
 	// no more; a candidate with part of its content waits for the rest, gathering what came.
@@ -337,11 +363,13 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	if cs, ok := t.content[id]; ok {
 		sh.dropContent(m, t, id, cs, UnmatchedSpanDropped, out) // content of a dropped span goes nowhere
 	}
-	if _, open := t.open[id]; !open {
+	ref, open := t.open[id]
+	if !open {
 		return
 	}
 	delete(t.open, id)
 	m.addBytes(t, -openCost)
+	out.closeOpen(ref)
 	if !m.cfg.ConnectorSpans {
 		return
 	}
@@ -361,7 +389,7 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 		conn.SetParentSpanID(at)
 	case endUnknown:
 		conn.SetParentSpanID(at)
-		m.addBytes(t, t.addOpen(at))
+		out.open(m, t, at)
 	}
 	// The connector is journaled with the batch until it is handed on: a refusal by the next
 	// consumer followed by a crash does not lose it.
@@ -397,6 +425,7 @@ func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) 
 
 // Commit records the journal id of the batch's held spans (0 with no journal): the record is removed
 // when the last of them is handed on.
+// The memory's bounds are enforced after the commit (see Admit).
 func (a *Admission) Commit(recordID uint64) {
 	a.ref.commit(recordID)
 	for _, old := range a.replaced {
@@ -406,6 +435,8 @@ func (a *Admission) Commit(recordID uint64) {
 		}
 	}
 	a.replaced = nil
+	a.settle()
+	a.m.Enforce()
 }
 
 // Abort undoes the holding of a batch whose journal append failed: its held spans are discarded
@@ -455,6 +486,16 @@ func (a *Admission) Abort() {
 	m.queue(a.Deliveries)
 	a.Deliveries = nil
 	m.finish(&out)
+	a.settle()
+	m.Enforce() // after the batch's held spans are gone: none of them is released by eviction
+}
+
+// HandedOn reports whether every span of the batch's own record (held, connectors, spans carrying
+// joined content) has been handed on: nothing of it needs the journal any more.
+func (a *Admission) HandedOn() bool {
+	a.ref.mu.Lock()
+	defer a.ref.mu.Unlock()
+	return a.ref.left <= 1 // the guard that Commit releases
 }
 
 func (r *RecordRef) add(n int) {

@@ -84,6 +84,7 @@ func (t *trace) heldItems() []*item {
 // finish hands what an operation released to the releaser and its events to the observer.
 func (m *Memory) finish(out *released) {
 	out.finishRefs()
+	m.journalOpenedOrWarn(out) // before the spans that point at them go on
 	m.queue(m.group(out.items))
 	if !out.stats.empty() {
 		m.observe(&out.stats)
@@ -107,6 +108,12 @@ func (m *Memory) overBudget() (EvictReason, bool) {
 // the oldest activity first; only when none is left does it release the held spans of the oldest
 // waiting traces, by rule 1. Oldest is per shard; shards are visited in turn.
 func (m *Memory) Enforce() {
+	if _, over := m.overBudget(); !over {
+		return
+	}
+	// Not while a call is between its admission and its journal write (see Memory.admitting).
+	m.admitting.Lock()
+	defer m.admitting.Unlock()
 	var out released
 	for {
 		why, over := m.overBudget()
@@ -146,25 +153,56 @@ func (m *Memory) evictOne(why EvictReason, waiting bool, out *released) bool {
 		sh.releaseAll(m, t, ReleaseEvicted, out)
 		out.stats.EvictedWaiting++
 	}
-	sh.forget(m, t, out)
+	if len(t.content) > 0 {
+		// Content waiting for its span is acknowledged data: eviction never forgets it (only its
+		// content wait does). The trace keeps it and loses its records; when nothing else is left
+		// to evict, the logs side pushes back (ContentRoom) instead.
+		sh.compact(m, t)
+	} else {
+		sh.forget(m, t, out)
+	}
 	out.stats.Evicted[why]++
 	return true
 }
 
+// oldest is the trace eviction takes next from the shard: among the waiting traces, or among
+// the idle and late ones that hold no waiting content (eviction cannot free those).
 func (sh *shard) oldest(waiting bool) *trace {
-	lists := []*list.List{sh.late, sh.idle}
 	if waiting {
-		lists = []*list.List{sh.waiting}
+		if e := sh.waiting.Front(); e != nil {
+			return e.Value.(*trace)
+		}
+		return nil
 	}
 	var oldest *trace
-	for _, l := range lists {
-		if e := l.Front(); e != nil {
-			if t := e.Value.(*trace); oldest == nil || t.lastActivity.Before(oldest.lastActivity) {
+	for _, l := range []*list.List{sh.late, sh.idle} {
+		for e := l.Front(); e != nil; e = e.Next() {
+			t := e.Value.(*trace)
+			if len(t.content) > 0 {
+				continue
+			}
+			if oldest == nil || t.lastActivity.Before(oldest.lastActivity) {
 				oldest = t
 			}
+			break
 		}
 	}
 	return oldest
+}
+
+// ContentRoom reports whether content of size bytes fits in the memory limit, after evicting
+// what can be evicted without loss; ErrContentOverloaded when it does not (the logs side refuses
+// the call, retryably, before making the content durable). Waiting content and released spans
+// the next consumer refused cannot be evicted: forgetting the one or the other would lose data.
+func (m *Memory) ContentRoom(size int64) error {
+	if m.Bytes()+size <= m.cfg.MemoryLimitBytes {
+		return nil
+	}
+	m.Enforce()
+	if m.Bytes()+size > m.cfg.MemoryLimitBytes {
+		return ErrContentOverloaded
+	}
+	return nil
 }
 
 // releaseAll ends every wait of t's held spans by rule 1.

@@ -263,7 +263,7 @@ func TestWaitingIndexManySpansOneParent(t *testing.T) {
 			tc.settle(d)
 			assert.Zero(t, d.m.HeldSpans())
 			d.checkInvariants(t, true, false)
-			assert.Empty(t, d.journal.records())
+			assert.Empty(t, d.journal.spanRecords())
 		})
 	}
 }
@@ -314,10 +314,10 @@ func TestConnectorSpansJournaled(t *testing.T) {
 			}
 			require.NoError(t, d.send(sp{name: "child", parent: "agent", kept: true}))
 			d.advance(10 * time.Second) // child goes on pointing at agent, which is now open
-			require.Empty(t, d.journal.records())
+			require.Empty(t, d.journal.spanRecords())
 			d.refuse = true
 			require.NoError(t, d.send(tc.dropped))
-			recs := d.journal.records()
+			recs := d.journal.spanRecords()
 			require.Len(t, recs, 1, "the connector is journaled")
 			td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(recs[0].Payload)
 			require.NoError(t, err)
@@ -341,7 +341,7 @@ func TestConnectorSpansJournaled(t *testing.T) {
 				want = idOf(tc.wantParent)
 			}
 			assert.Equal(t, want, conn.ParentSpanID())
-			assert.Empty(t, d.journal.records())
+			assert.Empty(t, d.journal.spanRecords())
 		})
 	}
 }

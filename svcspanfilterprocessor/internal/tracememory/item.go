@@ -91,7 +91,8 @@ func (r *RecordRef) Done(n int) {
 	r.mu.Unlock()
 	if last && id != 0 {
 		if err := r.journal.Remove(context.Background(), id); err != nil {
-			r.logger.Warn("Could not remove a delivered journal record; it will be delivered again after a restart",
+			r.logger.Warn("Could not remove a delivered journal record; the journal retries with its next write "+
+				"(a restart before that delivers it again)",
 				zap.Uint64("record", id), zap.Error(err))
 		}
 	}

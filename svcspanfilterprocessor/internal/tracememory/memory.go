@@ -15,6 +15,11 @@ import (
 // processor refuses new data with a retryable error (push back) instead of buffering without bound.
 var ErrOverloaded = errors.New("svcspanfilter: the next consumer is refusing released spans and they fill trace_integrity.memory_limit_mib; retry later")
 
+// ErrContentOverloaded: content waiting for its span and released spans the next consumer refused
+// fill the memory limit; the logs side refuses new content with a retryable error (push back)
+// instead of forgetting content it acknowledged.
+var ErrContentOverloaded = errors.New("svcspanfilter: waiting GenAI content and released spans the next consumer refused fill trace_integrity.memory_limit_mib; retry later")
+
 // Memory is the trace memory, safe for concurrent use: it is sharded by trace id, each shard under
 // its own lock, and it never calls the next consumer.
 type Memory struct {
@@ -32,6 +37,11 @@ type Memory struct {
 	readyBytes atomic.Int64
 
 	scratch sync.Pool
+
+	// admitting is read-held by every admission from Admit until its Commit or Abort, and held by
+	// Enforce while it evicts: eviction never releases a span of a call whose journal write may
+	// still fail (the client would resend it: delivered twice).
+	admitting sync.RWMutex
 
 	readyMu sync.Mutex
 	ready   []*Delivery

@@ -199,7 +199,7 @@ func TestEvictionAndShutdownWhileSpansWait(t *testing.T) {
 			assert.Equal(t, "parent 6", d.tree()["child 6"])
 			assert.Positive(t, d.stats.Released[ReleaseShutdown])
 			d.checkInvariants(t, true, false)
-			assert.Empty(t, d.journal.records(), "every journal record removed once delivered")
+			assert.Empty(t, d.journal.spanRecords(), "every record of held spans removed once delivered")
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"context"
 	"fmt"
 
 	"go.opentelemetry.io/collector/client"
@@ -12,10 +13,19 @@ import (
 // Recover re-admits the held spans of the journal's KindSpans records, oldest first, with their
 // original held time (so their waits resume with the original deadlines) and their request's client
 // metadata. Spans that resolve among themselves are queued for the releaser at once. Records of
-// other kinds are left to their owners. The span records of the traces (which spans were dropped)
+// other kinds are left to their owners, except KindOpen: the open parents are restored first, with
+// their original time. The span records of the traces (which spans were dropped)
 // are not in the journal: a recovered span waits on its own parent id.
 func (m *Memory) Recover(records []journal.Record) error {
 	var errs []error
+	// Open parents first: recovered spans released by rule 1 before the crash point at them.
+	for _, rec := range records {
+		if rec.Kind == journal.KindOpen {
+			if err := m.recoverOpen(rec); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	for _, rec := range records {
 		if rec.Kind != journal.KindSpans {
 			continue
@@ -33,6 +43,10 @@ func (m *Memory) Recover(records []journal.Record) error {
 		adm := &Admission{m: m, ref: m.NewRecordRef(rec.ID, 1)}
 		info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
 		m.admit(adm, &requestOrigin{info: info}, td, decisions, rec.HeldAt)
+		if err := m.journalOpened(context.Background(), adm.opened); err != nil {
+			errs = append(errs, err) // only a later restart would not bridge them
+		}
+		adm.opened = nil
 		if adm.Pass {
 			// Spans that resolve at once go on under the record too.
 			n := td.SpanCount()

@@ -127,7 +127,7 @@ func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *
 // keeps pointing at its (unknown) parent, never becomes a root, and that parent is now open.
 func (sh *shard) expireParent(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
 	open := it.waitOn
-	m.addBytes(t, t.addOpen(open))
+	out.open(m, t, open)
 	sh.settleParent(m, t, it, open, ReparentOpenAncestor, why, out)
 }
 
@@ -139,6 +139,9 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 		delete(t.content, id)
 	}
 	delete(sh.withContent, t)
+	for _, ref := range t.open {
+		out.closeOpen(ref)
+	}
 	if t.list != nil {
 		t.list.Remove(t.elem)
 		t.list, t.elem = nil, nil
@@ -174,6 +177,8 @@ type released struct {
 	// done are journal records to mark done once the shard locks are released (Done may write to
 	// the journal: no disk I/O under a shard lock).
 	done []*RecordRef
+	// opened are the parents that became open, for their journal record (journalOpened).
+	opened []openedParent
 }
 
 // finishRefs marks the collected records done; call it with no shard lock held.

@@ -43,8 +43,10 @@ type trace struct {
 	// waitingOn indexes held items by the unknown span their parent walk stopped at, so the arrival
 	// of that span resolves exactly them.
 	waitingOn map[pcommon.SpanID][]*item
-	// open are parents that delivered spans point at and that were not seen when they were delivered.
-	open map[pcommon.SpanID]struct{}
+	// open are parents that delivered spans point at and that were not seen when they were delivered,
+	// each with the journal record that keeps it across a restart (nil without a journal, or until
+	// the record is written: see journalOpened).
+	open map[pcommon.SpanID]*RecordRef
 	// content waits for its span (issue 18), by span id.
 	content    map[pcommon.SpanID][]waitingContent
 	experiment bool
@@ -110,12 +112,12 @@ func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
 
 func (t *trace) addOpen(id pcommon.SpanID) int64 {
 	if t.open == nil {
-		t.open = map[pcommon.SpanID]struct{}{}
+		t.open = map[pcommon.SpanID]*RecordRef{}
 	}
 	if _, ok := t.open[id]; ok {
 		return 0
 	}
-	t.open[id] = struct{}{}
+	t.open[id] = nil
 	return openCost
 }
 

@@ -41,6 +41,8 @@ func main() {
 	concurrency := flag.Int("concurrency", 4, "requests in flight")
 	timeout := flag.Duration("timeout", 14*time.Minute, "upper bound of the whole run")
 	render := flag.String("render", "", "render the report of an earlier run from its bench.json into --out, without running anything")
+	search := flag.Bool("search", true, "run the sustained-rate search (false: the fixed runs alone, at --fixed-rate)")
+	profile := flag.String("cpu-profile", "", "directory for a CPU profile of each fixed run (builds with the pprof extension: A, M, B); figures of such a run compare only with each other")
 	quick := flag.Bool("quick", false, "a short run to check the machinery: 3s steps, no refinement, one 6s fixed run")
 	flag.Parse()
 
@@ -75,6 +77,8 @@ func main() {
 		FixedRate:     *fixedRate,
 		FixedDuration: *fixedDuration,
 		Rounds:        *rounds,
+		ProfileDir:    *profile,
+		NoSearch:      !*search,
 		Log:           os.Stderr,
 	}
 	for _, name := range strings.Split(*builds, ",") {

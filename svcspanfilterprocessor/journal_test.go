@@ -1,0 +1,87 @@
+package svcspanfilterprocessor
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processorhelper"
+	"go.opentelemetry.io/collector/processor/processortest"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
+)
+
+// The journal keeps only what the processor still holds when it answers: a call that holds
+// nothing and whose connector span the next consumer takes at once writes no record; one whose
+// connector is refused (retryably) journals it before answering.
+func TestJournalOnlyWhatIsHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		refuse      bool
+		wantRecords int
+	}{
+		{name: "connector taken at once: no record"},
+		{name: "connector refused: journaled", refuse: true, wantRecords: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			fj := &fakeJournal{}
+			clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+			cfg := createDefaultConfig().(*Config)
+			sink := new(consumertest.TracesSink)
+			var next consumer.Traces = sink
+			refusing := false
+			next, _ = consumer.NewTraces(func(ctx context.Context, td ptrace.Traces) error {
+				if refusing {
+					return errors.New("exporter queue is full")
+				}
+				return sink.ConsumeTraces(ctx, td)
+			})
+			p, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), cfg, next, fj)
+			require.NoError(t, err)
+			p.now = clock.Now
+			_, err = p.processTraces(ctx, batch(testSpan{name: "chat", scope: scopeSDK, parent: "tool http"}))
+			require.ErrorIs(t, err, processorhelper.ErrSkipProcessingData)
+			clock.Advance(cfg.TraceIntegrity.WaitDuration + time.Second)
+			p.mem.Expire()
+			p.deliverReady(ctx, false) // chat goes on by rule 1; "tool http" is an open parent
+			require.Equal(t, 1, sink.SpanCount())
+			before := spanRecords(fj)
+			require.Empty(t, before, "chat was handed on: its record is gone")
+
+			refusing = tc.refuse
+			appends := fj.appends
+			// The open parent ends, dropped, below its kept parent: it goes on as a connector.
+			_, err = p.processTraces(ctx, batch(testSpan{name: "agent", scope: scopeSDK},
+				testSpan{name: "tool http", scope: scopeHTTPClient, parent: "agent"}))
+			require.NoError(t, err, "agent passes")
+			assert.Len(t, spanRecords(fj), tc.wantRecords)
+			if !tc.refuse {
+				assert.Equal(t, appends, fj.appends, "nothing written for a connector handed on at once")
+				assert.Equal(t, 2, sink.SpanCount(), "the connector went on")
+				return
+			}
+			refusing = false
+			p.deliverReady(ctx, false) // the releaser retries
+			assert.Equal(t, 2, sink.SpanCount())
+			assert.Empty(t, spanRecords(fj), "removed once handed on")
+		})
+	}
+}
+
+func spanRecords(fj *fakeJournal) []journal.Record {
+	var out []journal.Record
+	for _, r := range fj.records() {
+		if r.Kind != journal.KindOpen {
+			out = append(out, r)
+		}
+	}
+	return out
+}
