@@ -82,7 +82,7 @@ func BenchmarkScores(b *testing.B) {
 		b.ResetTimer()
 		for b.Loop() {
 			for _, body := range bodies {
-				if _, err := exp.post(context.Background(), exp.plainClient, exp.scoresURL, contentTypeJSON, body); err != nil {
+				if _, err := exp.post(context.Background(), exp.static, exp.plainClient, exp.scoresURL, contentTypeJSON, body); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -124,7 +124,7 @@ func BenchmarkTraces(b *testing.B) {
 			runtime.ReadMemStats(&before)
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := exp.post(context.Background(), exp.tracesClient, exp.tracesURL, contentTypeProtobuf, body); err != nil {
+				if _, err := exp.post(context.Background(), exp.static, exp.tracesClient, exp.tracesURL, contentTypeProtobuf, body); err != nil {
 					b.Fatal(err)
 				}
 			}
