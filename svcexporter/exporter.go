@@ -64,7 +64,7 @@ type svcExporter struct {
 	// request's own: see credentialsFor).
 	static     requestCredentials
 	sdkVersion string
-	userAgent     string
+	userAgent  string
 
 	// tracesClient compresses as configured; plainClient never compresses: the SDKs compress
 	// span batches only (SPEC.md 8), so scores and the health check go out as plain JSON.
