@@ -123,6 +123,12 @@ func newTenantApp(t *testing.T, c *collector.Process, keys platform.ProjectKeys,
 	if keys.PublicKey != "" {
 		headers["Authorization"] = basicAuth(keys)
 	}
+	return newAppWithHeaders(t, c, keys, headers, grpc)
+}
+
+// newAppWithHeaders is an app that sends headers with every export (keys only name its service).
+func newAppWithHeaders(t *testing.T, c *collector.Process, keys platform.ProjectKeys, headers map[string]string, grpc bool) *tenantApp {
+	t.Helper()
 	var exp sdktrace.SpanExporter
 	var err error
 	if grpc {
