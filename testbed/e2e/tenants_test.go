@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -127,7 +128,7 @@ func newTenantApp(t *testing.T, c *collector.Process, keys platform.ProjectKeys,
 }
 
 // newAppWithHeaders is an app that sends headers with every export (keys only name its service).
-func newAppWithHeaders(t *testing.T, c *collector.Process, keys platform.ProjectKeys, headers map[string]string, grpc bool) *tenantApp {
+func newAppWithHeaders(t *testing.T, c *collector.Process, keys platform.ProjectKeys, headers map[string]string, grpc bool, resAttrs ...attribute.KeyValue) *tenantApp {
 	t.Helper()
 	var exp sdktrace.SpanExporter
 	var err error
@@ -141,8 +142,8 @@ func newAppWithHeaders(t *testing.T, c *collector.Process, keys platform.Project
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName("agent-of-"+keys.PublicKey),
-		semconv.TelemetrySDKLanguageGo, semconv.TelemetrySDKName("opentelemetry"))
+	res := resource.NewWithAttributes(semconv.SchemaURL, append([]attribute.KeyValue{semconv.ServiceName("agent-of-" + keys.PublicKey),
+		semconv.TelemetrySDKLanguageGo, semconv.TelemetrySDKName("opentelemetry")}, resAttrs...)...)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(exp,
 		sdktrace.WithBatchTimeout(time.Hour), sdktrace.WithMaxExportBatchSize(512), sdktrace.WithMaxQueueSize(8192)))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
