@@ -224,3 +224,27 @@ func BenchmarkCredentialModes(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCredentialsFor is the part of a push that differs between the modes: reading the
+// credentials (pass-through: from client metadata, parsed and re-encoded) before anything is sent.
+func BenchmarkCredentialsFor(b *testing.B) {
+	set := exportertest.NewNopSettings(metadata.Type)
+	for _, m := range []struct {
+		name        string
+		passThrough bool
+		ctx         context.Context
+	}{{"single_key", false, context.Background()}, {"pass_through", true, tenantA.ctx()}} {
+		b.Run("mode="+m.name, func(b *testing.B) {
+			cfg := benchConfig(b, "http://127.0.0.1:1", "gzip")
+			if m.passThrough {
+				cfg.PublicKey, cfg.SecretKey, cfg.PassThrough = "", "", true
+			}
+			exp := startBenchExporter(b, cfg, set)
+			for b.Loop() {
+				if _, err := exp.credentialsFor(m.ctx, 1, "spans", exp.telemetry.ExporterSvcSendFailedSpans); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
