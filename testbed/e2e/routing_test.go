@@ -61,7 +61,7 @@ func TestProjectRoutingByResourceAttribute(t *testing.T) {
 			tid = id
 			break
 		}
-		emitEvaluationLog(t, c, tid, s.spans[tid][0], attrs...)
+		emitEvaluationLog(t, c, nil, tid, s.spans[tid][0], attrs...)
 		s.scores++
 		want[keys.PublicKey] = s
 	}
@@ -75,10 +75,11 @@ func TestProjectRoutingByResourceAttribute(t *testing.T) {
 }
 
 // emitEvaluationLog sends one gen_ai.evaluation.result log event about span spanHex of trace
-// traceHex, from a service with the resource attributes attrs.
-func emitEvaluationLog(t *testing.T, c *collector.Process, traceHex, spanHex string, attrs ...attribute.KeyValue) {
+// traceHex, from a service with the resource attributes attrs, with headers on the request.
+func emitEvaluationLog(t *testing.T, c *collector.Process, headers map[string]string, traceHex, spanHex string, attrs ...attribute.KeyValue) {
 	t.Helper()
-	exp, err := otlploghttp.New(context.Background(), otlploghttp.WithEndpoint(c.OTLPHTTPEndpoint), otlploghttp.WithInsecure())
+	exp, err := otlploghttp.New(context.Background(), otlploghttp.WithEndpoint(c.OTLPHTTPEndpoint), otlploghttp.WithInsecure(),
+		otlploghttp.WithHeaders(headers), otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -264,6 +264,17 @@ func TestMultiTenantKeepsEachTeamsDataInItsProject(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// An evaluator of each team reports one result as a log event about one of its spans: the
+	// score goes with the credentials of that logs request.
+	for _, keys := range []platform.ProjectKeys{teamA, teamB} {
+		s := got[keys.PublicKey]
+		for tid, ids := range s.spans {
+			emitEvaluationLog(t, c, map[string]string{"Authorization": basicAuth(keys)}, tid, ids[0])
+			break
+		}
+		s.scores++
+		got[keys.PublicKey] = s
+	}
 	for _, keys := range []platform.ProjectKeys{teamA, teamB} {
 		waitDelivered(t, ps.Project(keys.PublicKey), got[keys.PublicKey], 60*time.Second)
 	}
