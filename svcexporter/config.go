@@ -70,6 +70,15 @@ func (cfg *Config) Validate() error {
 		if cfg.PublicKey != "" || cfg.SecretKey != "" {
 			errs = append(errs, errors.New("pass_through sends each request's own credentials: public_key and secret_key must not be set"))
 		}
+		// Either would replace every team's credentials with one set: all data to one project.
+		for name := range cfg.ClientConfig.Headers.Iter {
+			if strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "x-svc-public-key") {
+				errs = append(errs, fmt.Errorf("pass_through sends each request's own credentials: headers must not set %s", name))
+			}
+		}
+		if cfg.ClientConfig.Auth.HasValue() {
+			errs = append(errs, errors.New("pass_through sends each request's own credentials: auth (a client authenticator) must not be set"))
+		}
 	default:
 		if strings.TrimSpace(cfg.PublicKey) == "" {
 			errs = append(errs, errors.New("public_key must be set (the project's public API key, pk-...), or pass_through: true"))

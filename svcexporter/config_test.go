@@ -104,6 +104,8 @@ func TestLoadConfig(t *testing.T) {
 			},
 		},
 		{name: "pass_through_with_keys", wantErr: []string{"pass_through sends each request's own credentials: public_key and secret_key must not be set"}},
+		{name: "pass_through_with_auth_header", wantErr: []string{"headers must not set authorization", "headers must not set X-Svc-Public-Key"}},
+		{name: "pass_through_with_authenticator", wantErr: []string{"auth (a client authenticator) must not be set"}},
 		{name: "missing_endpoint", wantErr: []string{"endpoint must be set"}},
 		{name: "relative_endpoint", wantErr: []string{"endpoint must be an absolute http:// or https:// URL", "cloud.svc.example/api"}},
 		{name: "ftp_endpoint", wantErr: []string{"endpoint must be an absolute http:// or https:// URL", "ftp://"}},
