@@ -167,7 +167,12 @@ func startComponent(b *testing.B, c component.Component) {
 // pass_through sub-benchmark to its single_key sibling is the price of the mode. Small pushes show
 // the per-push cost, big ones what it is per span in a batch.
 //
-//	go test -run '^$' -bench CredentialModes -count 6 ./ | benchstat -col /mode -
+// Sub-benchmarks that run first in a round are favoured on a busy machine; alternate the modes
+// between processes for a fair comparison:
+//
+//	go test -c -o svcexp.test . && for i in $(seq 8); do for m in single_key pass_through; do
+//	  ./svcexp.test -test.run '^$' -test.bench "CredentialModes/.*/.*/mode=$m\$" -test.benchmem; done; done > out.txt
+//	benchstat -col /mode out.txt
 func BenchmarkCredentialModes(b *testing.B) {
 	srv := discardServer(b)
 	set := exportertest.NewNopSettings(metadata.Type)
