@@ -3,6 +3,7 @@ package svcexporter
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -82,7 +83,7 @@ func BenchmarkScores(b *testing.B) {
 		b.ResetTimer()
 		for b.Loop() {
 			for _, body := range bodies {
-				if _, err := exp.post(context.Background(), exp.plainClient, exp.scoresURL, contentTypeJSON, body); err != nil {
+				if _, err := exp.post(context.Background(), exp.static, exp.plainClient, exp.scoresURL, contentTypeJSON, body); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -124,7 +125,7 @@ func BenchmarkTraces(b *testing.B) {
 			runtime.ReadMemStats(&before)
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := exp.post(context.Background(), exp.tracesClient, exp.tracesURL, contentTypeProtobuf, body); err != nil {
+				if _, err := exp.post(context.Background(), exp.static, exp.tracesClient, exp.tracesURL, contentTypeProtobuf, body); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -158,4 +159,97 @@ func startBenchExporter(b *testing.B, cfg *Config, set exporter.Settings) *svcEx
 func startComponent(b *testing.B, c component.Component) {
 	require.NoError(b, c.Start(context.Background(), componenttest.NewNopHost()))
 	b.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+}
+
+// BenchmarkCredentialModes compares the cost per span and per score of pass-through mode (each
+// push reads and re-encodes its request's credentials from client metadata) with single-key mode
+// (the configured keys), on the same payloads and server in the same run: the ratio of each
+// pass_through sub-benchmark to its single_key sibling is the price of the mode. Small pushes show
+// the per-push cost, big ones what it is per span in a batch.
+//
+// Sub-benchmarks that run first in a round are favoured on a busy machine; alternate the modes
+// between processes for a fair comparison:
+//
+//	go test -c -o svcexp.test . && for i in $(seq 8); do for m in single_key pass_through; do
+//	  ./svcexp.test -test.run '^$' -test.bench "CredentialModes/.*/.*/mode=$m\$" -test.benchmem; done; done > out.txt
+//	benchstat -col /mode out.txt
+func BenchmarkCredentialModes(b *testing.B) {
+	srv := discardServer(b)
+	set := exportertest.NewNopSettings(metadata.Type)
+	modes := []struct {
+		name string
+		cfg  func() *Config
+		ctx  context.Context
+	}{
+		{name: "single_key", cfg: func() *Config { return benchConfig(b, srv.URL, "gzip") }, ctx: context.Background()},
+		{name: "pass_through", cfg: func() *Config {
+			cfg := benchConfig(b, srv.URL, "gzip")
+			cfg.PublicKey, cfg.SecretKey, cfg.PassThrough = "", "", true
+			return cfg
+		}, ctx: tenantA.ctx()},
+	}
+	for _, spans := range []int{10, 1000} {
+		td := makeTraces(1, 2, spans/2, 200)
+		td.MarkReadOnly()
+		for _, m := range modes {
+			b.Run(fmt.Sprintf("traces/spans=%d/mode=%s", spans, m.name), func(b *testing.B) {
+				traces, err := NewFactory().CreateTraces(context.Background(), set, m.cfg())
+				require.NoError(b, err)
+				startComponent(b, traces)
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				b.ResetTimer()
+				for b.Loop() {
+					if err := traces.ConsumeTraces(m.ctx, td); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportPerItem(b, "spans", spans, &before)
+			})
+		}
+	}
+	for _, scores := range []int{10, 100} {
+		ld := makeScores(scores)
+		ld.MarkReadOnly()
+		for _, m := range modes {
+			b.Run(fmt.Sprintf("scores/scores=%d/mode=%s", scores, m.name), func(b *testing.B) {
+				logs, err := NewFactory().CreateLogs(context.Background(), set, m.cfg())
+				require.NoError(b, err)
+				startComponent(b, logs)
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				b.ResetTimer()
+				for b.Loop() {
+					if err := logs.ConsumeLogs(m.ctx, ld); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportPerItem(b, "scores", scores, &before)
+			})
+		}
+	}
+}
+
+// BenchmarkCredentialsFor is the part of a push that differs between the modes: reading the
+// credentials (pass-through: from client metadata, parsed and re-encoded) before anything is sent.
+func BenchmarkCredentialsFor(b *testing.B) {
+	set := exportertest.NewNopSettings(metadata.Type)
+	for _, m := range []struct {
+		name        string
+		passThrough bool
+		ctx         context.Context
+	}{{"single_key", false, context.Background()}, {"pass_through", true, tenantA.ctx()}} {
+		b.Run("mode="+m.name, func(b *testing.B) {
+			cfg := benchConfig(b, "http://127.0.0.1:1", "gzip")
+			if m.passThrough {
+				cfg.PublicKey, cfg.SecretKey, cfg.PassThrough = "", "", true
+			}
+			exp := startBenchExporter(b, cfg, set)
+			for b.Loop() {
+				if _, err := exp.credentialsFor(m.ctx, 1, "spans", exp.telemetry.ExporterSvcSendFailedSpans); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

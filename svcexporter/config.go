@@ -45,6 +45,10 @@ type Config struct {
 	PublicKey string              `mapstructure:"public_key"`
 	SecretKey configopaque.String `mapstructure:"secret_key"`
 
+	// PassThrough: the gateway holds no keys; each push goes with the credentials of the request
+	// its data came in with (client metadata `authorization`, DESIGN.md 2.5).
+	PassThrough bool `mapstructure:"pass_through"`
+
 	// ServerVersionCheck: enforce (default), warn or off.
 	ServerVersionCheck ServerVersionCheck `mapstructure:"server_version_check"`
 
@@ -60,11 +64,28 @@ func (cfg *Config) Validate() error {
 	if err := validateEndpoint(cfg.ClientConfig.Endpoint); err != nil {
 		errs = append(errs, err)
 	}
-	if strings.TrimSpace(cfg.PublicKey) == "" {
-		errs = append(errs, errors.New("public_key must be set (the project's public API key, pk-...)"))
-	}
-	if strings.TrimSpace(string(cfg.SecretKey)) == "" {
-		errs = append(errs, errors.New("secret_key must be set (the project's secret API key, sk-...)"))
+	switch {
+	case cfg.PassThrough:
+		// A key pair beside pass_through would suggest a fallback that does not exist.
+		if cfg.PublicKey != "" || cfg.SecretKey != "" {
+			errs = append(errs, errors.New("pass_through sends each request's own credentials: public_key and secret_key must not be set"))
+		}
+		// Either would replace every team's credentials with one set: all data to one project.
+		for name := range cfg.ClientConfig.Headers.Iter {
+			if strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "x-svc-public-key") {
+				errs = append(errs, fmt.Errorf("pass_through sends each request's own credentials: headers must not set %s", name))
+			}
+		}
+		if cfg.ClientConfig.Auth.HasValue() {
+			errs = append(errs, errors.New("pass_through sends each request's own credentials: auth (a client authenticator) must not be set"))
+		}
+	default:
+		if strings.TrimSpace(cfg.PublicKey) == "" {
+			errs = append(errs, errors.New("public_key must be set (the project's public API key, pk-...), or pass_through: true"))
+		}
+		if strings.TrimSpace(string(cfg.SecretKey)) == "" {
+			errs = append(errs, errors.New("secret_key must be set (the project's secret API key, sk-...), or pass_through: true"))
+		}
 	}
 	switch cfg.ServerVersionCheck {
 	case VersionCheckEnforce, VersionCheckWarn, VersionCheckOff:
@@ -130,5 +151,6 @@ type strictConfig struct {
 	RetryConfig        configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
 	PublicKey          string                                                   `mapstructure:"public_key"`
 	SecretKey          configopaque.String                                      `mapstructure:"secret_key"`
+	PassThrough        bool                                                     `mapstructure:"pass_through"`
 	ServerVersionCheck ServerVersionCheck                                       `mapstructure:"server_version_check"`
 }

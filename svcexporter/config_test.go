@@ -91,6 +91,21 @@ func TestLoadConfig(t *testing.T) {
 				assert.False(t, cfg.QueueConfig.HasValue())
 			},
 		},
+		{
+			name: "pass_through",
+			check: func(t *testing.T, cfg *Config) {
+				assert.True(t, cfg.PassThrough)
+				assert.Empty(t, cfg.PublicKey)
+				q := queueConfig(cfg)
+				require.True(t, q.HasValue() && q.Get().Batch.HasValue())
+				assert.Equal(t, []string{"authorization"}, q.Get().Batch.Get().Partition.MetadataKeys,
+					"pass-through batches are always partitioned by the request's credentials")
+				assert.Empty(t, cfg.QueueConfig.Get().Batch.Get().Partition.MetadataKeys, "the loaded config itself is left as written")
+			},
+		},
+		{name: "pass_through_with_keys", wantErr: []string{"pass_through sends each request's own credentials: public_key and secret_key must not be set"}},
+		{name: "pass_through_with_auth_header", wantErr: []string{"headers must not set authorization", "headers must not set X-Svc-Public-Key"}},
+		{name: "pass_through_with_authenticator", wantErr: []string{"auth (a client authenticator) must not be set"}},
 		{name: "missing_endpoint", wantErr: []string{"endpoint must be set"}},
 		{name: "relative_endpoint", wantErr: []string{"endpoint must be an absolute http:// or https:// URL", "cloud.svc.example/api"}},
 		{name: "ftp_endpoint", wantErr: []string{"endpoint must be an absolute http:// or https:// URL", "ftp://"}},

@@ -3,7 +3,6 @@ package svcexporter // import "github.com/svc/svc-collector/svcexporter"
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -61,10 +60,11 @@ type svcExporter struct {
 	scoresURL   string
 	healthURL   string
 
-	// authorization is the Basic credential; it is only ever put in a request header.
-	authorization string
-	sdkVersion    string
-	userAgent     string
+	// static are the configured credentials (empty in pass-through mode, where each push uses its
+	// request's own: see credentialsFor).
+	static     requestCredentials
+	sdkVersion string
+	userAgent  string
 
 	// tracesClient compresses as configured; plainClient never compresses: the SDKs compress
 	// span batches only (SPEC.md 8), so scores and the health check go out as plain JSON.
@@ -94,7 +94,6 @@ func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
 	if version == "" {
 		version = "unknown"
 	}
-	credentials := cfg.PublicKey + ":" + string(cfg.SecretKey)
 	e := &svcExporter{
 		cfg:             cfg,
 		settings:        set.TelemetrySettings,
@@ -104,13 +103,13 @@ func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
 		tracesURL:       base + tracesPath,
 		scoresURL:       base + scoresPath,
 		healthURL:       base + healthPath,
-		authorization:   "Basic " + base64.StdEncoding.EncodeToString([]byte(credentials)),
+		static:          staticCredentials(cfg),
 		sdkVersion:      version,
 		userAgent:       fmt.Sprintf("%s/%s (%s/%s)", sdkName, version, runtime.GOOS, runtime.GOARCH),
 		failedPermanent: metric.WithAttributeSet(attribute.NewSet(attribute.Bool(errorPermanentKey, true))),
 		failedRetryable: metric.WithAttributeSet(attribute.NewSet(attribute.Bool(errorPermanentKey, false))),
 	}
-	check, release := acquireVersionCheck(versionCheckKey{healthURL: e.healthURL, authorization: e.authorization, mode: cfg.ServerVersionCheck})
+	check, release := acquireVersionCheck(versionCheckKey{healthURL: e.healthURL, authorization: e.static.authorization, mode: cfg.ServerVersionCheck})
 	e.versionCheck, e.releaseVersionCheck = check, sync.OnceFunc(release)
 	return e, nil
 }
@@ -145,9 +144,10 @@ func (e *svcExporter) shutdown(context.Context) error {
 	return nil
 }
 
-// newRequest makes a request to the platform with the credentials and the svc headers.
+// newRequest makes a request to the platform with the credentials c and the svc headers (none of
+// the credential headers when c is empty: the health check of a pass-through exporter).
 // Headers set in the config (`headers`) are added by the client afterwards and win.
-func (e *svcExporter) newRequest(ctx context.Context, method, url, contentType string, body []byte) (*http.Request, error) {
+func (e *svcExporter) newRequest(ctx context.Context, c requestCredentials, method, url, contentType string, body []byte) (*http.Request, error) {
 	var reader io.Reader
 	if body != nil {
 		reader = bytes.NewReader(body)
@@ -156,8 +156,10 @@ func (e *svcExporter) newRequest(ctx context.Context, method, url, contentType s
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", e.authorization)
-	req.Header.Set("x-svc-public-key", e.cfg.PublicKey)
+	if c.authorization != "" {
+		req.Header.Set("Authorization", c.authorization)
+		req.Header.Set("x-svc-public-key", c.publicKey)
+	}
 	req.Header.Set("x-svc-sdk-name", sdkName)
 	req.Header.Set("x-svc-sdk-version", e.sdkVersion)
 	req.Header.Set("User-Agent", e.userAgent)
@@ -177,8 +179,8 @@ type response struct {
 // post sends body and returns the 2xx response, or an error classified for the exporterhelper:
 // retryable (network errors, 429, 5xx; with the Retry-After delay when the server gives one),
 // a *statusError with code 413 (the caller splits), or permanent (every other status).
-func (e *svcExporter) post(ctx context.Context, client *http.Client, url, contentType string, body []byte) (response, error) {
-	req, err := e.newRequest(ctx, http.MethodPost, url, contentType, body)
+func (e *svcExporter) post(ctx context.Context, c requestCredentials, client *http.Client, url, contentType string, body []byte) (response, error) {
+	req, err := e.newRequest(ctx, c, http.MethodPost, url, contentType, body)
 	if err != nil {
 		return response{}, consumererror.NewPermanent(err)
 	}
@@ -198,7 +200,7 @@ func (e *svcExporter) post(ctx context.Context, client *http.Client, url, conten
 		}
 		return response{code: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: respBody}, nil
 	}
-	return response{}, e.classify(url, resp, respBody)
+	return response{}, e.classify(ctx, c, url, resp, respBody)
 }
 
 // statusError is a non-2xx answer of the platform.
@@ -218,11 +220,17 @@ func (se *statusError) Error() string {
 	return b.String()
 }
 
-func (e *svcExporter) classify(url string, resp *http.Response, body []byte) error {
-	se := &statusError{code: resp.StatusCode, url: url, message: e.serverMessage(resp.Header.Get("Content-Type"), body)}
+func (e *svcExporter) classify(ctx context.Context, c requestCredentials, url string, resp *http.Response, body []byte) error {
+	se := &statusError{code: resp.StatusCode, url: url, message: e.serverMessage(c, resp.Header.Get("Content-Type"), body)}
 	switch code := resp.StatusCode; {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		se.message = strings.TrimSpace(fmt.Sprintf("the platform refused the credentials of public key %q; check public_key and secret_key. %s", e.cfg.PublicKey, se.message))
+		// Counted per public key: on a multi-tenant gateway the refused tenant is the one to call.
+		e.countRefused(ctx, c.publicKey, code)
+		check := "check public_key and secret_key"
+		if e.cfg.PassThrough {
+			check = "the client sent these keys (pass-through): its project's keys are wrong or revoked"
+		}
+		se.message = strings.TrimSpace(fmt.Sprintf("the platform refused the credentials of public key %q; %s. %s", c.publicKey, check, se.message))
 		return consumererror.NewPermanent(se)
 	case code == http.StatusRequestEntityTooLarge:
 		return se
@@ -253,7 +261,7 @@ func retryAfter(value string) (time.Duration, bool) {
 
 // serverMessage extracts a short, printable message from an error body: the message of an OTLP
 // Status (protobuf), else the text itself. The secret is blanked in case a server echoes it.
-func (e *svcExporter) serverMessage(contentType string, body []byte) string {
+func (e *svcExporter) serverMessage(c requestCredentials, contentType string, body []byte) string {
 	if len(body) == 0 {
 		return ""
 	}
@@ -273,7 +281,7 @@ func (e *svcExporter) serverMessage(contentType string, body []byte) string {
 		return ' '
 	}, msg)
 	msg = strings.TrimSpace(msg)
-	msg = e.redact(msg)
+	msg = c.redact(msg)
 	if len(msg) > maxErrorMessageBytes {
 		msg = strings.ToValidUTF8(msg[:maxErrorMessageBytes], "") + "…"
 	}
@@ -282,9 +290,9 @@ func (e *svcExporter) serverMessage(contentType string, body []byte) string {
 
 // redact blanks the secret and the encoded credentials in a text that came from the server, in
 // case the server echoes what it received.
-func (e *svcExporter) redact(text string) string {
-	encoded := strings.TrimPrefix(e.authorization, "Basic ")
-	for _, secret := range []string{encoded, string(e.cfg.SecretKey)} {
+func (c requestCredentials) redact(text string) string {
+	encoded := strings.TrimPrefix(c.authorization, "Basic ")
+	for _, secret := range []string{encoded, c.secretKey} {
 		if secret != "" {
 			text = strings.ReplaceAll(text, secret, "[REDACTED]")
 		}

@@ -2,6 +2,8 @@ package svcexporter // import "github.com/svc/svc-collector/svcexporter"
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -12,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
+	"github.com/svc/svc-collector/pkg/credentials"
 	"github.com/svc/svc-collector/svcexporter/internal/metadata"
 )
 
@@ -65,6 +68,24 @@ func helperOptions(exp *svcExporter, c *Config) []exporterhelper.Option {
 		// 100-score chunks), so the helper's own per-push timeout is off, as in otlphttp.
 		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
 		exporterhelper.WithRetry(c.RetryConfig),
-		exporterhelper.WithQueue(c.QueueConfig),
+		exporterhelper.WithQueue(queueConfig(c)),
 	}
+}
+
+// queueConfig is the sending_queue as configured, except that in pass-through mode batching is
+// always partitioned by the request's credentials (client metadata `authorization`): a batch
+// never mixes the data of two tenants, whatever the config says. The persistent queue keeps each
+// item's client metadata on disk (exporterhelper v0.164 does, with no feature gate), so each
+// queued item goes with its own credentials after a restart too.
+func queueConfig(c *Config) configoptional.Optional[exporterhelper.QueueBatchConfig] {
+	if !c.PassThrough || !c.QueueConfig.HasValue() || !c.QueueConfig.Get().Batch.HasValue() {
+		return c.QueueConfig
+	}
+	q := *c.QueueConfig.Get()
+	b := *q.Batch.Get()
+	if !slices.ContainsFunc(b.Partition.MetadataKeys, func(k string) bool { return strings.EqualFold(k, credentials.MetadataKey) }) {
+		b.Partition.MetadataKeys = append(slices.Clone(b.Partition.MetadataKeys), credentials.MetadataKey)
+	}
+	q.Batch = configoptional.Some(b)
+	return configoptional.Some(q)
 }

@@ -108,7 +108,7 @@ func (e *svcExporter) checkServerVersion(ctx context.Context) error {
 func (e *svcExporter) fetchServerVersion(ctx context.Context) (*version.Version, error) {
 	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
 	defer cancel()
-	req, err := e.newRequest(ctx, http.MethodGet, e.healthURL, "", nil)
+	req, err := e.newRequest(ctx, e.static, http.MethodGet, e.healthURL, "", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (e *svcExporter) fetchServerVersion(ctx context.Context) (*version.Version,
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &statusError{code: resp.StatusCode, url: e.healthURL, message: e.serverMessage(resp.Header.Get("Content-Type"), body)}
+		return nil, &statusError{code: resp.StatusCode, url: e.healthURL, message: e.serverMessage(e.static, resp.Header.Get("Content-Type"), body)}
 	}
 	var health healthResponse
 	if err := json.Unmarshal(body, &health); err != nil {

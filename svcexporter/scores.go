@@ -25,6 +25,14 @@ type recordRef struct{ resource, scope, record int }
 // request is never sent twice by this exporter; a resent one is deduplicated by the platform
 // through the score ids.
 func (e *svcExporter) pushScores(ctx context.Context, ld plog.Logs) error {
+	if ld.LogRecordCount() == 0 {
+		return nil
+	}
+	// Credentials first: without them nothing of the push can go, valid or not.
+	creds, err := e.credentialsFor(ctx, ld.LogRecordCount(), "scores", e.telemetry.ExporterSvcSendFailedScores)
+	if err != nil {
+		return err
+	}
 	reqs, refs := e.readScores(ctx, ld)
 	dropped := ld.LogRecordCount() - len(reqs)
 	if len(reqs) == 0 {
@@ -32,7 +40,7 @@ func (e *svcExporter) pushScores(ctx context.Context, ld plog.Logs) error {
 	}
 
 	res := deliver(len(reqs), evenChunks(len(reqs), scorerecord.MaxBatchSize), func(r itemRange) error {
-		return e.sendScores(ctx, reqs[r.lo:r.hi])
+		return e.sendScores(ctx, creds, reqs[r.lo:r.hi])
 	})
 	if res.splits > 0 {
 		e.telemetry.ExporterSvcRequestsSplit.Add(ctx, int64(res.splits))
@@ -139,12 +147,12 @@ type partialResult struct {
 	Errors   []json.RawMessage `json:"errors"`
 }
 
-func (e *svcExporter) sendScores(ctx context.Context, batch []scorerecord.Request) error {
+func (e *svcExporter) sendScores(ctx context.Context, c requestCredentials, batch []scorerecord.Request) error {
 	body, err := json.Marshal(batch)
 	if err != nil {
 		return consumererror.NewPermanent(fmt.Errorf("encoding scores as JSON: %w", err))
 	}
-	resp, err := e.post(ctx, e.plainClient, e.scoresURL, contentTypeJSON, body)
+	resp, err := e.post(ctx, c, e.plainClient, e.scoresURL, contentTypeJSON, body)
 	if err != nil {
 		return err
 	}
@@ -157,7 +165,7 @@ func (e *svcExporter) sendScores(ctx context.Context, batch []scorerecord.Reques
 	var result partialResult
 	if err := json.Unmarshal(resp.body, &result); err != nil {
 		e.logger.Warn(fmt.Sprintf("svc rejected some of %d scores in batch: the response body is unreadable", len(batch)),
-			zap.Error(err), zap.String("body", e.serverMessage("text/plain", resp.body)))
+			zap.Error(err), zap.String("body", e.serverMessage(c, "text/plain", resp.body)))
 		return nil
 	}
 	rejected := len(result.Errors)
@@ -174,10 +182,11 @@ func (e *svcExporter) sendScores(ctx context.Context, batch []scorerecord.Reques
 	if result.Errors == nil {
 		errorsJSON = []byte("[]")
 	}
-	e.logger.Warn("svc rejected "+strconv.Itoa(rejected)+" of "+strconv.Itoa(len(batch))+" scores in batch: "+e.redact(string(errorsJSON)),
+	e.logger.Warn("svc rejected "+strconv.Itoa(rejected)+" of "+strconv.Itoa(len(batch))+" scores in batch: "+c.redact(string(errorsJSON)),
 		zap.Int("accepted", accepted),
 		zap.Int("rejected", rejected),
-		zap.Int("batch_size", len(batch)))
+		zap.Int("batch_size", len(batch)),
+		zap.String("public_key", c.publicKey))
 	return nil
 }
 

@@ -22,15 +22,19 @@ func (e *svcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 	if total == 0 {
 		return nil
 	}
+	creds, err := e.credentialsFor(ctx, total, "spans", e.telemetry.ExporterSvcSendFailedSpans)
+	if err != nil {
+		return err
+	}
 	var refs []spanRef // only needed, and built, once the platform answers 413
 	res := deliver(total, []itemRange{{0, total}}, func(r itemRange) error {
 		if r.len() == total {
-			return e.sendSpans(ctx, td) // the common case: no copy
+			return e.sendSpans(ctx, creds, td) // the common case: no copy
 		}
 		if refs == nil {
 			refs = spanRefs(td)
 		}
-		return e.sendSpans(ctx, tracesOf(td, refs[r.lo:r.hi]))
+		return e.sendSpans(ctx, creds, tracesOf(td, refs[r.lo:r.hi]))
 	})
 	if res.splits > 0 {
 		e.telemetry.ExporterSvcRequestsSplit.Add(ctx, int64(res.splits))
@@ -50,21 +54,21 @@ func (e *svcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 	})
 }
 
-func (e *svcExporter) sendSpans(ctx context.Context, td ptrace.Traces) error {
+func (e *svcExporter) sendSpans(ctx context.Context, c requestCredentials, td ptrace.Traces) error {
 	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 	if err != nil {
 		return consumererror.NewPermanent(fmt.Errorf("encoding spans as OTLP protobuf: %w", err))
 	}
-	resp, err := e.post(ctx, e.tracesClient, e.tracesURL, contentTypeProtobuf, body)
+	resp, err := e.post(ctx, c, e.tracesClient, e.tracesURL, contentTypeProtobuf, body)
 	if err != nil {
 		return err
 	}
-	e.logPartialSuccess(ctx, resp)
+	e.logPartialSuccess(ctx, c, resp)
 	return nil
 }
 
 // logPartialSuccess reports the spans a 2xx answer says were rejected (OTLP partial success).
-func (e *svcExporter) logPartialSuccess(ctx context.Context, resp response) {
+func (e *svcExporter) logPartialSuccess(ctx context.Context, c requestCredentials, resp response) {
 	if len(resp.body) == 0 {
 		return
 	}
@@ -89,7 +93,8 @@ func (e *svcExporter) logPartialSuccess(ctx context.Context, resp response) {
 	e.telemetry.ExporterSvcSpansRejected.Add(ctx, ps.RejectedSpans())
 	e.logger.Warn("svc platform accepted the spans partially",
 		zap.Int64("rejected_spans", ps.RejectedSpans()),
-		zap.String("message", e.serverMessage("text/plain", []byte(ps.ErrorMessage()))))
+		zap.String("public_key", c.publicKey),
+		zap.String("message", e.serverMessage(c, "text/plain", []byte(ps.ErrorMessage()))))
 }
 
 func (e *svcExporter) dropTooLargeSpans(ctx context.Context, td ptrace.Traces, refs []spanRef, items []tooLargeItem) {

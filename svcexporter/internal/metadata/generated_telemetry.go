@@ -26,6 +26,7 @@ type TelemetryBuilder struct {
 	meter                            metric.Meter
 	mu                               sync.Mutex
 	registrations                    []metric.Registration
+	ExporterSvcCredentialsRefused    metric.Int64Counter
 	ExporterSvcRequestsSplit         metric.Int64Counter
 	ExporterSvcScoresAccepted        metric.Int64Counter
 	ExporterSvcScoresDroppedInvalid  metric.Int64Counter
@@ -68,6 +69,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ExporterSvcCredentialsRefused, err = builder.meter.Int64Counter(
+		"otelcol_exporter_svc_credentials_refused",
+		metric.WithDescription("Requests the platform refused with 401 or 403 (credentials wrong or revoked), by public_key (the project's public key, never the secret) and http.response.status_code. On a pass-through gateway it tells which tenant's keys fail. [Alpha]"),
+		metric.WithUnit("{request}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ExporterSvcRequestsSplit, err = builder.meter.Int64Counter(
 		"otelcol_exporter_svc_requests_split",
 		metric.WithDescription("Span or score requests split in halves and resent because the platform answered 413 (payload too large). [Alpha]"),

@@ -19,6 +19,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	tb.ExporterSvcCredentialsRefused.Add(context.Background(), 1)
 	tb.ExporterSvcRequestsSplit.Add(context.Background(), 1)
 	tb.ExporterSvcScoresAccepted.Add(context.Background(), 1)
 	tb.ExporterSvcScoresDroppedInvalid.Add(context.Background(), 1)
@@ -30,6 +31,9 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ExporterSvcSentSpans.Add(context.Background(), 1)
 	tb.ExporterSvcSpansDroppedTooLarge.Add(context.Background(), 1)
 	tb.ExporterSvcSpansRejected.Add(context.Background(), 1)
+	AssertEqualExporterSvcCredentialsRefused(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterSvcRequestsSplit(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())

@@ -5,7 +5,9 @@
 //	svcplatform [-listen 127.0.0.1:3000] [-public-key PK] [-secret-key SK] [-version 4.59.0] [-v] [-stats-only]
 //
 // The keys default to SVC_PUBLIC_KEY and SVC_SECRET_KEY; prefer the environment for the secret,
-// command lines are visible to other users of the machine.
+// command lines are visible to other users of the machine. SVC_PROJECTS="pk-a:sk-a,pk-b:sk-b"
+// starts a platform with several projects instead (platform.StartProjects), each with its own
+// data: what a multi-tenant gateway (distribution/examples/multi-tenant.yaml) sends to.
 package main
 
 import (
@@ -17,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,8 +39,23 @@ func main() {
 
 // config is what the flags and the environment say.
 type config struct {
-	opts    platform.Options
-	verbose bool
+	opts     platform.Options
+	projects []platform.ProjectKeys
+	verbose  bool
+}
+
+// parseProjects reads SVC_PROJECTS: public:secret pairs separated by commas. Errors name the
+// position, never a key.
+func parseProjects(value string) ([]platform.ProjectKeys, error) {
+	var out []platform.ProjectKeys
+	for i, pair := range strings.Split(value, ",") {
+		pk, sk, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		if !ok || pk == "" || sk == "" {
+			return nil, fmt.Errorf("SVC_PROJECTS entry %d is not public_key:secret_key", i+1)
+		}
+		out = append(out, platform.ProjectKeys{PublicKey: pk, SecretKey: sk})
+	}
+	return out, nil
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -60,6 +78,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.opts.SecretKey == "" {
 		c.opts.SecretKey = getenv("SVC_SECRET_KEY")
 	}
+	if projects := getenv("SVC_PROJECTS"); projects != "" {
+		var err error
+		c.projects, err = parseProjects(projects)
+		return c, err
+	}
 	if c.opts.PublicKey == "" || c.opts.SecretKey == "" {
 		return c, errors.New("set the keys with -public-key/-secret-key or SVC_PUBLIC_KEY/SVC_SECRET_KEY")
 	}
@@ -77,6 +100,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		level = slog.LevelDebug
 	}
 	c.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if len(c.projects) > 0 {
+		return runProjects(ctx, c, stdout)
+	}
 	p, err := platform.Start(c.opts)
 	if err != nil {
 		return err
@@ -91,4 +117,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	c.opts.Logger.Info("final stats", "spans", st.SpansReceived, "unique_spans", st.UniqueSpans,
 		"scores", st.ScoresReceived, "unique_scores", st.UniqueScores, "scores_rejected", st.ScoresRejected)
 	return err
+}
+
+// runProjects serves a platform with several projects until ctx ends.
+func runProjects(ctx context.Context, c config, stdout io.Writer) error {
+	ps, err := platform.StartProjects(platform.ProjectsOptions{Addr: c.opts.Addr, Projects: c.projects,
+		Version: c.opts.Version, Logger: c.opts.Logger, StatsOnly: c.opts.StatsOnly})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, ps.URL())
+	<-ctx.Done()
+	for _, k := range c.projects {
+		st := ps.Project(k.PublicKey).Stats()
+		c.opts.Logger.Info("final stats", "project", k.PublicKey, "unique_spans", st.UniqueSpans, "unique_scores", st.UniqueScores)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return ps.Shutdown(shutdownCtx)
 }

@@ -139,3 +139,30 @@ func (b *safeBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+func TestParseProjects(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   string
+		want    int
+		wantErr string
+	}{
+		{name: "two projects", value: "pk-a:sk-a, pk-b:sk-b", want: 2},
+		{name: "missing secret", value: "pk-a:sk-a,pk-b", wantErr: "entry 2"},
+		{name: "empty public key", value: ":sk-a", wantErr: "entry 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseConfig(nil, env(map[string]string{"SVC_PROJECTS": tt.value}), io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "sk-a") {
+					t.Fatalf("error %v, want one naming %q without a secret", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || len(c.projects) != tt.want {
+				t.Fatalf("projects %v, error %v; want %d projects", c.projects, err, tt.want)
+			}
+		})
+	}
+}
