@@ -64,6 +64,12 @@ type CheckConfig struct {
 	// Tokens is the total token usage (input + output), Cost the total cost.
 	Tokens *Threshold `mapstructure:"tokens"`
 	Cost   *Threshold `mapstructure:"cost"`
+	// OTTLCondition is an OTTL condition on the span (span context: span.*, resource.*,
+	// instrumentation_scope.*): a BOOLEAN score, 1 when it holds.
+	OTTLCondition string `mapstructure:"ottl_condition"`
+	// OTTLValue is an OTTL value expression: a NUMERIC score of its value (int, double or bool);
+	// no score when it is nil (an absent attribute).
+	OTTLValue string `mapstructure:"ottl_value"`
 }
 
 // ScoreConfig is the score an evaluator makes.
@@ -133,7 +139,11 @@ func compileEvaluator(cfg EvaluatorConfig) (*evaluator, error) {
 	if ev.scoreName == "" {
 		ev.scoreName = cfg.Name
 	}
-	switch dt := strings.ToUpper(cfg.Score.DataType); dt {
+	dataType := strings.ToUpper(cfg.Score.DataType)
+	if dataType == "" && cfg.Check.OTTLValue != "" {
+		dataType = scorerecord.DataTypeNumeric
+	}
+	switch dataType {
 	case "", scorerecord.DataTypeBoolean:
 		ev.dataType = scorerecord.DataTypeBoolean
 	case scorerecord.DataTypeNumeric:
@@ -156,8 +166,11 @@ func compileEvaluator(cfg EvaluatorConfig) (*evaluator, error) {
 	}
 	numeric := ev.dataType == scorerecord.DataTypeNumeric
 	switch {
+	case ev.ottlValue != nil && !numeric:
+		return nil, errors.New("check.ottl_value makes a NUMERIC score; for a BOOLEAN one write an ottl_condition")
+	case ev.ottlValue != nil:
 	case numeric && ev.measure == nil:
-		return nil, fmt.Errorf("score.data_type NUMERIC needs a check with a measure (latency, output_length, tokens, cost); %s is a yes/no check", ev.check)
+		return nil, fmt.Errorf("score.data_type NUMERIC needs a check with a measure (latency, output_length, tokens, cost, ottl_value); %s is a yes/no check", ev.check)
 	case numeric && (ev.above != nil || ev.below != nil):
 		return nil, fmt.Errorf("check.%s: a NUMERIC score is the measure itself; above and below apply to BOOLEAN scores", ev.check)
 	case !numeric && ev.measure != nil && ev.above == nil && ev.below == nil:
@@ -225,12 +238,30 @@ func (c CheckConfig) compile(ev *evaluator) error {
 	if c.Cost != nil {
 		errs = append(errs, measure("cost", c.Cost, (*observation.View).Cost))
 	}
+	if c.OTTLCondition != "" {
+		set = append(set, "ottl_condition")
+		ev.check = "ottl_condition"
+		cond, err := compileOTTLCondition(c.OTTLCondition)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ottl_condition: %w", err))
+		}
+		ev.ottlCondition = cond
+	}
+	if c.OTTLValue != "" {
+		set = append(set, "ottl_value")
+		ev.check = "ottl_value"
+		value, err := compileOTTLValue(c.OTTLValue)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ottl_value: %w", err))
+		}
+		ev.ottlValue = value
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	switch len(set) {
 	case 0:
-		return errors.New("no check configured: set one of latency, error, json_output, output_matches, output_not_matches, input_matches, input_not_matches, output_length, tokens, cost")
+		return errors.New("no check configured: set one of latency, error, json_output, output_matches, output_not_matches, input_matches, input_not_matches, output_length, tokens, cost, ottl_condition, ottl_value")
 	case 1:
 		return nil
 	default:

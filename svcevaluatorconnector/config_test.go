@@ -39,7 +39,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "bad_regexp", wantErr: "evaluators[0] (refusal): check: output_matches: error parsing regexp"},
 		{name: "no_name", wantErr: "evaluators[0]: name is required"},
 		{name: "duplicate_name", wantErr: "evaluators[1] (e): name is used by an earlier evaluator"},
-		{name: "numeric_predicate", wantErr: "score.data_type NUMERIC needs a check with a measure (latency, output_length, tokens, cost); error is a yes/no check"},
+		{name: "numeric_predicate", wantErr: "score.data_type NUMERIC needs a check with a measure (latency, output_length, tokens, cost, ottl_value); error is a yes/no check"},
 		{name: "numeric_threshold", wantErr: "check.tokens: a NUMERIC score is the measure itself"},
 		{name: "boolean_no_threshold", wantErr: "check.cost: a BOOLEAN score needs above or below"},
 		{name: "categorical", wantErr: `score.data_type must be BOOLEAN or NUMERIC, got "CATEGORICAL"`},
@@ -47,6 +47,13 @@ func TestLoadConfig(t *testing.T) {
 		{name: "bad_comment", wantErr: "score.comment: unknown placeholder {{output}}"},
 		{name: "zero_rate", wantErr: "sample_rate must be greater than 0 and at most 1, got 0"},
 		{name: "unknown_check", wantErr: "toxicity"},
+		{name: "ottl", want: &Config{SampleRate: 1, Evaluators: []EvaluatorConfig{
+			{Name: "tool_retry", Check: CheckConfig{OTTLCondition: `span.attributes["retry.count"] > 0 and span.name != "healthcheck"`}},
+			{Name: "output_tokens_x2", Check: CheckConfig{OTTLValue: `span.attributes["gen_ai.usage.output_tokens"] * 2`}},
+		}}},
+		{name: "ottl_bad_condition", wantErr: "evaluators[0] (e): check: ottl_condition: "},
+		{name: "ottl_bad_function", wantErr: `evaluators[0] (e): check: ottl_condition: `},
+		{name: "ottl_value_boolean", wantErr: "check.ottl_value makes a NUMERIC score; for a BOOLEAN one write an ottl_condition"},
 	}
 	for _, tt := range tests {
 		id := component.NewIDWithName(metadata.Type, tt.name)

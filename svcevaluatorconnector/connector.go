@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/pkg/observation"
 	"github.com/svc/svc-collector/pkg/sampling"
@@ -36,6 +37,7 @@ type evaluatorConnector struct {
 	component.StartFunc
 
 	next       consumer.Logs
+	logger     *zap.Logger
 	telemetry  *metadata.TelemetryBuilder
 	evaluators []*evaluator
 	decider    *sampling.Decider
@@ -58,6 +60,7 @@ func newEvaluatorConnector(set connector.Settings, cfg *Config, next consumer.Lo
 	}
 	c := &evaluatorConnector{
 		next:       next,
+		logger:     set.Logger,
 		telemetry:  tb,
 		evaluators: evs,
 		decider: sampling.NewDecider(sampling.NewRatio(cfg.SampleRate),
@@ -88,12 +91,15 @@ func (c *evaluatorConnector) Shutdown(context.Context) error {
 
 // batch gathers the scores of one consumed batch and the counts of its evaluations.
 type batch struct {
-	out       plog.Logs
-	outcomes  [][numOutcomes]int64
-	scored    []int64
-	rl        plog.ResourceLogs
-	sl        plog.ScopeLogs
-	haveScope bool
+	out      plog.Logs
+	outcomes [][numOutcomes]int64
+	scored   []int64
+	// firstErr is the batch's first evaluation error, logged once with the count.
+	firstErr     error
+	firstErrEval string
+	rl           plog.ResourceLogs
+	sl           plog.ScopeLogs
+	haveScope    bool
 }
 
 // record appends an empty log record under a copy of the span's resource, creating the
@@ -132,7 +138,7 @@ func (c *evaluatorConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
 				v := observation.NewView(spans.At(k), rs.Resource(), ss.Scope())
-				c.evaluateSpan(b, &v, now)
+				c.evaluateSpan(ctx, b, &v, spanRef{rs: rs, ss: ss}, now)
 			}
 		}
 	}
@@ -143,7 +149,7 @@ func (c *evaluatorConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces
 }
 
 // evaluateSpan runs the evaluators on one observation.
-func (c *evaluatorConnector) evaluateSpan(b *batch, v *observation.View, now time.Time) {
+func (c *evaluatorConnector) evaluateSpan(ctx context.Context, b *batch, v *observation.View, ref spanRef, now time.Time) {
 	keep, decided := true, false
 	for i, ev := range c.evaluators {
 		if !ev.filter.Match(v) {
@@ -156,8 +162,11 @@ func (c *evaluatorConnector) evaluateSpan(b *batch, v *observation.View, now tim
 			b.outcomes[i][outcomeSampledOut]++
 			continue
 		}
-		r, o := ev.evaluate(v)
+		r, o := ev.evaluate(ctx, v, ref)
 		b.outcomes[i][o]++
+		if r.err != nil && b.firstErr == nil {
+			b.firstErr, b.firstErrEval = r.err, ev.name
+		}
 		if o != outcomeScored {
 			continue
 		}
@@ -227,6 +236,14 @@ func (c *evaluatorConnector) markExperimentTraces(td ptrace.Traces, now time.Tim
 // flush hands the batch's scores to the next consumer and records the batch's counts. The next
 // consumer's error is returned as it is: a retried batch yields the same score ids.
 func (c *evaluatorConnector) flush(ctx context.Context, b *batch) error {
+	if b.firstErr != nil {
+		var failed int64
+		for i := range c.evaluators {
+			failed += b.outcomes[i][outcomeError]
+		}
+		c.logger.Warn("evaluations failed", zap.Int64("failed", failed),
+			zap.String("first_evaluator", b.firstErrEval), zap.Error(b.firstErr))
+	}
 	for i := range c.evaluators {
 		for o := range numOutcomes {
 			if n := b.outcomes[i][o]; n > 0 {

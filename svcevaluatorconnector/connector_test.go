@@ -337,3 +337,54 @@ func TestNoEvaluatorsEmitsNothing(t *testing.T) {
 	require.NoError(t, c.ConsumeTraces(context.Background(), workloadTraces(1)))
 	assert.Equal(t, 0, sink.LogRecordCount())
 }
+
+func TestOTTLChecks(t *testing.T) {
+	tests := []struct {
+		name  string
+		check CheckConfig
+		score ScoreConfig
+		want  []string
+	}{
+		{"condition", CheckConfig{OTTLCondition: `span.attributes["gen_ai.usage.output_tokens"] > 100`},
+			ScoreConfig{}, []string{"0000000000000001/e=1", "0000000000000002/e=0", "0000000000000003/e=0", "0000000000000004/e=0"}},
+		{"condition on the resource and status", CheckConfig{OTTLCondition: `resource.attributes["service.name"] == "travel-agent" and span.status.code == STATUS_CODE_ERROR`},
+			ScoreConfig{OnlyWhenTrue: true}, []string{"0000000000000002/e=1"}},
+		{"condition with a converter", CheckConfig{OTTLCondition: `IsMatch(span.attributes["svc.observation.output"], "^\\{")`},
+			ScoreConfig{OnlyWhenTrue: true}, []string{"0000000000000001/e=1"}},
+		{"value; none where the attribute is absent", CheckConfig{OTTLValue: `span.attributes["gen_ai.usage.output_tokens"]`},
+			ScoreConfig{}, []string{"0000000000000001/e=300", "0000000000000002/e=9"}},
+		{"value of a converter", CheckConfig{OTTLValue: `Len(span.name)`},
+			ScoreConfig{}, []string{"0000000000000001/e=9", "0000000000000002/e=12", "0000000000000003/e=6", "0000000000000004/e=5"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &consumertest.LogsSink{}
+			c := newTestConnector(t, &Config{SampleRate: 1, Evaluators: []EvaluatorConfig{{Name: "e", Check: tt.check, Score: tt.score}}}, sink, nil)
+			require.NoError(t, c.ConsumeTraces(context.Background(), workloadTraces(1)))
+			got, reqs := scoresOf(t, sink)
+			assert.Equal(t, tt.want, got)
+			for _, r := range reqs {
+				want := scorerecord.DataTypeBoolean
+				if tt.check.OTTLValue != "" {
+					want = scorerecord.DataTypeNumeric
+				}
+				assert.Equal(t, want, r.DataType)
+			}
+		})
+	}
+}
+
+// A value that is not a number is an evaluation error, counted and logged, never a score.
+func TestOTTLValueThatIsNotANumber(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	sink := &consumertest.LogsSink{}
+	c := newTestConnector(t, &Config{SampleRate: 1, Evaluators: []EvaluatorConfig{
+		{Name: "model", Check: CheckConfig{OTTLValue: `span.attributes["gen_ai.request.model"]`}},
+	}}, sink, tel)
+	require.NoError(t, c.ConsumeTraces(context.Background(), workloadTraces(1)))
+	assert.Equal(t, 0, sink.LogRecordCount())
+	metadatatest.AssertEqualConnectorSvcevaluatorEvaluationErrors(t, tel, []metricdata.DataPoint[int64]{
+		{Attributes: attribute.NewSet(attribute.String("evaluator", "model")), Value: 1},
+	}, metricdatatest.IgnoreTimestamp())
+}

@@ -1,8 +1,13 @@
 package svcevaluatorconnector
 
 import (
+	"context"
 	"math"
 	"strconv"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottlspan"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/svc/svc-collector/pkg/observation"
 	"github.com/svc/svc-collector/pkg/scorerecord"
@@ -13,14 +18,16 @@ type evaluator struct {
 	name, scoreName string
 	filter          observation.Filter
 	check           string // the check's config key, for messages
-	// Exactly one of measure and predicate is set.
-	measure      func(*observation.View) (float64, bool)
-	above, below *float64
-	predicate    func(*observation.View) (bool, bool)
-	dataType     string
-	comment      commentTemplate
-	traceLevel   bool
-	onlyWhenTrue bool
+	// Exactly one of measure, predicate, ottlCondition and ottlValue is set.
+	measure       func(*observation.View) (float64, bool)
+	above, below  *float64
+	predicate     func(*observation.View) (bool, bool)
+	ottlCondition *ottl.Condition[*ottlspan.TransformContext]
+	ottlValue     *ottl.ValueExpression[*ottlspan.TransformContext]
+	dataType      string
+	comment       commentTemplate
+	traceLevel    bool
+	onlyWhenTrue  bool
 }
 
 // outcome of one evaluation; a metric attribute.
@@ -40,21 +47,50 @@ var outcomeNames = [numOutcomes]string{"scored", "skipped", "sampled_out", "erro
 type result struct {
 	value   float64
 	comment string
+	err     error // why the evaluation failed, with outcomeError
+}
+
+// spanRef is where a span sits in its batch, for OTTL's span context.
+type spanRef struct {
+	rs ptrace.ResourceSpans
+	ss ptrace.ScopeSpans
 }
 
 // evaluate runs the check on a selected observation. It returns outcomeScored with the result,
 // outcomeSkipped when the observation lacks what the check reads (or the check does not hold
 // and only_when_true is set), outcomeError when the check computed no finite value.
-func (e *evaluator) evaluate(v *observation.View) (result, outcome) {
+func (e *evaluator) evaluate(ctx context.Context, v *observation.View, ref spanRef) (result, outcome) {
 	var value, measure float64
 	hasMeasure := false
-	if e.measure != nil {
+	switch {
+	case e.ottlCondition != nil || e.ottlValue != nil:
+		tCtx := ottlspan.NewTransformContext(ref.rs, ref.ss, v.Span)
+		defer tCtx.Close()
+		if e.ottlCondition != nil {
+			holds, err := e.ottlCondition.Eval(ctx, tCtx)
+			if err != nil {
+				return result{err: err}, outcomeError
+			}
+			if holds {
+				value = 1
+			}
+			break
+		}
+		n, ok, err := ottlNumber(ctx, e.ottlValue, tCtx)
+		if err != nil {
+			return result{err: err}, outcomeError
+		}
+		if !ok {
+			return result{}, outcomeSkipped
+		}
+		value, measure, hasMeasure = n, n, true
+	case e.measure != nil:
 		m, ok := e.measure(v)
 		if !ok {
 			return result{}, outcomeSkipped
 		}
 		if math.IsNaN(m) || math.IsInf(m, 0) {
-			return result{}, outcomeError
+			return result{err: errNotANumber{m}}, outcomeError
 		}
 		measure, hasMeasure = m, true
 		if e.dataType == scorerecord.DataTypeNumeric {
@@ -62,7 +98,7 @@ func (e *evaluator) evaluate(v *observation.View) (result, outcome) {
 		} else if (e.above != nil && m > *e.above) || (e.below != nil && m < *e.below) {
 			value = 1
 		}
-	} else {
+	default:
 		holds, ok := e.predicate(v)
 		if !ok {
 			return result{}, outcomeSkipped
