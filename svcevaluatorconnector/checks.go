@@ -2,9 +2,12 @@ package svcevaluatorconnector
 
 import (
 	"encoding/json"
+	"errors"
 	"regexp"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/svc/svc-collector/pkg/observation"
 )
@@ -46,5 +49,40 @@ func regexpCheck(re *regexp.Regexp, field func(*observation.View) (string, bool)
 			return false, false
 		}
 		return re.MatchString(s) == want, true
+	}
+}
+
+// compileJSONSchema reads and resolves a JSON Schema given as JSON text.
+func compileJSONSchema(text string) (*jsonschema.Resolved, error) {
+	var schema jsonschema.Schema
+	if err := json.Unmarshal([]byte(text), &schema); err != nil {
+		return nil, err
+	}
+	if schema.Schema == "" {
+		// The draft the library validates by default; a schema may name draft-07 instead.
+		schema.Schema = "https://json-schema.org/draft/2020-12/schema"
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return nil, err
+	}
+	if resolved == nil {
+		return nil, errors.New("empty schema")
+	}
+	return resolved, nil
+}
+
+// conformingJSONOutput holds when the output is valid JSON that conforms to schema.
+func conformingJSONOutput(schema *jsonschema.Resolved) func(*observation.View) (bool, bool) {
+	return func(v *observation.View) (bool, bool) {
+		out, ok := v.Output()
+		if !ok {
+			return false, false
+		}
+		var instance any
+		if json.Unmarshal([]byte(out), &instance) != nil {
+			return false, true
+		}
+		return schema.Validate(instance) == nil, true
 	}
 }

@@ -54,6 +54,9 @@ type CheckConfig struct {
 	Error bool `mapstructure:"error"`
 	// JSONOutput is true for the check "the output is valid JSON".
 	JSONOutput bool `mapstructure:"json_output"`
+	// JSONSchema (with JSONOutput) is a JSON Schema (draft 2020-12 or draft-07, as JSON text,
+	// no remote $ref) the output must also conform to.
+	JSONSchema string `mapstructure:"json_schema"`
 	// Regular expressions (Go RE2 syntax) the input or output matches / does not match.
 	OutputMatches    string `mapstructure:"output_matches"`
 	OutputNotMatches string `mapstructure:"output_not_matches"`
@@ -214,7 +217,16 @@ func (c CheckConfig) compile(ev *evaluator) error {
 	if c.Error {
 		predicate("error", errorStatus)
 	}
-	if c.JSONOutput {
+	switch {
+	case c.JSONSchema != "" && !c.JSONOutput:
+		errs = append(errs, errors.New("json_schema applies to json_output: set json_output: true"))
+	case c.JSONSchema != "":
+		schema, err := compileJSONSchema(c.JSONSchema)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("json_schema: %w", err))
+		}
+		predicate("json_output", conformingJSONOutput(schema))
+	case c.JSONOutput:
 		predicate("json_output", validJSONOutput)
 	}
 	if c.OutputMatches != "" {

@@ -53,6 +53,11 @@ func TestLoadConfig(t *testing.T) {
 		}}},
 		{name: "ottl_bad_condition", wantErr: "evaluators[0] (e): check: ottl_condition: "},
 		{name: "ottl_bad_function", wantErr: `evaluators[0] (e): check: ottl_condition: `},
+		{name: "json_schema", want: &Config{SampleRate: 1, Evaluators: []EvaluatorConfig{{Name: "plan_contract", Check: CheckConfig{
+			JSONOutput: true, JSONSchema: `{"type":"object","required":["plan"],"properties":{"plan":{"type":"array","items":{"type":"string"}}}}`,
+		}}}}},
+		{name: "json_schema_alone", wantErr: "evaluators[0] (e): check: json_schema applies to json_output: set json_output: true"},
+		{name: "json_schema_bad", wantErr: "evaluators[0] (e): check: json_schema: "},
 		{name: "ottl_value_boolean", wantErr: "check.ottl_value makes a NUMERIC score; for a BOOLEAN one write an ottl_condition"},
 	}
 	for _, tt := range tests {

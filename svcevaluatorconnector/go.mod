@@ -3,6 +3,7 @@ module github.com/svc/svc-collector/svcevaluatorconnector
 go 1.26.0
 
 require (
+	github.com/google/jsonschema-go v0.4.3
 	github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl v0.161.0
 	github.com/stretchr/testify v1.12.1
 	github.com/svc/svc-collector/pkg v0.0.0
