@@ -99,6 +99,38 @@ func BenchmarkEvaluators(b *testing.B) {
 	}
 }
 
+// BenchmarkEvaluatorsAlone is the evaluators' own cost on the batch as the span path hands it
+// over (after svcspanfilter and svcmetadata): the difference the pipeline benchmark measures,
+// without the pipeline's noise.
+func BenchmarkEvaluatorsAlone(b *testing.B) {
+	for _, tc := range []struct {
+		name      string
+		withRegex bool
+	}{{"5evaluators", false}, {"5evaluators_regexp", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			sink := &consumertest.TracesSink{}
+			meta := newSvcMetadata(b, sink)
+			if err := newSvcSpanFilterTo(b, meta).ConsumeTraces(context.Background(), metadataBatch()); err != nil {
+				b.Fatal(err)
+			}
+			if sink.SpanCount() != metadataSpansPerBatch {
+				b.Fatalf("%d spans came out of the span path, want %d", sink.SpanCount(), metadataSpansPerBatch)
+			}
+			batch := sink.AllTraces()[0]
+			ev := newSvcEvaluator(b, tc.withRegex)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := ev.ConsumeTraces(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*metadataSpansPerBatch), "ns/span")
+		})
+	}
+}
+
 // The evaluators make the scores the cookbook promises on the benchmark's batch: the benchmark
 // measures real work.
 func TestEvaluatorsBenchmarkScores(t *testing.T) {

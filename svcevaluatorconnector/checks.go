@@ -23,6 +23,29 @@ func outputLength(v *observation.View) (float64, bool) {
 	return float64(utf8.RuneCountInString(out)), ok
 }
 
+// boundedOutputLength is outputLength for a BOOLEAN threshold: it counts at most limit+1
+// characters, which decides "above limit-or-less" as well as the full count does, without
+// reading the rest of a long output.
+func boundedOutputLength(limit int) func(v *observation.View) (float64, bool) {
+	return func(v *observation.View) (float64, bool) {
+		out, ok := v.Output()
+		if !ok {
+			return 0, false
+		}
+		if len(out) <= limit {
+			// Never more characters than bytes: the exact count is cheap and within the limit.
+			return float64(utf8.RuneCountInString(out)), true
+		}
+		n := 0
+		for range out {
+			if n++; n > limit {
+				break
+			}
+		}
+		return float64(n), true
+	}
+}
+
 func totalTokens(v *observation.View) (float64, bool) {
 	_, _, total, ok := v.Usage()
 	return total, ok

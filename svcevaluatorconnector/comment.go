@@ -61,6 +61,16 @@ type commentValues struct {
 	threshold                   string
 }
 
+// uses reports whether the template names the placeholder.
+func (t commentTemplate) uses(field string) bool {
+	for _, p := range t {
+		if p.field == field {
+			return true
+		}
+	}
+	return false
+}
+
 func (t commentTemplate) render(v commentValues) string {
 	if len(t) == 0 {
 		return ""

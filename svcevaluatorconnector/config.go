@@ -167,6 +167,19 @@ func compileEvaluator(cfg EvaluatorConfig) (*evaluator, error) {
 	if err := cfg.Check.compile(ev); err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
+	if ev.check == "output_length" && ev.dataType == scorerecord.DataTypeBoolean && !ev.comment.uses("measure") {
+		// Only the threshold's side matters: count no further than it.
+		limit := 0.0
+		if ev.above != nil {
+			limit = *ev.above + 1
+		}
+		if ev.below != nil {
+			limit = max(limit, *ev.below)
+		}
+		if limit >= 0 && limit < math.MaxInt32 {
+			ev.measure = boundedOutputLength(int(math.Ceil(limit)))
+		}
+	}
 	numeric := ev.dataType == scorerecord.DataTypeNumeric
 	switch {
 	case ev.ottlValue != nil && !numeric:

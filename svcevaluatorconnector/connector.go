@@ -27,6 +27,8 @@ const ScopeName = "github.com/svc/svc-collector/svcevaluatorconnector"
 // MetadataEvaluator is the score metadata key that names the evaluator that made a score.
 const MetadataEvaluator = "evaluator"
 
+const metadataEvaluatorAttr = scorerecord.AttrMetadataPrefix + MetadataEvaluator
+
 // idNamespace starts every score id of the connector, so that no id of an evaluator can equal
 // an id derived for another kind of score.
 const idNamespace = "svcevaluator"
@@ -91,6 +93,7 @@ func (c *evaluatorConnector) Shutdown(context.Context) error {
 
 // batch gathers the scores of one consumed batch and the counts of its evaluations.
 type batch struct {
+	now      pcommon.Timestamp // when the batch arrived: the records' observed time
 	out      plog.Logs
 	outcomes [][numOutcomes]int64
 	scored   []int64
@@ -124,6 +127,7 @@ func (c *evaluatorConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces
 	now := time.Now()
 	c.markExperimentTraces(td, now)
 	b := &batch{
+		now:      pcommon.NewTimestampFromTime(now),
 		out:      plog.NewLogs(),
 		outcomes: make([][numOutcomes]int64, len(c.evaluators)),
 		scored:   make([]int64, len(c.evaluators)),
@@ -170,7 +174,7 @@ func (c *evaluatorConnector) evaluateSpan(ctx context.Context, b *batch, v *obse
 		if o != outcomeScored {
 			continue
 		}
-		c.writeScore(b.record(v.Resource), ev, v, r)
+		c.writeScore(b.record(v.Resource), ev, v, r, b.now)
 		b.scored[i]++
 	}
 }
@@ -178,7 +182,7 @@ func (c *evaluatorConnector) evaluateSpan(ctx context.Context, b *batch, v *obse
 // writeScore fills lr with the score record of one evaluation. Its id is derived from the trace
 // id, the span id and the evaluator's name: a resent span makes the same score again, which the
 // platform stores once.
-func (c *evaluatorConnector) writeScore(lr plog.LogRecord, ev *evaluator, v *observation.View, r result) {
+func (c *evaluatorConnector) writeScore(lr plog.LogRecord, ev *evaluator, v *observation.View, r result, now pcommon.Timestamp) {
 	span := v.Span
 	s := scorerecord.Score{
 		ID:            scorerecord.DeterministicID(idNamespace, span.TraceID().String(), span.SpanID().String(), ev.name),
@@ -189,18 +193,19 @@ func (c *evaluatorConnector) writeScore(lr plog.LogRecord, ev *evaluator, v *obs
 		DataType:      ev.dataType,
 		Comment:       r.comment,
 		Environment:   environment(v),
-		Metadata:      pcommon.NewMap(),
 		Timestamp:     span.EndTimestamp(),
 	}
 	if ev.traceLevel {
 		s.ObservationID = pcommon.SpanID{}
 	}
 	if s.Timestamp == 0 {
-		s.Timestamp = pcommon.NewTimestampFromTime(time.Now())
+		s.Timestamp = now
 	}
-	s.Metadata.PutStr(MetadataEvaluator, ev.name)
 	scorerecord.Write(lr, s)
-	lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+	// The score's metadata.evaluator, written as the record attribute it becomes: no map to
+	// build and copy per score.
+	lr.Attributes().PutStr(metadataEvaluatorAttr, ev.name)
+	lr.SetObservedTimestamp(now)
 }
 
 // environment is svc.environment of the span, else of its resource, else "" (the platform's
