@@ -30,7 +30,7 @@ func evaluatorsConfig(tb testing.TB, refusalRegexp bool) *svcevaluatorconnector.
 		"check": map[string]any{"output_length": map[string]any{"below": 10}}}
 	if refusalRegexp {
 		refusal = map[string]any{"name": "refusal", "filter": generationsFilter,
-			"check": map[string]any{"output_matches": `(?i)(I'm sorry|I am sorry|I cannot help|I can't help|I am unable to)`},
+			"check": map[string]any{"output_matches": `(?i)^\W*(I'm sorry|I am sorry|I apologi[sz]e|I can't|I cannot|I won't|I'm unable|I am unable)\b`},
 			"score": map[string]any{"only_when_true": true}}
 	}
 	loadConfig(tb, cfg, map[string]any{"evaluators": []any{

@@ -185,7 +185,7 @@ func (c *evaluatorConnector) evaluateSpan(ctx context.Context, b *batch, v *obse
 func (c *evaluatorConnector) writeScore(lr plog.LogRecord, ev *evaluator, v *observation.View, r result, now pcommon.Timestamp) {
 	span := v.Span
 	s := scorerecord.Score{
-		ID:            scorerecord.DeterministicID(idNamespace, span.TraceID().String(), span.SpanID().String(), ev.name),
+		ID:            scorerecord.KeyedID(idNamespace, span.TraceID(), span.SpanID(), ev.name),
 		TraceID:       span.TraceID(),
 		ObservationID: span.SpanID(),
 		Name:          ev.scoreName,
