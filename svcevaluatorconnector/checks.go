@@ -60,8 +60,28 @@ func validJSONOutput(v *observation.View) (bool, bool) {
 	if !ok {
 		return false, false
 	}
+	if !mayStartJSON(out) {
+		// Prose, the common invalid output: answered without json.Valid, which builds an
+		// error value for every invalid text.
+		return false, true
+	}
 	// json.Valid reads the bytes only; no copy of a possibly large output.
 	return json.Valid(unsafe.Slice(unsafe.StringData(out), len(out))), true
+}
+
+// mayStartJSON reports whether the first character after white space can start a JSON value.
+func mayStartJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{', '[', '"', 't', 'f', 'n', '-':
+			return true
+		default:
+			return c >= '0' && c <= '9'
+		}
+	}
+	return false
 }
 
 // regexpCheck holds when field matches re (want true) or does not match it (want false).

@@ -1,6 +1,7 @@
 package svcevaluatorconnector
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -42,6 +43,14 @@ func TestBoundedOutputLengthDecidesAsTheFullCount(t *testing.T) {
 					t.Errorf("%s %v on %d characters: got %v, want %v", cfg.Name, above, int(full), got.value, want)
 				}
 			}
+		}
+	}
+}
+
+func TestMayStartJSONAgreesWithValid(t *testing.T) {
+	for _, s := range []string{"", "  ", "{}", " [1]", "\n\"x\"", "true", "false", "null", "-1", "0", "7.5", "prose", "I can't", "<xml/>", "'single'", "\t{", "}"} {
+		if json.Valid([]byte(s)) && !mayStartJSON(s) {
+			t.Errorf("%q is valid JSON but mayStartJSON says no", s)
 		}
 	}
 }
