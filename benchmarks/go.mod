@@ -6,11 +6,17 @@ require (
 	github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor v0.161.0
 	github.com/open-telemetry/opentelemetry-collector-contrib/processor/redactionprocessor v0.161.0
 	github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor v0.161.0
+	go.opentelemetry.io/collector/connector/connectortest v0.164.0
 	go.opentelemetry.io/collector/processor/processortest v0.164.0
 )
 
 require (
+	go.opentelemetry.io/collector/connector v0.164.0 // indirect
+	go.opentelemetry.io/collector/connector/xconnector v0.164.0 // indirect
 	go.opentelemetry.io/collector/consumer/consumererror v0.164.0 // indirect
+	go.opentelemetry.io/collector/extension v1.70.0 // indirect
+	go.opentelemetry.io/collector/extension/xextension v0.164.0 // indirect
+	go.opentelemetry.io/collector/internal/fanoutconsumer v0.164.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260706201446-f0a921348800 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
@@ -61,6 +67,7 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/svc/svc-collector/pkg v0.0.0
+	github.com/svc/svc-collector/svcevaluatorconnector v0.0.0
 	github.com/svc/svc-collector/svcmetadataprocessor v0.0.0
 	github.com/svc/svc-collector/svcspanfilterprocessor v0.0.0
 	github.com/twmb/murmur3 v1.1.8 // indirect
@@ -111,3 +118,5 @@ replace github.com/svc/svc-collector/svcmetadataprocessor => ../svcmetadataproce
 replace github.com/svc/svc-collector/pkg => ../pkg
 
 replace github.com/svc/svc-collector/svcspanfilterprocessor => ../svcspanfilterprocessor
+
+replace github.com/svc/svc-collector/svcevaluatorconnector => ../svcevaluatorconnector

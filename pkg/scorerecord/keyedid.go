@@ -1,0 +1,26 @@
+package scorerecord
+
+import (
+	"encoding/hex"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// KeyedID is DeterministicID(namespace, trace id, span id, key) with the ids as lower-case hex
+// ("" when empty), derived without building those strings: for producers that derive an id per
+// span and rule (the svcevaluator connector: one score per span and evaluator). The same span
+// resent yields the same id.
+func KeyedID(namespace string, traceID pcommon.TraceID, spanID pcommon.SpanID, key string) string {
+	var stack [256]byte
+	buf := appendPart(stack[:0], namespace)
+	if !traceID.IsEmpty() {
+		buf = hex.AppendEncode(buf, traceID[:])
+	}
+	buf = append(buf, 0)
+	if !spanID.IsEmpty() {
+		buf = hex.AppendEncode(buf, spanID[:])
+	}
+	buf = append(buf, 0)
+	buf = appendPart(buf, key)
+	return idOf(buf)
+}
