@@ -222,8 +222,9 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 
 // TestDistributionConfigsLoad: the default config and every example overlay in distribution/
 // load in the built binary, so the documented commands work as written.
-// wholeConfig reports whether an example is a complete configuration (it defines pipelines)
-// rather than an overlay on distribution/config.yaml.
+// wholeConfig reports whether an example is a complete configuration (it defines its own
+// receivers and pipelines) rather than an overlay on distribution/config.yaml (which may add
+// receivers, as receiver-token.yaml does, or pipelines, as evaluators.yaml does, but not both).
 func wholeConfig(t *testing.T, path string) bool {
 	if path == "" {
 		return false
@@ -232,7 +233,8 @@ func wholeConfig(t *testing.T, path string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Contains(string(b), "\n  pipelines:")
+	text := "\n" + string(b)
+	return strings.Contains(text, "\nreceivers:") && strings.Contains(text, "\n  pipelines:")
 }
 
 func TestDistributionConfigsLoad(t *testing.T) {
