@@ -27,7 +27,7 @@ type CurveOptions struct {
 	Enabled bool
 	// PromptSizes are the sizes of each LLM input and output for the CPU-per-span curve;
 	// default 1 KiB, 16 KiB, 128 KiB, 1 MiB. PromptBytes bounds what one point sends (default
-	// 16 MiB) and PromptSpans its spans (default 4000).
+	// 16 MiB) and PromptSpans its spans (default 8000).
 	PromptSizes              []int
 	PromptBytes, PromptSpans int
 	// OpenTraces are the numbers of long-running agent traces open at once for the peak RSS
@@ -53,7 +53,7 @@ func (o CurveOptions) withDefaults() CurveOptions {
 		o.PromptBytes = 16 << 20
 	}
 	if o.PromptSpans <= 0 {
-		o.PromptSpans = 4000
+		o.PromptSpans = 8000
 	}
 	if len(o.OpenTraces) == 0 {
 		o.OpenTraces = []int{1000, 5000, 20000, 50000}

@@ -37,13 +37,14 @@ func main() {
 	protocol := flag.String("protocol", loadgen.ProtocolHTTP, "OTLP protocol of the sender: http or grpc")
 	seed := flag.Uint64("seed", 1, "workload seed")
 	mix := flag.Bool("mix", true, "LLM spans in the shapes of six instrumentations (Vercel AI SDK, OpenLLMetry, OpenInference, GenAI semconv old and new, svc SDK); false: GenAI semconv only")
-	step := flag.Duration("step", 10*time.Second, "duration of each step of the sustained-rate search")
-	startRate := flag.Float64("start-rate", 250, "first step of the rate search, spans/s")
+	step := flag.Duration("step", 6*time.Second, "duration of each step of the sustained-rate search")
+	startRate := flag.Float64("start-rate", 500, "first step of the rate search, spans/s")
 	maxRate := flag.Float64("max-rate", 64000, "highest step of the rate search, spans/s")
 	refinements := flag.Int("refinements", 2, "bisection steps after the first failed step (-1: none)")
-	drain := flag.Duration("drain", 8*time.Second, "how long after a step the platform may still be receiving its spans")
+	drain := flag.Duration("drain", 10*time.Second, "how long after a step the platform may still be receiving its spans (A holds content-candidate spans up to content_join.wait, 5s)")
 	fixedRate := flag.Float64("fixed-rate", 0, "rate of the fixed run, spans/s (0: half the lowest sustained rate)")
-	fixedDuration := flag.Duration("fixed", 20*time.Second, "duration of each fixed run")
+	fixedDuration := flag.Duration("fixed", 12*time.Second, "duration of each fixed run")
+	idle := flag.Duration("idle", 3*time.Second, "idle CPU measurement before each fixed run")
 	rounds := flag.Int("rounds", 3, "fixed runs per build, the builds taking turns (the report takes medians)")
 	concurrency := flag.Int("concurrency", 4, "requests in flight")
 	timeout := flag.Duration("timeout", 16*time.Minute, "upper bound of the whole run")
@@ -71,7 +72,7 @@ func main() {
 		return
 	}
 	if *quick {
-		*step, *refinements, *fixedDuration, *drain, *rounds = 3*time.Second, -1, 6*time.Second, 5*time.Second, 1
+		*step, *refinements, *fixedDuration, *drain, *rounds = 3*time.Second, -1, 6*time.Second, 8*time.Second, 1
 	}
 	curveOpts := bench.CurveOptions{Enabled: *curves, SVCOtelcol: *svcBin}
 	if *quick {
@@ -96,6 +97,7 @@ func main() {
 		FixedRate:     *fixedRate,
 		FixedDuration: *fixedDuration,
 		Rounds:        *rounds,
+		IdleWindow:    *idle,
 		Pin:           pinning,
 		Curves:        curveOpts,
 		Log:           os.Stderr,
