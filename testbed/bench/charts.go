@@ -39,8 +39,23 @@ func heldStep(res Result) (Step, bool) {
 	return out, ok
 }
 
-// headlineMarkdown writes how the run was pinned and the per-core rates.
+// headlineMarkdown writes the ratios that matter most in one table, how the run was pinned and
+// the per-core rates.
 func (r Report) headlineMarkdown(p func(string, ...any)) {
+	if a, ok := r.Result("A"); ok {
+		p("**Headline ratios** (below 1: A uses less, or gets through less for the rate columns):")
+		p("")
+		p("| ratio | CPU per input span | peak RSS, fixed run | sustained input rate%s | spans per collector CPU-second |", map[bool]string{true: " on one core", false: ""}[r.Config.Pin.Enabled])
+		p("|---|---:|---:|---:|---:|")
+		for _, o := range r.Results {
+			if o.Build.Name == "A" {
+				continue
+			}
+			p("| A/%s | %.2f | %.2f | %.2f | %.2f |", o.Build.Name, ratio(a.CPUPer100k, o.CPUPer100k), ratio(float64(a.PeakRSS), float64(o.PeakRSS)),
+				ratio(a.Sustained, o.Sustained), ratio(PerCore(a), PerCore(o)))
+		}
+		p("")
+	}
 	p("**Pinning:** %s.", r.Config.Pin.Describe())
 	p("")
 	p("| build | sustained input rate (spans/s)%s | spans per collector CPU-second at the highest rate held | collector / sender CPU at that step (cores) | first failed step: what ran out |", map[bool]string{true: " on one collector core", false: ""}[r.Config.Pin.Enabled])

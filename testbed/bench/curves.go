@@ -31,7 +31,7 @@ type CurveOptions struct {
 	PromptSizes              []int
 	PromptBytes, PromptSpans int
 	// OpenTraces are the numbers of long-running agent traces open at once for the peak RSS
-	// curve; default 1000, 5000, 20000, 50000.
+	// curve; default 1000, 10000, 50000.
 	OpenTraces []int
 	// ScoreEvents are the evaluation events per span for the scores curve (default 1, 4, 16);
 	// Scores the scores each point sends (default 20000).
@@ -56,7 +56,7 @@ func (o CurveOptions) withDefaults() CurveOptions {
 		o.PromptSpans = 8000
 	}
 	if len(o.OpenTraces) == 0 {
-		o.OpenTraces = []int{1000, 5000, 20000, 50000}
+		o.OpenTraces = []int{1000, 10000, 50000}
 	}
 	if len(o.ScoreEvents) == 0 {
 		o.ScoreEvents = []int{1, 4, 16}
