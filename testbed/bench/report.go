@@ -150,7 +150,11 @@ func (r Report) Markdown(chart string) string {
 	p("- **CPU, memory, bytes.** Fixed runs, %d rounds in which the builds take turns, each run with a fresh collector, on the same traces (same sequence numbers) at %.0f spans/s (half the lowest sustained rate, so that every build keeps up) for about %s; the table gives the median of the rounds. CPU is utime+stime from `/proc/<pid>/stat` from the first request until the platform held everything; idle is the collector's CPU use per second measured for %s before the load, times the run's duration (the ratio \"idle use taken out\" compares the rest); peak RSS is `VmHWM` from `/proc/<pid>/status` at the end; bytes are the request bodies the platform received, as sent (gzip).",
 		cfg.Rounds, fixedRate(r), cfg.FixedDuration, cfg.IdleWindow)
 	p("- **Same spans.** The platform counts deliveries per (trace id, span id); every expected span id of every accepted trace is looked up, and the platform's count of distinct spans must equal the matches (nothing unexpected).")
-	p("- **The sender shares the machine.** The load generator and the local platform run in the driver process: it used %.1f s of CPU over the whole run. When a build's sustained rate is close to where the sender itself runs out of CPU, the rate ratio understates the difference between builds.", r.DriverCPU.Seconds())
+	if r.Config.Pin.Enabled {
+		p("- **Sender and collector apart.** %s. The sender is cheap: every request is a pre-encoded OTLP body of whole traces from the pool with fresh trace and span ids and times written into its bytes, no encoding per request. The driver used %.1f s of CPU over the whole run; its CPU per step is in \"Rate search: who had the CPU\".", r.Config.Pin.Describe(), r.DriverCPU.Seconds())
+	} else {
+		p("- **The sender shares the machine.** The load generator and the local platform run in the driver process: it used %.1f s of CPU over the whole run. When a build's sustained rate is close to where the sender itself runs out of CPU, the rate ratio understates the difference between builds.", r.DriverCPU.Seconds())
+	}
 	p("")
 	p("## Rate search steps")
 	p("")
