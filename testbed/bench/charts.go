@@ -172,7 +172,7 @@ func (r Report) curvesMarkdown(p func(string, ...any)) {
 		p("")
 		p("The functions with the most CPU of their own (flat), to check the attribution (the raw profile: `%s`, `go tool pprof -top %s`):", profileFile, profileFile)
 		p("")
-		p("| function | stage | CPU (s) |")
+		p("| function | its CPU by stage | CPU (s) |")
 		p("|---|---|---:|")
 		for _, f := range s.Top {
 			p("| `%s` | %s | %.2f |", f.Function, f.Stage, f.CPU.Seconds())
@@ -270,6 +270,8 @@ func lineChart(title, xLabel, yLabel string, logX, logY bool, series []chartSeri
 	}
 	if !logY {
 		y0 = 0
+	} else {
+		y0 = math.Floor(y0) // down to a power of ten, which gets a tick
 	}
 	if x1 <= x0 {
 		x1 = x0 + 1
@@ -299,15 +301,10 @@ func lineChart(title, xLabel, yLabel string, logX, logY bool, series []chartSeri
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.0f" stroke="#e2e8f0"/>`+"\n", px(x), top, px(x), float64(top)+ph)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n", px(x), float64(top)+ph+16, html.EscapeString(axisLabel(x, strings.Contains(xLabel, "size"))))
 	}
-	for i := 0; i <= 4; i++ {
-		tv := y0 + (y1-y0)*float64(i)/4
-		v := tv
-		if logY {
-			v = math.Pow(10, tv)
-		}
+	for _, v := range yTicks(y0, y1, logY) {
 		y := py(v)
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#e2e8f0"/>`+"\n", left, y, float64(left)+pw, y)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+4, html.EscapeString(short(v)))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+4, html.EscapeString(axisLabel(v, false)))
 	}
 	fmt.Fprintf(&b, `<text x="%.0f" y="%d" text-anchor="middle" fill="#333">%s</text>`+"\n", float64(left)+pw/2, h-bottom+36, html.EscapeString(xLabel))
 	fmt.Fprintf(&b, `<text transform="translate(18,%.0f) rotate(-90)" text-anchor="middle" fill="#333">%s</text>`+"\n", float64(top)+ph/2, html.EscapeString(yLabel))
@@ -334,12 +331,50 @@ func lineChart(title, xLabel, yLabel string, logX, logY bool, series []chartSeri
 	return b.String()
 }
 
+// yTicks are round values in the axis' range: powers of ten (and 2×, 5× when few) on a log axis,
+// multiples of 1, 2 or 5 × a power of ten on a linear one.
+func yTicks(lo, hi float64, log bool) []float64 {
+	var out []float64
+	if log {
+		for _, m := range [][]float64{{1}, {1, 2, 5}} {
+			out = out[:0]
+			for k := math.Floor(lo); k <= math.Ceil(hi); k++ {
+				for _, f := range m {
+					if v := f * math.Pow(10, k); math.Log10(v) >= lo-1e-9 && math.Log10(v) <= hi+1e-9 {
+						out = append(out, v)
+					}
+				}
+			}
+			if len(out) >= 3 {
+				break
+			}
+		}
+		return out
+	}
+	raw := (hi - lo) / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, f := range []float64{1, 2, 5, 10} {
+		if f*mag >= raw {
+			step = f * mag
+			break
+		}
+	}
+	for v := math.Ceil(lo/step) * step; v <= hi+1e-9; v += step {
+		out = append(out, v)
+	}
+	return out
+}
+
 func axisLabel(x float64, isBytes bool) string {
 	if isBytes && x == math.Trunc(x) {
 		return bytesLabel(int(x))
 	}
 	if x >= 1000 && math.Mod(x, 1000) == 0 {
 		return fmt.Sprintf("%.0fk", x/1000)
+	}
+	if x == math.Trunc(x) {
+		return fmt.Sprintf("%.0f", x)
 	}
 	return short(x)
 }

@@ -34,7 +34,7 @@ type CurveOptions struct {
 	// curve; default 1000, 10000, 50000.
 	OpenTraces []int
 	// ScoreEvents are the evaluation events per span for the scores curve (default 1, 4, 16);
-	// Scores the scores each point sends (default 20000).
+	// Scores the scores each point sends (default 60000).
 	ScoreEvents []int
 	Scores      int
 	// ProfileDuration is how long the CPU profile of A by stage samples; default 10s. 0 with
@@ -62,7 +62,7 @@ func (o CurveOptions) withDefaults() CurveOptions {
 		o.ScoreEvents = []int{1, 4, 16}
 	}
 	if o.Scores <= 0 {
-		o.Scores = 20000
+		o.Scores = 60000
 	}
 	if o.ProfileDuration <= 0 {
 		o.ProfileDuration = 10 * time.Second

@@ -116,28 +116,43 @@ func SplitByStage(p *profile.Profile) (total time.Duration, stages []StageShare,
 	return time.Duration(sum), stages, nil
 }
 
-// topFunctions returns the n functions with the most CPU of their own, with their samples' stage
-// (the stage of the first sample of the function's, its callers may differ).
+// topFunctions returns the n functions with the most CPU of their own, each with the stages its
+// samples went to, largest first (a runtime function such as memmove serves every stage).
 func topFunctions(p *profile.Profile, n int) []TopFunction {
 	idx := len(p.SampleType) - 1
 	flat := map[string]int64{}
-	stage := map[string]string{}
+	stages := map[string]map[string]int64{}
 	for _, s := range p.Sample {
 		if len(s.Location) == 0 || len(s.Location[0].Line) == 0 || s.Location[0].Line[0].Function == nil {
 			continue
 		}
 		name := s.Location[0].Line[0].Function.Name
 		flat[name] += s.Value[idx]
-		if _, ok := stage[name]; !ok {
-			stage[name] = stageOf(s.Location)
+		if stages[name] == nil {
+			stages[name] = map[string]int64{}
 		}
+		stages[name][stageOf(s.Location)] += s.Value[idx]
 	}
 	var out []TopFunction
 	for name, v := range flat {
-		out = append(out, TopFunction{Function: name, Stage: stage[name], CPU: time.Duration(v)})
+		var parts []string
+		for _, st := range StageOrder {
+			if c := stages[name][st]; c > 0 {
+				parts = append(parts, fmt.Sprintf("%s %.0f%%", st, 100*float64(c)/float64(v)))
+			}
+		}
+		slices.SortStableFunc(parts, func(a, b string) int { return share(b) - share(a) })
+		out = append(out, TopFunction{Function: name, Stage: strings.Join(parts, ", "), CPU: time.Duration(v)})
 	}
 	slices.SortFunc(out, func(a, b TopFunction) int { return int(b.CPU - a.CPU) })
 	return out[:min(n, len(out))]
+}
+
+// share reads the percentage at the end of "stage NN%".
+func share(part string) int {
+	var n int
+	_, _ = fmt.Sscanf(part[strings.LastIndexByte(part, ' ')+1:], "%d%%", &n)
+	return n
 }
 
 // profileStages runs build A with the pprof extension on a free port under load (60% of its
