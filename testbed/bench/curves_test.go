@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"context"
 	"encoding/xml"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,5 +159,73 @@ func TestWriteCurves(t *testing.T) {
 		if n != lines {
 			t.Errorf("%s has %d lines, want %d", file, n, lines)
 		}
+	}
+}
+
+// The open-trace curve's requests hold, per trace, a kept LLM span whose parent is not in the
+// request and a dropped HTTP call below it; distinct ids across requests.
+func TestOpenTracesRequest(t *testing.T) {
+	seen := map[string]bool{}
+	for _, first := range []int{0, 250} {
+		req := openTracesRequest(first, 250, 1e18)
+		scopes := req.ResourceSpans[0].ScopeSpans
+		if len(scopes) != 2 || len(scopes[0].Spans) != 250 || len(scopes[1].Spans) != 250 {
+			t.Fatalf("scopes %d, spans %d/%d", len(scopes), len(scopes[0].Spans), len(scopes[1].Spans))
+		}
+		ids := map[string]bool{}
+		for _, ss := range scopes {
+			for _, s := range ss.Spans {
+				ids[string(s.SpanId)] = true
+				if seen[string(s.TraceId)+string(s.SpanId)] {
+					t.Fatalf("span id repeated across requests")
+				}
+				seen[string(s.TraceId)+string(s.SpanId)] = true
+			}
+		}
+		for i, llm := range scopes[0].Spans {
+			if ids[string(llm.ParentSpanId)] || len(llm.ParentSpanId) != 8 {
+				t.Fatalf("LLM span %d: its parent must be missing from the request", i)
+			}
+			if http := scopes[1].Spans[i]; string(http.ParentSpanId) != string(llm.SpanId) || string(http.TraceId) != string(llm.TraceId) {
+				t.Fatalf("HTTP span %d is not the LLM span's child", i)
+			}
+		}
+	}
+}
+
+// The scores curve's requests carry k evaluation events per span, each with its own name.
+func TestScoreRequest(t *testing.T) {
+	for _, k := range []int{1, 4, 16} {
+		req := scoreRequest(10, 5, k, 1e18)
+		spans := req.ResourceSpans[0].ScopeSpans[0].Spans
+		if len(spans) != 5 {
+			t.Fatalf("k=%d: %d spans", k, len(spans))
+		}
+		for _, s := range spans {
+			names := map[string]bool{}
+			for _, e := range s.Events {
+				if e.Name != "gen_ai.evaluation.result" {
+					t.Fatalf("event %q", e.Name)
+				}
+				names[e.Attributes[0].Value.GetStringValue()] = true
+			}
+			if len(names) != k {
+				t.Errorf("k=%d: %d distinct evaluation names", k, len(names))
+			}
+		}
+	}
+}
+
+// The collector's own gauges are read from its Prometheus text, with or without labels.
+func TestScrapeGauges(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "# HELP x\n# TYPE otelcol_processor_svcspanfilter_traces_in_memory gauge\n"+
+			"otelcol_processor_svcspanfilter_traces_in_memory{otel_scope_name=\"svcspanfilter\",processor=\"svcspanfilter\"} 50000\n"+
+			"otelcol_processor_svcspanfilter_memory_bytes 1.5e+08\n")
+	}))
+	defer srv.Close()
+	got, ok := scrapeGauges(context.Background(), strings.TrimPrefix(srv.URL, "http://"))
+	if !ok || got["otelcol_processor_svcspanfilter_traces_in_memory"] != 50000 || got["otelcol_processor_svcspanfilter_memory_bytes"] != 1.5e8 {
+		t.Errorf("scrapeGauges = %v, %v", got, ok)
 	}
 }
