@@ -65,7 +65,7 @@ func (r Report) headlineMarkdown(p func(string, ...any)) {
 		failed := ""
 		for _, s := range res.Steps {
 			if !s.Held {
-				failed = fmt.Sprintf("%.0f spans/s: %s", s.Rate, s.RanOut)
+				failed = fmt.Sprintf("%.0f spans/s: %s", s.Rate, whatRanOut(s, r.Config.Pin.Enabled))
 				break
 			}
 		}
@@ -78,13 +78,17 @@ func (r Report) headlineMarkdown(p func(string, ...any)) {
 func (r Report) stepsCPUMarkdown(p func(string, ...any)) {
 	p("## Rate search: who had the CPU")
 	p("")
-	p("Collector and sender (load generator and platform, the driver process) CPU while each step sent, in cores; how busy their CPUs were with anything, other processes of the shared machine included (%s). A failed step is put down to the side that ran out: the collector when it refused, did not answer, or used its CPU (≥ %.2f cores) while the sender had room; the sender in the opposite case; other processes when a pinned CPU was busy without either.", r.Config.Pin.Describe(), saturated)
+	p("Collector and sender (load generator and platform, the driver process) CPU while each step sent, in cores; how busy their CPUs were with anything, other processes of the shared machine included (%s). A failed step is put down to the side that ran out: the collector when it refused, did not answer, or used its CPU (≥ %.2f cores) while the sender had room; the sender in the opposite case; the collector's CPU when other processes kept it busy while the sender needed little (its CPU for the reached rate scaled to the asked rate, under 0.25 cores); both CPUs when both were busy with other processes and neither side can be blamed.", r.Config.Pin.Describe(), saturated)
 	p("")
 	p("| build | asked (spans/s) | accepted | collector cores | collector's CPU busy | sender cores | sender's CPU busy | held | what ran out |")
 	p("|---|---:|---:|---:|---:|---:|---:|---|---|")
 	for _, res := range r.Results {
 		for _, st := range res.Steps {
-			p("| %s | %.0f | %.0f | %.2f | %.0f%% | %.2f | %.0f%% | %v | %s |", res.Build.Name, st.Rate, st.Accepted, st.CollectorCores, 100*st.CollectorCPUBusy, st.DriverCores, 100*st.DriverCPUBusy, st.Held, st.RanOut)
+			ranOut := ""
+			if !st.Held {
+				ranOut = whatRanOut(st, r.Config.Pin.Enabled) // from the figures, so that --render applies the current rule
+			}
+			p("| %s | %.0f | %.0f | %.2f | %.0f%% | %.2f | %.0f%% | %v | %s |", res.Build.Name, st.Rate, st.Accepted, st.CollectorCores, 100*st.CollectorCPUBusy, st.DriverCores, 100*st.DriverCPUBusy, st.Held, ranOut)
 		}
 	}
 	p("")

@@ -177,6 +177,15 @@ func readCPUStat() map[int][2]int64 {
 // saturated is the CPU use, in cores, from which a pinned process counts as out of CPU.
 const saturated = 0.85
 
+// senderNeed estimates the driver's CPU at the rate asked for, from what it used for the rate
+// it reached.
+func senderNeed(st Step) float64 {
+	if st.Accepted <= 0 {
+		return st.DriverCores
+	}
+	return st.DriverCores * st.Rate / st.Accepted
+}
+
 // whatRanOut says which side ran out when a step failed: the collector (its one CPU busy, or
 // refusing), the driver (its CPU busy), or neither (the machine's other load).
 func whatRanOut(st Step, pinned bool) string {
@@ -189,6 +198,10 @@ func whatRanOut(st Step, pinned bool) string {
 		return fmt.Sprintf("sender CPU (%.2f cores, collector %.2f)", st.DriverCores, st.CollectorCores)
 	case pinned && st.DriverCores >= saturated:
 		return fmt.Sprintf("both CPUs (sender %.2f, collector %.2f cores)", st.DriverCores, st.CollectorCores)
+	case pinned && st.CollectorCPUBusy >= 0.95 && senderNeed(st) < 0.25:
+		return fmt.Sprintf("the collector's CPU, busy %.0f%%: the collector had %.2f cores, other processes the rest; the sender needed about %.2f cores for the rate", 100*st.CollectorCPUBusy, st.CollectorCores, senderNeed(st))
+	case pinned && st.CollectorCPUBusy >= 0.95 && st.DriverCPUBusy >= 0.95:
+		return fmt.Sprintf("both pinned CPUs busy (%.0f%%, %.0f%%) with other processes beside the collector (%.2f cores) and the sender (%.2f)", 100*st.CollectorCPUBusy, 100*st.DriverCPUBusy, st.CollectorCores, st.DriverCores)
 	case pinned && st.CollectorCPUBusy >= 0.95:
 		return fmt.Sprintf("the collector's CPU, busy %.0f%% of which the collector used %.2f cores: other processes took the rest", 100*st.CollectorCPUBusy, st.CollectorCores)
 	case pinned && st.DriverCPUBusy >= 0.95:
