@@ -232,7 +232,7 @@ func (r Report) SVG() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, ph+top+bottom+30)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">svc-otelcol (A) vs forwarding floor (B) vs contrib OTTL peer (C)</text>`+"\n", left)
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">svc-otelcol (A; M: nothing on disk) vs forwarding floor (B) vs contrib OTTL peers (C, C2)</text>`+"\n", left)
 	for i, pn := range panels {
 		x0 := left + i*pw
 		maxV := 0.0
