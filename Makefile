@@ -114,10 +114,17 @@ e2e-test:
 	  if [ $$status -ne 0 ]; then tail -n 200 $(BUILD_DIR)/e2e.log; fi; exit $$status
 
 ## bench: Go benchmarks of the components beside contrib, then the load runs of builds A (svc-otelcol),
-## B (forwarding floor) and C (contrib OTTL peer) into testbed/results/bench.{md,svg,json}.
+## M (A with nothing on disk), B (forwarding floor), C and C2 (contrib OTTL peers), collector and
+## driver pinned to CPUs of their own, and the cost curves, into testbed/results/bench.{md,svg,json}
+## and bench-*.svg. A short run to check the machinery (no Go benchmarks, about 4 minutes, results
+## elsewhere): make bench GO_BENCH_COUNT=0 BENCH_ARGS='--quick --out /tmp/bench-quick'
+# One count of the Go benchmarks keeps `make bench` within 20 minutes on two shared cores (they
+# compare in-run, interleaved); raise it on a quiet machine for benchstat.
+GO_BENCH_COUNT ?= 1
+BENCH_ARGS ?= --out results
 bench: build $(PEER)
-	cd benchmarks && $(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee $(BUILD_DIR)/bench-go.txt
-	cd testbed && $(GO) run ./cmd/bench --svc-otelcol $(BIN) --peer $(PEER) --out results 2>&1 | tee $(BUILD_DIR)/bench-load.txt
+	if [ "$(GO_BENCH_COUNT)" != 0 ]; then cd benchmarks && $(GO) test -run '^$$' -bench . -benchmem -count $(GO_BENCH_COUNT) ./... | tee $(BUILD_DIR)/bench-go.txt; fi
+	cd testbed && $(GO) run ./cmd/bench --svc-otelcol $(BIN) --peer $(PEER) $(BENCH_ARGS) 2>&1 | tee $(BUILD_DIR)/bench-load.txt
 
 ## faults: the fault tests with a 60-second outage and longer loads.
 faults: build

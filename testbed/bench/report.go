@@ -35,7 +35,7 @@ func (r Report) Ratios() []Ratio {
 		return nil
 	}
 	var out []Ratio
-	for _, other := range []string{"M", "B", "C"} {
+	for _, other := range []string{"M", "B", "C", "C2"} {
 		o, ok := r.Result(other)
 		if !ok {
 			continue
@@ -54,6 +54,7 @@ func (r Report) Ratios() []Ratio {
 			Ratio{"CPU per input span A/" + other, ratio(a.CPUPer100k, o.CPUPer100k), cpuTarget},
 			Ratio{"CPU per input span, idle use taken out, A/" + other, ratio(a.CPUPer100k-a.IdlePer100k, o.CPUPer100k-o.IdlePer100k), ""},
 			Ratio{"sustained input rate A/" + other, ratio(a.Sustained, o.Sustained), ""},
+			Ratio{"spans per collector CPU-second at the highest rate held A/" + other, ratio(PerCore(a), PerCore(o)), ""},
 			Ratio{"peak RSS (fixed run) A/" + other, ratio(float64(a.PeakRSS), float64(o.PeakRSS)), rssTarget},
 			Ratio{"peak RSS (rate search) A/" + other, ratio(float64(a.LadderPeakRSS), float64(o.LadderPeakRSS)), ""},
 			Ratio{"bytes to the platform A/" + other, ratio(a.BytesPer100k, o.BytesPer100k), ""},
@@ -76,7 +77,7 @@ func (r Report) Markdown(chart string) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	cfg := r.Config
-	p("# Side-by-side load run: svc-otelcol against the forwarding floor and the OTTL peer")
+	p("# Side-by-side load run: svc-otelcol against the forwarding floor and the OTTL peers")
 	p("")
 	p("Run %s, %s, on %s; load average %s at the start, %s at the end. "+
 		"The machine is shared: absolute figures are noisy, the ratios of builds measured one after another in the same run are what to read.",
@@ -120,6 +121,7 @@ func (r Report) Markdown(chart string) string {
 			strings.Join(p50s, ", "), strings.Join(p99s, ", "), res.Latency.Spans)
 	}
 	p("")
+	r.headlineMarkdown(p)
 	p("## Ratios")
 	p("")
 	p("| ratio | value | target |")
@@ -139,6 +141,11 @@ func (r Report) Markdown(chart string) string {
 		p("**Same filter decisions (A and C, fixed run):** %s.", r.SameSpans)
 		p("")
 	}
+	if r.SameSpansC2 != "" {
+		p("**Same filter decisions (A and C2, fixed run):** %s.", r.SameSpansC2)
+		p("")
+	}
+	r.curvesMarkdown(p)
 	p("## Workload")
 	p("")
 	o := r.Workload
@@ -150,10 +157,15 @@ func (r Report) Markdown(chart string) string {
 		o.MetadataMinKeys, o.MetadataMaxKeys, 100*o.PIIShare, r.Shape.ScoresPerTrace, r.Shape.BytesPerTrace/1024,
 		strings.ToUpper(cfg.Protocol), cfg.Concurrency)
 	p("")
+	if o.Mix {
+		p("The two LLM calls of each trace take the attribute shape of one instrumentation, the traces of the pool taking the shapes in turn (`workload.Shapes`): GenAI semantic conventions (`gen_ai.input.messages` / `gen_ai.output.messages`), the earlier conventions (`gen_ai.content.prompt` / `gen_ai.content.completion` events), OpenLLMetry (`gen_ai.prompt.N.*`, `gen_ai.completion.N.*`, `traceloop.association.properties.*`), OpenInference (`input.value`, `output.value`, `llm.input_messages.*`, `llm.output_messages.*`, a `metadata` JSON object), the Vercel AI SDK (scope `ai`, `ai.prompt.messages`, `ai.response.text`, `ai.telemetry.metadata.*`) and the svc SDK for Python v5 (`svc.observation.input` / `output`, metadata as JSON text).")
+		p("")
+	}
 	p("## How it was measured")
 	p("")
 	p("- **Builds.** A: `bin/svc-otelcol` with `distribution/config.yaml` (exporter queue on disk, file_storage). M: A with `--set exporters::svc::sending_queue::storage=null --set processors::svcspanfilter::storage=null` (nothing on disk): A/M is the cost of persistence. B: the same `svc-otelcol` binary (it contains the otlp receiver and the otlphttp exporter) with `testbed/peer/forward-config.yaml`: otlp → memory_limiter → otlphttp (gzip, Basic auth) to the platform's `/api/public/otel/v1/traces`. " +
 		"C: an ocb build of contrib's filter, redaction and transform processors (`testbed/peer/builder-config.yaml`) with `testbed/peer/peer-config.yaml`, run with `--feature-gates=" + LambdaGate + "`; that file lists where C differs from A (no trace integrity, no scores, masks every attribute). " +
+		"C2: the same binary and filter with `testbed/peer/peer-c2-config.yaml`, the strongest hand-written peer: the transform processor masks only the content attributes of each instrumentation (svcmetadata's coverage list) with the six builtin rules' patterns, where A masks every attribute. " +
 		"All three have the same queue (100,000 items), retry and memory limiter settings.")
 	p("- **Sustained input rate.** Steps of %s from %.0f spans/s, doubling until a step fails, then %d bisection steps. A step holds when the collector refused no request (HTTP 429/503, gRPC RESOURCE_EXHAUSTED/UNAVAILABLE) and answered every request, the sender kept 95%% of the rate, and the platform held every span and score the step should deliver %s after its end. A failed step restarts the collector. The value is the highest rate that held, a lower bound within the last bisection interval.",
 		cfg.StepDuration, cfg.StartRate, cfg.Refinements, cfg.DrainTimeout)
@@ -161,7 +173,11 @@ func (r Report) Markdown(chart string) string {
 		cfg.Rounds, fixedRate(r), cfg.FixedDuration, cfg.IdleWindow)
 	p("- **Latency.** The sender notes when it starts each request; the platform notes when it has read each request and keeps, per span id, the time of its first arrival (stats-only: one number per span). A span's latency is the difference; every expected span of every accepted trace is measured, p50 and p99 by nearest rank. Requests carry whole traces, so no span waits in the collector for a parent: each is delivered directly, and the figure is the receive → export path (queue, batching, the journal and the exporter) plus loopback HTTP both ways.")
 	p("- **Same spans.** The platform counts deliveries per (trace id, span id); every expected span id of every accepted trace is looked up, and the platform's count of distinct spans must equal the matches (nothing unexpected).")
-	p("- **The sender shares the machine.** The load generator and the local platform run in the driver process: it used %.1f s of CPU over the whole run. When a build's sustained rate is close to where the sender itself runs out of CPU, the rate ratio understates the difference between builds.", r.DriverCPU.Seconds())
+	if r.Config.Pin.Enabled {
+		p("- **Sender and collector apart.** %s. The sender is cheap: every request is a pre-encoded OTLP body of whole traces from the pool with fresh trace and span ids and times written into its bytes, no encoding per request. The driver used %.1f s of CPU over the whole run; its CPU per step is in \"Rate search: who had the CPU\".", r.Config.Pin.Describe(), r.DriverCPU.Seconds())
+	} else {
+		p("- **The sender shares the machine.** The load generator and the local platform run in the driver process: it used %.1f s of CPU over the whole run. When a build's sustained rate is close to where the sender itself runs out of CPU, the rate ratio understates the difference between builds.", r.DriverCPU.Seconds())
+	}
 	p("")
 	p("## Rate search steps")
 	p("")
@@ -173,6 +189,7 @@ func (r Report) Markdown(chart string) string {
 		}
 	}
 	p("")
+	r.stepsCPUMarkdown(p)
 	p("## Fixed-run accounts")
 	p("")
 	p("| build, round | CPU s per 100k | peak RSS (MiB) | spans sent | accepted | expected | delivered | lost | duplicated | unexpected | scores expected | delivered | lost | duplicated |")
@@ -234,13 +251,13 @@ func (r Report) SVG() string {
 		{"Peak RSS, fixed run", "MiB", func(x Result) float64 { return mib(x.PeakRSS) }},
 		{"To the platform per 100k spans", "MB (gzip)", func(x Result) float64 { return x.BytesPer100k / 1e6 }},
 	}
-	colors := map[string]string{"A": "#2b6cb0", "M": "#63b3ed", "B": "#718096", "C": "#dd6b20"}
+	colors := buildColors
 	const pw, ph, top, bottom, left = 240, 260, 50, 40, 20
 	width := 2*left + len(panels)*pw
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, ph+top+bottom+30)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">svc-otelcol (A) vs forwarding floor (B) vs contrib OTTL peer (C)</text>`+"\n", left)
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">svc-otelcol (A; M: nothing on disk) vs forwarding floor (B) vs contrib OTTL peers (C, C2)</text>`+"\n", left)
 	for i, pn := range panels {
 		x0 := left + i*pw
 		maxV := 0.0
@@ -304,6 +321,9 @@ func (r Report) Write(dir string) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "bench.md"), []byte(r.Markdown("bench.svg")), 0o644); err != nil {
+		return err
+	}
+	if err := r.writeCharts(dir); err != nil {
 		return err
 	}
 	raw, err := json.MarshalIndent(r, "", "  ")

@@ -104,6 +104,18 @@ func Peer(binary string) Build {
 	}
 }
 
+// TargetedPeer is build C2, the strongest pipeline a user would write from contrib: the same
+// binary, filter and metadata encoding as C, masking with the transform processor on the content
+// attributes of each instrumentation only (testbed/peer/peer-c2-config.yaml).
+func TargetedPeer(binary string) Build {
+	return Build{
+		Name: "C2", Title: "contrib OTTL peer: filter + transform, masking only the content attributes",
+		Binary: binary, Args: []string{"--feature-gates=" + LambdaGate},
+		Configs:  []string{filepath.Join(PeerDir(), "peer-c2-config.yaml")},
+		Delivers: GenAISpans,
+	}
+}
+
 // RigOptions adjust a rig.
 type RigOptions struct {
 	// StatsOnly keeps only ids and counts at the platform (load runs).

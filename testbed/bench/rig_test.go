@@ -2,11 +2,14 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/svc/svc-collector/testbed/loadgen"
+	"github.com/svc/svc-collector/testbed/platform"
 )
 
 // builds returns the builds whose binaries are at hand: A and B need SVC_OTELCOL_BIN, C the
@@ -22,7 +25,7 @@ func builds(t *testing.T) []Build {
 		peer = DefaultPeerBinary()
 	}
 	if _, err := os.Stat(peer); err == nil && os.Getenv("SVC_OTELCOL_BIN") != "" {
-		out = append(out, Peer(peer))
+		out = append(out, Peer(peer), TargetedPeer(peer))
 	}
 	if len(out) == 0 {
 		t.Skip("SVC_OTELCOL_BIN is not set: no collector binary to run")
@@ -87,6 +90,63 @@ func TestRigAccountsForEveryBuild(t *testing.T) {
 			}
 			if u.CPU <= 0 || u.PeakRSS < u.RSS || u.RSS <= 0 {
 				t.Errorf("usage %+v: want some CPU time and a peak at least the current RSS", u)
+			}
+		})
+	}
+}
+
+// Every build that masks (A, C, C2) leaves none of the workload's personal data in what the
+// platform stores, whatever instrumentation shape the LLM spans take: C2 masks only the content
+// attributes, so a shape whose content it missed would show here.
+func TestMaskingBuildsLeaveNoPersonalData(t *testing.T) {
+	w, err := loadgen.NewWorkload(loadgen.WorkloadOptions{Seed: 7, Templates: 12, IOMinBytes: 256, IOMaxBytes: 1 << 10, PIIShare: 1, Mix: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range builds(t) {
+		if b.Delivers == AllSpans {
+			continue
+		}
+		t.Run(b.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			rig, err := StartRig(ctx, b, RigOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rig.Close()
+			s, err := rig.Sender(loadgen.ProtocolHTTP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			res, err := loadgen.Run(ctx, w, s, loadgen.RunOptions{MaxTraces: 12, Duration: 30 * time.Second})
+			if err != nil || res.Accepted.Traces != 12 {
+				t.Fatalf("%d of 12 traces accepted: %v %v", res.Accepted.Traces, err, res.Statuses)
+			}
+			settle, cancelSettle := context.WithTimeout(ctx, 30*time.Second)
+			defer cancelSettle()
+			if a := Settle(settle, rig.Platform, w, b, res); a.Spans.Lost != 0 {
+				t.Fatalf("spans: %+v", a.Spans)
+			}
+			stored := fmt.Sprintf("%#v", rig.Platform.Observations(platform.ObservationFilter{}))
+			for _, pii := range []string{"@example.com", "4111 1111 1111 1111", "sk-proj-"} {
+				if n := strings.Count(stored, pii); n > 0 {
+					t.Errorf("%q reached the platform %d times", pii, n)
+					for _, o := range rig.Platform.Observations(platform.ObservationFilter{}) {
+						for k, v := range o.Attributes {
+							if strings.Contains(fmt.Sprint(v), pii) {
+								t.Logf("in %s of a span of scope %s", k, o.ScopeName)
+							}
+						}
+						if strings.Contains(fmt.Sprint(o.Metadata), pii) {
+							t.Logf("in the metadata of a span of scope %s", o.ScopeName)
+						}
+					}
+				}
+			}
+			if !strings.Contains(stored, "Use key") {
+				t.Errorf("the prompts' text around the personal data did not arrive")
 			}
 		})
 	}

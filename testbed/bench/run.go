@@ -57,6 +57,10 @@ type Config struct {
 	// NoSearch skips the sustained-rate search (FixedRate must be set): for quicker runs of the
 	// fixed runs alone, while working on a build.
 	NoSearch bool
+	// Pin keeps the collector and the driver on CPUs of their own (pin.go); zero: not pinned.
+	Pin Pinning
+	// Curves are the cost curves measured after the fixed runs (curves.go); zero: none.
+	Curves CurveOptions
 
 	// Log receives progress lines; default discard.
 	Log io.Writer `json:"-"`
@@ -112,8 +116,13 @@ type Step struct {
 	// MaxLag is how far behind schedule the sender fell.
 	MaxLag time.Duration
 	Held   bool
-	// Why says why the step failed.
-	Why string
+	// Why says why the step failed; RanOut which side ran out (pin.go's whatRanOut).
+	Why, RanOut string `json:",omitempty"`
+	// DriverCores and CollectorCores are the CPU the driver (sender and platform) and the
+	// collector used while the step sent, in cores; DriverCPUBusy and CollectorCPUBusy how
+	// busy their pinned CPUs were with anything (0 when not pinned).
+	DriverCores, CollectorCores     float64
+	DriverCPUBusy, CollectorCPUBusy float64
 }
 
 // Result is one build's figures.
@@ -224,8 +233,11 @@ type Report struct {
 	LoadAvg   [2]string // /proc/loadavg at the start and at the end
 	DriverCPU time.Duration
 	// SameSpans compares the span ids A and C delivered in the fixed run (empty when either
-	// is missing).
-	SameSpans string
+	// is missing); SameSpansC2 the same for A and C2.
+	SameSpans   string
+	SameSpansC2 string `json:",omitempty"`
+	// Curves are the cost curves (curves.go), when measured.
+	Curves *Curves `json:",omitempty"`
 	// Error says why the run stopped early, if it did.
 	Error string `json:",omitempty"`
 }
@@ -247,6 +259,9 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	cfg = cfg.withDefaults()
 	if len(cfg.Builds) == 0 {
 		return Report{}, errors.New("bench: no builds to measure")
+	}
+	for i := range cfg.Builds {
+		cfg.Builds[i] = cfg.Pin.apply(cfg.Builds[i])
 	}
 	rep = Report{Started: time.Now(), Config: cfg, Machine: machine(), LoadAvg: [2]string{loadAvg(), ""}}
 	self0, _ := ReadUsage(os.Getpid())
@@ -292,14 +307,21 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 			res.FixedRate = fixedRate
 			run, err := fixed(ctx, cfg, w, fixedRate, res.Build, round+1)
 			if err != nil {
-				rep.SameSpans = sameSpans(rep)
+				rep.SameSpans, rep.SameSpansC2 = sameSpans(rep, "C"), sameSpans(rep, "C2")
 				return rep, fmt.Errorf("build %s, fixed run %d: %w", res.Build.Name, round+1, err)
 			}
 			res.Runs = append(res.Runs, run)
 			res.summarize()
 		}
 	}
-	rep.SameSpans = sameSpans(rep)
+	rep.SameSpans, rep.SameSpansC2 = sameSpans(rep, "C"), sameSpans(rep, "C2")
+	if cfg.Curves.Enabled {
+		curves, err := runCurves(ctx, cfg, &rep)
+		rep.Curves = &curves
+		if err != nil {
+			return rep, fmt.Errorf("cost curves: %w", err)
+		}
+	}
 	return rep, nil
 }
 
@@ -335,11 +357,17 @@ func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (Resu
 			return Step{}, err
 		}
 		defer s.Close()
+		meter := startMeter(rig.Collector.PID())
 		r, err := loadgen.Run(ctx, w, s, loadgen.RunOptions{
 			Rate: rate, Duration: cfg.StepDuration, FirstSeq: seq, Concurrency: cfg.Concurrency,
 		})
 		if err != nil {
 			return Step{}, err
+		}
+		driverCores, collectorCores := meter.cores()
+		var driverBusy, collectorBusy float64
+		if cfg.Pin.Enabled {
+			driverBusy, collectorBusy = meter.busy(cfg.Pin.DriverCPU), meter.busy(cfg.Pin.CollectorCPU)
 		}
 		seq = r.NextSeq
 		results = append(results, r)
@@ -350,6 +378,7 @@ func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (Resu
 			Rate: rate, Offered: r.OfferedRate(), Accepted: r.AcceptedRate(),
 			Refused: r.Refused.Requests, Rejected: r.Rejected.Requests, Failed: r.Failed.Requests,
 			Lost: a.Spans.Lost + a.Scores.Lost, MaxLag: r.MaxLag,
+			DriverCores: driverCores, CollectorCores: collectorCores, DriverCPUBusy: driverBusy, CollectorCPUBusy: collectorBusy,
 		}
 		var why []string
 		if st.Refused > 0 {
@@ -366,7 +395,10 @@ func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (Resu
 		}
 		st.Held = len(why) == 0
 		st.Why = strings.Join(why, "; ")
-		logf(cfg.Log, "%s: step %6.0f spans/s: offered %6.0f, accepted %6.0f, held=%v %s", b.Name, rate, st.Offered, st.Accepted, st.Held, st.Why)
+		if !st.Held {
+			st.RanOut = whatRanOut(st, cfg.Pin.Enabled)
+		}
+		logf(cfg.Log, "%s: step %6.0f spans/s: offered %6.0f, accepted %6.0f, CPU collector %.2f sender %.2f, held=%v %s %s", b.Name, rate, st.Offered, st.Accepted, st.CollectorCores, st.DriverCores, st.Held, st.Why, st.RanOut)
 		if !st.Held {
 			closeRig() // the next step starts from a fresh collector, without this one's backlog
 		}
@@ -497,25 +529,33 @@ func fixed(ctx context.Context, cfg Config, w *loadgen.Workload, rate float64, b
 	return run, nil
 }
 
-// sameSpans states whether A and C delivered the same span ids in the fixed run. Each run's
-// account matches every expected id at the platform; both runs sent the same traces, so two
-// complete accounts with nothing unexpected mean the same set of ids.
-func sameSpans(rep Report) string {
+// sameSpans states whether A and the peer (C or C2) delivered the same span ids in the fixed
+// run. Each run's account matches every expected id at the platform; both runs sent the same
+// traces, so two complete accounts with nothing unexpected mean the same set of ids.
+func sameSpans(rep Report, peer string) string {
 	a, okA := rep.Result("A")
-	c, okC := rep.Result("C")
+	c, okC := rep.Result(peer)
 	if !okA || !okC {
 		return ""
 	}
+	// Every round of both, not only the first: each round sends the same traces.
+	var lostA, addedA, lostC, addedC int64
+	for _, run := range a.Runs {
+		lostA, addedA = lostA+run.Account.Spans.Lost, addedA+run.Account.Spans.Unexpected
+	}
+	for _, run := range c.Runs {
+		lostC, addedC = lostC+run.Account.Spans.Lost, addedC+run.Account.Spans.Unexpected
+	}
 	switch {
 	case a.InputSpans == 0 || c.InputSpans == 0:
-		return "not measured: the fixed run of A or C did not take place"
+		return fmt.Sprintf("not measured: the fixed run of A or %s did not take place", peer)
 	case a.Sent.Accepted.Traces != c.Sent.Accepted.Traces || a.Sent.Accepted.Traces != a.Sent.Sent.Traces:
-		return fmt.Sprintf("not comparable: A accepted %d traces, C %d, of %d sent", a.Sent.Accepted.Traces, c.Sent.Accepted.Traces, a.Sent.Sent.Traces)
-	case a.Account.Spans.Lost == 0 && c.Account.Spans.Lost == 0 && a.Account.Spans.Unexpected == 0 && c.Account.Spans.Unexpected == 0:
-		return fmt.Sprintf("yes: both delivered exactly the %d GenAI span ids of the %d input spans, nothing else", a.Account.Spans.Delivered, a.InputSpans)
+		return fmt.Sprintf("not comparable: A accepted %d traces, %s %d, of %d sent", a.Sent.Accepted.Traces, peer, c.Sent.Accepted.Traces, a.Sent.Sent.Traces)
+	case lostA == 0 && lostC == 0 && addedA == 0 && addedC == 0:
+		return fmt.Sprintf("yes: in every round both delivered exactly the %d GenAI span ids of the %d input spans, nothing else", a.Account.Spans.Delivered, a.InputSpans)
 	default:
-		return fmt.Sprintf("NO: A lost %d and added %d span ids, C lost %d and added %d",
-			a.Account.Spans.Lost, a.Account.Spans.Unexpected, c.Account.Spans.Lost, c.Account.Spans.Unexpected)
+		return fmt.Sprintf("NO: over the rounds A lost %d and added %d span ids, %s lost %d and added %d",
+			lostA, addedA, peer, lostC, addedC)
 	}
 }
 
@@ -524,24 +564,30 @@ func cpuProfile(ctx context.Context, endpoint string, d time.Duration, file stri
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return err
 	}
-	seconds := max(1, int(d.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", endpoint, seconds), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("pprof answered %s", resp.Status)
-	}
-	raw, err := io.ReadAll(resp.Body)
+	raw, err := fetchCPUProfile(ctx, endpoint, d)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(file, raw, 0o644)
+}
+
+// fetchCPUProfile takes a CPU profile of d (whole seconds, at least one) from the pprof
+// extension at endpoint.
+func fetchCPUProfile(ctx context.Context, endpoint string, d time.Duration) ([]byte, error) {
+	seconds := max(1, int(d.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", endpoint, seconds), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("pprof answered %s", resp.Status)
+	}
+	return io.ReadAll(resp.Body)
 }
 
 func logf(w io.Writer, format string, args ...any) {
@@ -562,7 +608,7 @@ func machine() string {
 			}
 		}
 	}
-	return fmt.Sprintf("%d CPUs (%s), %s/%s, %s", runtime.NumCPU(), model, runtime.GOOS, runtime.GOARCH, runtime.Version())
+	return fmt.Sprintf("%d CPUs (%s), %s/%s, %s", OnlineCPUs(), model, runtime.GOOS, runtime.GOARCH, runtime.Version())
 }
 
 func loadAvg() string {

@@ -60,6 +60,10 @@ type WorkloadOptions struct {
 	// InvalidScoreShare is the share of traces with one more score event that the platform
 	// rejects (workload.AgentOptions.InvalidScore); default none.
 	InvalidScoreShare float64
+	// Mix draws the LLM spans of each trace from one of the instrumentation shapes of
+	// workload.Shapes in turn (Vercel AI SDK, OpenLLMetry, OpenInference, GenAI semantic
+	// conventions old and new, svc SDK), instead of the GenAI semantic conventions alone.
+	Mix bool
 }
 
 func (o WorkloadOptions) withDefaults() WorkloadOptions {
@@ -204,6 +208,27 @@ func NewWorkload(opts WorkloadOptions) (*Workload, error) {
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 	)
 	defer func() { _ = tp.Shutdown(ctx) }()
+	// Applications of an SDK that sets its own telemetry.sdk.language (the svc SDK for Python).
+	providers := map[string]*sdktrace.TracerProvider{"": tp}
+	providerFor := func(language string) *sdktrace.TracerProvider {
+		if p, ok := providers[language]; ok {
+			return p
+		}
+		res, _ := resource.Merge(appResource, resource.NewSchemaless(attribute.String("telemetry.sdk.language", language)))
+		p := sdktrace.NewTracerProvider(
+			sdktrace.WithSpanProcessor(spans),
+			sdktrace.WithIDGenerator(&templateIDs{rng: rand.New(rand.NewPCG(opts.Seed^0x3c6ef372fe94f82b, opts.Seed))}),
+			sdktrace.WithResource(res),
+			sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		)
+		providers[language] = p
+		return p
+	}
+	defer func() {
+		for _, p := range providers {
+			_ = p.Shutdown(ctx)
+		}
+	}()
 	capture := &captureClient{}
 	exporter, err := otlptrace.New(ctx, capture)
 	if err != nil {
@@ -235,7 +260,13 @@ func NewWorkload(opts WorkloadOptions) (*Workload, error) {
 			agent.PromptPII = []string{"My card is 4111 1111 1111 1111.", "Use key sk-proj-" + randomKey(rng, 32) + " for the lookup."}
 			agent.MetadataPII = agent.UserEmail
 		}
-		sent := workload.EmitAgentTrace(ctx, tp, agent)
+		traceProvider := tp
+		if opts.Mix {
+			shape := workload.Shapes[i%len(workload.Shapes)]
+			agent.Shape = shape.Name
+			traceProvider = providerFor(shape.SDKLanguage)
+		}
+		sent := workload.EmitAgentTrace(ctx, traceProvider, agent)
 		if err := exporter.ExportSpans(ctx, spans.take()); err != nil {
 			return nil, err
 		}

@@ -55,6 +55,10 @@ type AgentOptions struct {
 	// InvalidScore adds to the tool span a svc.score event that passes the gateway but that the
 	// platform rejects (a BOOLEAN valued 7, as a buggy evaluator sends): its batch gets a 207.
 	InvalidScore bool
+	// Shape, when set, is the name of the instrumentation shape (shapes.go) the two LLM spans
+	// take: its scope, content attributes and events, metadata names. Empty: the GenAI semantic
+	// conventions on the openai scope with svc observation attributes, as before shapes.
+	Shape string
 }
 
 // AgentTrace says what EmitAgentTrace sent, so a check can compare with what arrived.
@@ -163,10 +167,37 @@ func EmitAgentTrace(ctx context.Context, tp trace.TracerProvider, opts AgentOpti
 	out.TotalSpans++
 	ret.End()
 
+	shape, shaped := ShapeNamed(opts.Shape)
+	startLLM := func(ctx context.Context, name, model string) (context.Context, trace.Span) {
+		if !shaped {
+			return llm.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(append(append(llmAttrs(rng, model, question, opts),
+					metadataAttrs(rng, opts)...), traceMetadata...)...))
+		}
+		call := LLMCall{
+			Model: model, Provider: "openai", System: "You are a helpful support agent for an online shop.",
+			Prompt: question + " " + filler(rng, ioSize(rng, opts)), Answer: filler(rng, ioSize(rng, opts)),
+			InputTokens: 200 + rng.IntN(800), OutputTokens: 50 + rng.IntN(400),
+		}
+		for _, kv := range metadataAttrs(rng, opts) {
+			call.Metadata = append(call.Metadata, attribute.KeyValue{Key: attribute.Key(strings.TrimPrefix(string(kv.Key), "svc.observation.metadata.")), Value: kv.Value})
+		}
+		attrs := shape.Attributes(call)
+		if shape.Scope == "svc-sdk" { // the SDK propagates trace metadata, as JSON text like all its metadata
+			for _, kv := range traceMetadata {
+				attrs = append(attrs, attribute.String(string(kv.Key), jsonValue(kv.Value)))
+			}
+		}
+		ctx, span := tp.Tracer(shape.Scope, trace.WithInstrumentationVersion(shape.ScopeVersion)).Start(ctx, name,
+			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+		for _, e := range shape.Events(call) {
+			span.AddEvent(e.Name, trace.WithAttributes(e.Attrs...))
+		}
+		return ctx, span
+	}
+
 	// Planning call to a small model, with typed metadata: a string, a number, a boolean, an object.
-	planCtx, plan := llm.Start(agentCtx, SpanPlan, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(append(append(llmAttrs(rng, "gpt-4o-mini", question, opts),
-			metadataAttrs(rng, opts)...), traceMetadata...)...))
+	planCtx, plan := startLLM(agentCtx, SpanPlan, "gpt-4o-mini")
 	out.TotalSpans++
 	out.GenAISpans[SpanPlan] = plan.SpanContext().SpanID()
 	plainHTTPClient(planCtx, httpClient, "POST", "https://api.openai.com/v1/chat/completions")
@@ -202,9 +233,7 @@ func EmitAgentTrace(ctx context.Context, tp trace.TracerProvider, opts AgentOpti
 	dispatch.End()
 
 	// The answer, scored by an online evaluator.
-	answerCtx, answer := llm.Start(agentCtx, SpanAnswer, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(append(append(llmAttrs(rng, "gpt-4o", question, opts),
-			metadataAttrs(rng, opts)...), traceMetadata...)...))
+	answerCtx, answer := startLLM(agentCtx, SpanAnswer, "gpt-4o")
 	out.TotalSpans++
 	out.GenAISpans[SpanAnswer] = answer.SpanContext().SpanID()
 	plainHTTPClient(answerCtx, httpClient, "POST", "https://api.openai.com/v1/chat/completions")

@@ -1,7 +1,11 @@
 // Command bench runs the side-by-side load runs of `make bench`: svc-otelcol with the default
 // gateway pipeline (A), the same with its exporter queue in memory (M: the cost of persistence),
-// the forwarding floor (B) and the contrib OTTL peer (C), one after
-// another on the same workload, and writes testbed/results/bench.{md,svg,json}.
+// the forwarding floor (B), the contrib OTTL peer (C) and the strongest hand-written contrib peer
+// (C2), one after another on the same workload, then the cost curves, and writes
+// testbed/results/bench.{md,svg,json} and the curves' charts (bench-*.svg).
+//
+// The driver re-executes itself on CPU 0 (taskset) and starts every collector on the last CPU
+// with GOMAXPROCS=1 (--pin=false: no pinning).
 //
 //	go run ./cmd/bench --svc-otelcol ../bin/svc-otelcol --peer ../build/peer/peer-otelcol
 package main
@@ -26,25 +30,37 @@ func main() {
 	root := collector.RepoRoot()
 	svcBin := flag.String("svc-otelcol", filepath.Join(root, "bin", "svc-otelcol"), "the svc-otelcol binary (builds A and B)")
 	peerBin := flag.String("peer", bench.DefaultPeerBinary(), "the OTTL peer binary (build C), from testbed/peer/builder-config.yaml")
-	builds := flag.String("builds", "A,M,B,C", "builds to measure, in order (M: A with the exporter queue in memory, the cost of persistence)")
+	builds := flag.String("builds", "A,M,B,C,C2", "builds to measure, in order (M: A with the exporter queue in memory, the cost of persistence; C2: the contrib peer masking only content attributes)")
+	pin := flag.Bool("pin", true, "run the collector on the last CPU alone (taskset, GOMAXPROCS=1) and the driver (sender and platform) on CPU 0")
+	curves := flag.Bool("curves", true, "measure the cost curves after the fixed runs (prompt size, traces open at once, scores, A's CPU by stage)")
 	out := flag.String("out", filepath.Join(root, "testbed", "results"), "directory for bench.md, bench.svg, bench.json")
 	protocol := flag.String("protocol", loadgen.ProtocolHTTP, "OTLP protocol of the sender: http or grpc")
 	seed := flag.Uint64("seed", 1, "workload seed")
-	step := flag.Duration("step", 10*time.Second, "duration of each step of the sustained-rate search")
-	startRate := flag.Float64("start-rate", 250, "first step of the rate search, spans/s")
+	mix := flag.Bool("mix", true, "LLM spans in the shapes of six instrumentations (Vercel AI SDK, OpenLLMetry, OpenInference, GenAI semconv old and new, svc SDK); false: GenAI semconv only")
+	step := flag.Duration("step", 5*time.Second, "duration of each step of the sustained-rate search")
+	startRate := flag.Float64("start-rate", 500, "first step of the rate search, spans/s")
 	maxRate := flag.Float64("max-rate", 64000, "highest step of the rate search, spans/s")
 	refinements := flag.Int("refinements", 2, "bisection steps after the first failed step (-1: none)")
-	drain := flag.Duration("drain", 8*time.Second, "how long after a step the platform may still be receiving its spans")
+	drain := flag.Duration("drain", 10*time.Second, "how long after a step the platform may still be receiving its spans (A holds content-candidate spans up to content_join.wait, 5s)")
 	fixedRate := flag.Float64("fixed-rate", 0, "rate of the fixed run, spans/s (0: half the lowest sustained rate)")
-	fixedDuration := flag.Duration("fixed", 20*time.Second, "duration of each fixed run")
+	fixedDuration := flag.Duration("fixed", 10*time.Second, "duration of each fixed run")
+	idle := flag.Duration("idle", 3*time.Second, "idle CPU measurement before each fixed run")
 	rounds := flag.Int("rounds", 3, "fixed runs per build, the builds taking turns (the report takes medians)")
 	concurrency := flag.Int("concurrency", 4, "requests in flight")
-	timeout := flag.Duration("timeout", 14*time.Minute, "upper bound of the whole run")
+	timeout := flag.Duration("timeout", 16*time.Minute, "upper bound of the whole run")
 	render := flag.String("render", "", "render the report of an earlier run from its bench.json into --out, without running anything")
 	search := flag.Bool("search", true, "run the sustained-rate search (false: the fixed runs alone, at --fixed-rate)")
 	profile := flag.String("cpu-profile", "", "directory for a CPU profile of each fixed run (builds with the pprof extension: A, M, B); figures of such a run compare only with each other")
-	quick := flag.Bool("quick", false, "a short run to check the machinery: 3s steps, no refinement, one 6s fixed run")
+	quick := flag.Bool("quick", false, "a short run to check the machinery: 3s steps, no refinement, one 6s fixed run, small curves")
 	flag.Parse()
+
+	pinning := bench.Pinning{}
+	if *pin && *render == "" {
+		pinning = bench.NewPinning()
+		if err := bench.PinDriver(pinning); err != nil { // returns only when not re-executed
+			fail(err)
+		}
+	}
 
 	if *render != "" {
 		rep, err := bench.ReadReport(*render)
@@ -58,7 +74,13 @@ func main() {
 		return
 	}
 	if *quick {
-		*step, *refinements, *fixedDuration, *drain, *rounds = 3*time.Second, -1, 6*time.Second, 5*time.Second, 1
+		*step, *refinements, *fixedDuration, *drain, *rounds = 3*time.Second, -1, 6*time.Second, 8*time.Second, 1
+	}
+	curveOpts := bench.CurveOptions{Enabled: *curves, SVCOtelcol: *svcBin}
+	if *quick {
+		curveOpts.PromptSizes, curveOpts.PromptBytes, curveOpts.PromptSpans = []int{1 << 10, 64 << 10, 1 << 20}, 4<<20, 1000
+		curveOpts.OpenTraces, curveOpts.ScoreEvents, curveOpts.Scores = []int{500, 2000}, []int{1, 8}, 4000
+		curveOpts.ProfileDuration = 3 * time.Second
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -66,7 +88,7 @@ func main() {
 	defer cancel()
 
 	cfg := bench.Config{
-		Workload:      loadgen.WorkloadOptions{Seed: *seed},
+		Workload:      loadgen.WorkloadOptions{Seed: *seed, Mix: *mix},
 		Protocol:      *protocol,
 		Concurrency:   *concurrency,
 		StartRate:     *startRate,
@@ -79,6 +101,9 @@ func main() {
 		Rounds:        *rounds,
 		ProfileDir:    *profile,
 		NoSearch:      !*search,
+		IdleWindow:    *idle,
+		Pin:           pinning,
+		Curves:        curveOpts,
 		Log:           os.Stderr,
 	}
 	for _, name := range strings.Split(*builds, ",") {
@@ -94,8 +119,13 @@ func main() {
 				fail(fmt.Errorf("peer binary: %w (build it: make peer)", err))
 			}
 			cfg.Builds = append(cfg.Builds, bench.Peer(*peerBin))
+		case "C2":
+			if _, err := os.Stat(*peerBin); err != nil {
+				fail(fmt.Errorf("peer binary: %w (build it: make peer)", err))
+			}
+			cfg.Builds = append(cfg.Builds, bench.TargetedPeer(*peerBin))
 		default:
-			fail(fmt.Errorf("unknown build %q (A, M, B, C)", name))
+			fail(fmt.Errorf("unknown build %q (A, M, B, C, C2)", name))
 		}
 	}
 
@@ -112,7 +142,7 @@ func main() {
 	fmt.Println(rep.Markdown(""))
 	fmt.Printf("wrote %s/bench.md, bench.svg, bench.json in %s\n", *out, rep.Elapsed.Round(time.Second))
 	for _, q := range rep.Ratios() {
-		if strings.HasPrefix(q.Name, "CPU") || strings.HasPrefix(q.Name, "sustained") || strings.HasPrefix(q.Name, "peak RSS (fixed") {
+		if strings.HasPrefix(q.Name, "CPU per input span A") || strings.HasPrefix(q.Name, "sustained") || strings.HasPrefix(q.Name, "spans per") || strings.HasPrefix(q.Name, "peak RSS (fixed") {
 			fmt.Printf("%-48s %6.2f %s\n", q.Name, q.Value, q.Target)
 		}
 	}
