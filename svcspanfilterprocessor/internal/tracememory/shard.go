@@ -149,11 +149,25 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 	t.bytes = 0
 }
 
-// compact forgets the span records of an idle trace but keeps its open parents (and its experiment
-// flag) for the late parent window.
+// compact forgets the records of the kept spans of an idle trace but keeps, for the late parent
+// window, its open parents, its experiment flag and the records of its dropped spans (and
+// connectors): a late parent, or a late kept span, whose parent walk passes through spans dropped
+// long ago still reaches the nearest kept ancestor. A walk that reaches a forgotten kept span stops
+// there as at an unknown one, which only delays the span by wait_duration: it then goes on pointing
+// at that kept span, which is in the delivered tree.
 func (sh *shard) compact(m *Memory, t *trace) {
-	m.addBytes(t, -int64(len(t.records))*recordCost)
-	t.records = nil
+	var bridges map[pcommon.SpanID]record
+	for id, rec := range t.records {
+		if rec.state == stateKept {
+			continue
+		}
+		if bridges == nil {
+			bridges = map[pcommon.SpanID]record{}
+		}
+		bridges[id] = rec
+	}
+	m.addBytes(t, -int64(len(t.records)-len(bridges))*recordCost)
+	t.records = bridges // a new map: a Go map does not shrink when entries are deleted
 	sh.moveTo(t, sh.late)
 }
 
