@@ -120,7 +120,7 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 		m.addBytes(t, c.Size()+contentCost)
 		sh.withContent[t] = struct{}{}
 	}
-	sh.mu.Unlock()
+	sh.unlock(m)
 	if outcome != ContentWaiting {
 		ref.Done(1)
 	}
@@ -176,7 +176,7 @@ func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	grown := spanSize(it.span) + itemCost - it.bytes
 	if it.held {
 		m.addBytes(t, grown)
-		m.heldBytes.Add(grown)
+		sh.pending.heldBytes += grown
 	}
 	it.bytes += grown
 	it.contentRefs = append(it.contentRefs, refsOf(it.content)...) // done when it is delivered

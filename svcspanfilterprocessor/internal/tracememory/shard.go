@@ -17,11 +17,11 @@ import (
 func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 	t, ok := sh.traces[id]
 	if !ok {
-		t = newTrace(id)
+		t = newTrace(id, sh)
 		t.lastActivity = now
 		sh.traces[id] = t
-		m.traces.Add(1)
-		m.bytes.Add(t.bytes)
+		sh.pending.traces++
+		sh.pending.bytes += t.bytes
 		sh.place(t)
 		return t
 	}
@@ -58,10 +58,10 @@ func (sh *shard) moveTo(t *trace, l *list.List) {
 	t.list, t.elem = l, l.PushBack(t)
 }
 
-// addBytes changes the size of t and of the memory.
+// addBytes changes the size of t and of the memory (under t's shard lock).
 func (m *Memory) addBytes(t *trace, n int64) {
 	t.bytes += n
-	m.bytes.Add(n)
+	t.shard.pending.bytes += n
 }
 
 // hold makes it a held item of t; the caller has taken any earlier copy out (Admission.replaced).
@@ -73,8 +73,8 @@ func (sh *shard) hold(m *Memory, t *trace, it *item) {
 	it.trace = t
 	t.held[it.span.SpanID()] = it
 	m.addBytes(t, it.bytes)
-	m.heldBytes.Add(it.bytes)
-	m.heldSpans.Add(1)
+	sh.pending.heldBytes += it.bytes
+	sh.pending.heldSpans++
 	if len(t.held) == 1 {
 		sh.place(t)
 	}
@@ -90,8 +90,8 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 	delete(t.held, it.span.SpanID())
 	it.held = false
 	m.addBytes(t, -it.bytes)
-	m.heldBytes.Add(-it.bytes)
-	m.heldSpans.Add(-1)
+	sh.pending.heldBytes -= it.bytes
+	sh.pending.heldSpans--
 	if len(t.held) == 0 {
 		sh.place(t)
 	}
@@ -144,8 +144,8 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 		t.list, t.elem = nil, nil
 	}
 	delete(sh.traces, t.id)
-	m.traces.Add(-1)
-	m.bytes.Add(-t.bytes)
+	sh.pending.traces--
+	sh.pending.bytes -= t.bytes
 	t.bytes = 0
 }
 
@@ -176,7 +176,9 @@ func (sh *shard) compact(m *Memory, t *trace) {
 func setParent(span ptrace.Span, parent pcommon.SpanID) {
 	original := span.ParentSpanID()
 	if _, ok := span.Attributes().Get(svcattr.OriginalParentSpanID); !ok && !original.IsEmpty() {
-		span.Attributes().PutStr(svcattr.OriginalParentSpanID, hex.EncodeToString(original[:]))
+		var buf [2 * len(original)]byte
+		hex.Encode(buf[:], original[:])
+		span.Attributes().PutStr(svcattr.OriginalParentSpanID, string(buf[:]))
 	}
 	span.SetParentSpanID(parent)
 }
