@@ -126,6 +126,13 @@ bench: build $(PEER)
 	if [ "$(GO_BENCH_COUNT)" != 0 ]; then cd benchmarks && $(GO) test -run '^$$' -bench . -benchmem -count $(GO_BENCH_COUNT) ./... | tee $(BUILD_DIR)/bench-go.txt; fi
 	cd testbed && $(GO) run ./cmd/bench --svc-otelcol $(BIN) --peer $(PEER) $(BENCH_ARGS) 2>&1 | tee $(BUILD_DIR)/bench-load.txt
 
+## bench-tracememory: the span filter's trace memory benchmarks against commit 61421b8 (the processor
+## before the trace memory), the two builds alternating in one run, compared by benchstat
+## (build/bench-tracememory/). BASE, COUNT: see benchmarks/compare-tracememory.sh.
+.PHONY: bench-tracememory
+bench-tracememory:
+	benchmarks/compare-tracememory.sh $(or $(BASE),61421b8) $(or $(COUNT),6)
+
 ## faults: the fault tests with a 60-second outage and longer loads.
 faults: build
 	cd testbed && SVC_OTELCOL_BIN=$(BIN) SVC_FAULTS=long $(GO) test -count=1 -timeout 60m -v -run 'Fault' ./e2e/... 2>&1 | tee $(BUILD_DIR)/faults.log

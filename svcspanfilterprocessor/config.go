@@ -107,8 +107,9 @@ type TraceIntegrityConfig struct {
 	// RememberDuration: the span ids (kept and dropped, with their parents) of a trace are
 	// remembered this long after its last span, so that late children are resolved without waiting.
 	RememberDuration time.Duration `mapstructure:"remember_duration"`
-	// LateParentWindow: a trace with open parents remembers them this long after its last span, so
-	// that a dropped parent ending that late is still delivered as a connector span.
+	// LateParentWindow: a trace with open parents remembers them, and the records of its dropped
+	// spans, this long after its last span, so that a dropped parent ending that late is still
+	// delivered as a connector span below its nearest kept ancestor.
 	LateParentWindow time.Duration `mapstructure:"late_parent_window"`
 	// ConnectorSpans: deliver a dropped span that delivered spans point at as a stripped connector
 	// span (ids, name, kind, times, status code; marker attribute svc.gateway.connector).

@@ -189,7 +189,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		sh := m.shards[s]
 		sh.mu.Lock()
 		sh.admit(m, adm, refs, idx, og, copies, heldAt, &out)
-		sh.mu.Unlock()
+		sh.unlock(m)
 	}
 	out.finishRefs()
 	adm.opened = out.opened
@@ -246,10 +246,15 @@ func (sc *admitScratch) fill(counts []int32) []int32 {
 func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, og *origins, copies *heldCopy, now time.Time, out *released) {
 	// First every span is recorded, so that a parent later in the batch is already known.
 	var last *trace
-	for _, i := range idx {
+	for n, i := range idx {
 		r := &refs[i]
 		if id := r.span.TraceID(); last == nil || last.id != id {
 			last = sh.touch(m, id, now)
+			if last.records == nil {
+				// Sized for the spans of the trace that follow in the batch: no growth while they
+				// are recorded.
+				last.records = make(map[pcommon.SpanID]record, max(8, sameTraceRun(refs, idx[n:], id)))
+			}
 		}
 		r.trace = last
 		if r.decision.MarksExperiment {
@@ -277,6 +282,18 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 	}
 }
 
+// sameTraceRun is how many spans at the start of idx belong to trace id.
+func sameTraceRun(refs []spanRef, idx []int32, id pcommon.TraceID) int {
+	n := 0
+	for _, i := range idx {
+		if refs[i].span.TraceID() != id {
+			break
+		}
+		n++
+	}
+	return n
+}
+
 func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, copies *heldCopy, now time.Time, out *released) {
 	t, span := r.trace, r.span
 	id := span.SpanID()
@@ -291,7 +308,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	}
 	// Content that waits for this span is joined at once when it is complete or the span expects
 	// no more; a candidate with part of its content waits for the rest, gathering what came.
-	awaits := m.join.AwaitsContent(span, og.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope)).Scope())
+	awaits := m.joins && m.join.AwaitsContent(span, og.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope)).Scope())
 	gather, joined := false, false
 	var contentRefs []*RecordRef
 	if cs, ok := t.content[id]; ok {
@@ -326,7 +343,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 		return
 	}
 	origin := og.get(r.resource, r.scope)
-	it := &item{span: ptrace.NewSpan(), origin: origin, trace: t, heldAt: now, reason: reason, ref: adm.ref, admission: adm, contentRefs: contentRefs}
+	it := &item{span: ptrace.NewSpan(), origin: origin, trace: t, heldAt: now, reason: reason, ref: adm.ref, contentRefs: contentRefs}
 	span.MoveTo(it.span)
 	it.bytes = spanSize(it.span) + itemCost
 	r.held = true // out of the batch
@@ -405,11 +422,10 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 
 // arrived settles the held spans whose parent walk stopped at id, now that id is known.
 func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) {
-	waiting := t.waitingOn[id]
-	if len(waiting) == 0 {
-		return
-	}
-	for _, it := range append([]*item(nil), waiting...) {
+	// Each round takes the first item waiting on id out of the index: it is settled, or waits on
+	// the unknown span further up (never id, which is known now).
+	for it := t.waitingOn[id]; it != nil; it = t.waitingOn[id] {
+		t.removeWaiting(it)
 		end, at := t.walk(it.span.SpanID(), id)
 		switch end {
 		case endRoot:
@@ -417,7 +433,6 @@ func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) 
 		case endDelivered:
 			sh.settleParent(m, t, it, at, ReparentDroppedParent, ReleaseParentArrived, out)
 		case endUnknown:
-			t.removeWaiting(it)
 			t.addWaiting(it, at)
 		}
 	}
@@ -450,11 +465,11 @@ func (a *Admission) Abort() {
 		if it.held && it.trace.held[it.span.SpanID()] == it {
 			sh.unhold(m, it.trace, it)
 		}
-		sh.mu.Unlock()
+		sh.unlock(m)
 	}
 	// The copies this batch replaced are still acknowledged and journaled: they are held again.
 	for _, old := range a.replaced {
-		if old.admission == a {
+		if old.ref == a.ref {
 			continue // sent twice in this very batch: nothing was written for either copy
 		}
 		t := old.trace
@@ -477,7 +492,7 @@ func (a *Admission) Abort() {
 				}
 			}
 		}
-		sh.mu.Unlock()
+		sh.unlock(m)
 	}
 	a.replaced = nil
 	a.ref.mu.Lock()

@@ -18,7 +18,8 @@ type Config struct {
 	// RememberDuration: how long an idle trace keeps its span records.
 	RememberDuration time.Duration
 	// LateParentWindow: how long an idle trace keeps its open parents (parents that delivered spans
-	// point at and that were not seen yet), so that a late dropped parent still becomes a connector.
+	// point at and that were not seen yet) and the records of its dropped spans, so that a late
+	// dropped parent still becomes a connector below its nearest kept ancestor.
 	LateParentWindow time.Duration
 	// ContentWait bounds the wait of a span for its content, and of content for its span.
 	ContentWait time.Duration

@@ -120,7 +120,7 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 		m.addBytes(t, c.Size()+contentCost)
 		sh.withContent[t] = struct{}{}
 	}
-	sh.mu.Unlock()
+	sh.unlock(m)
 	if outcome != ContentWaiting {
 		ref.Done(1)
 	}
@@ -162,7 +162,9 @@ func (sh *shard) takeWaitingContent(t *trace, it *item) {
 	}
 }
 
-// joinHeldContent joins the content a held span gathered (complete, or its wait ended).
+// joinHeldContent joins the content a held span gathered (complete, or its wait ended). The span
+// grows by what was joined: its size is estimated again, so that the budget keeps counting the
+// content once it is on the span (held, then ready until the next consumer takes it).
 func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	if len(it.content) == 0 {
 		return
@@ -171,6 +173,12 @@ func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	for _, c := range it.content {
 		m.addBytes(t, -(c.content.Size() + contentCost))
 	}
+	grown := spanSize(it.span) + itemCost - it.bytes
+	if it.held {
+		m.addBytes(t, grown)
+		sh.pending.heldBytes += grown
+	}
+	it.bytes += grown
 	it.contentRefs = append(it.contentRefs, refsOf(it.content)...) // done when it is delivered
 	it.content = nil
 }

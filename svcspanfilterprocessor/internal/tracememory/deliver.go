@@ -52,18 +52,23 @@ func (m *Memory) group(items []*item) []*Delivery {
 		d.Spans++
 		d.bytes += it.bytes
 		total += it.bytes
-		for _, r := range append([]*RecordRef{it.ref}, it.contentRefs...) {
-			if r == nil {
-				continue
-			}
-			if d.refs == nil {
-				d.refs = map[*RecordRef]int{}
-			}
-			d.refs[r]++
+		d.addRef(it.ref)
+		for _, r := range it.contentRefs {
+			d.addRef(r)
 		}
 	}
 	m.readyBytes.Add(total)
 	return out
+}
+
+func (d *Delivery) addRef(r *RecordRef) {
+	if r == nil {
+		return
+	}
+	if d.refs == nil {
+		d.refs = make(map[*RecordRef]int, 1)
+	}
+	d.refs[r]++
 }
 
 // Delivered reports that the next consumer accepted d.

@@ -16,7 +16,7 @@ func (m *Memory) Expire() {
 	for _, sh := range m.shards {
 		sh.mu.Lock()
 		sh.expire(m, now, &out)
-		sh.mu.Unlock()
+		sh.unlock(m)
 	}
 	m.finish(&out)
 	m.Enforce()
@@ -115,41 +115,79 @@ func (m *Memory) Enforce() {
 	m.admitting.Lock()
 	defer m.admitting.Unlock()
 	var out released
+	idle, waiting := fronts{}, fronts{waiting: true}
 	for {
 		why, over := m.overBudget()
 		if !over {
 			break
 		}
-		if !m.evictOne(why, false, &out) && !m.evictOne(why, true, &out) {
+		if !m.evictOne(why, &idle, &out) && !m.evictOne(why, &waiting, &out) {
 			break
 		}
 	}
 	m.finish(&out)
 }
 
-// evictOne evicts the trace with the oldest activity among the shards' oldest of the kind asked
-// (idle: no held span; or waiting). Eviction is rare, so looking at every shard is affordable.
-func (m *Memory) evictOne(why EvictReason, waiting bool, out *released) bool {
-	best := -1
-	var oldest time.Time
+// fronts are the activity times of the shards' oldest traces of one kind (idle: no held span; or
+// waiting), read once per Enforce and kept for the evictions that follow: a full memory evicts
+// about as many traces as a batch brings, and reading every shard for each would lock them all
+// that many times. A front read earlier can only have become newer (traces join at the back), so
+// the order stays oldest first up to what other requests evicted meanwhile.
+type fronts struct {
+	waiting bool
+	scanned bool
+	at      []time.Time
+	has     []bool
+}
+
+func (f *fronts) scan(m *Memory) {
+	if f.at == nil {
+		f.at, f.has = make([]time.Time, len(m.shards)), make([]bool, len(m.shards))
+	}
 	for i, sh := range m.shards {
 		sh.mu.Lock()
-		if t := sh.oldest(waiting); t != nil && (best < 0 || t.lastActivity.Before(oldest)) {
-			best, oldest = i, t.lastActivity
+		t := sh.oldest(f.waiting)
+		f.has[i] = t != nil
+		if t != nil {
+			f.at[i] = t.lastActivity
 		}
-		sh.mu.Unlock()
+		sh.unlock(m)
 	}
+	f.scanned = true
+}
+
+func (f *fronts) oldest() int {
+	best := -1
+	for i, ok := range f.has {
+		if ok && (best < 0 || f.at[i].Before(f.at[best])) {
+			best = i
+		}
+	}
+	return best
+}
+
+// evictOne evicts the trace with the oldest activity among the shards' oldest of the kind of f.
+// It reports false when no shard has one (read again before saying so).
+func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
+	if !f.scanned {
+		f.scan(m)
+	}
+	best := f.oldest()
 	if best < 0 {
-		return false
+		f.scan(m) // traces may have come since the last look
+		if best = f.oldest(); best < 0 {
+			return false
+		}
 	}
 	sh := m.shards[best]
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	t := sh.oldest(waiting)
+	defer sh.unlock(m)
+	t := sh.oldest(f.waiting)
 	if t == nil {
-		return true // taken meanwhile; the caller looks again
+		f.has[best] = false // taken meanwhile; the caller looks again
+		return true
 	}
-	if waiting {
+	if f.waiting {
 		sh.releaseAll(m, t, ReleaseEvicted, out)
 		out.stats.EvictedWaiting++
 	}
@@ -162,6 +200,11 @@ func (m *Memory) evictOne(why EvictReason, waiting bool, out *released) bool {
 		sh.forget(m, t, out)
 	}
 	out.stats.Evicted[why]++
+	if next := sh.oldest(f.waiting); next != nil {
+		f.at[best] = next.lastActivity
+	} else {
+		f.has[best] = false
+	}
 	return true
 }
 
@@ -230,7 +273,7 @@ func (m *Memory) Drain() []*Delivery {
 			e = e.Next()
 			sh.releaseAll(m, t, ReleaseShutdown, &out)
 		}
-		sh.mu.Unlock()
+		sh.unlock(m)
 	}
 	m.finish(&out)
 	return m.TakeReady()

@@ -252,13 +252,20 @@ func TestWaitingIndexManySpansOneParent(t *testing.T) {
 			sh := d.m.shards[d.m.shardOf(testTrace)]
 			sh.mu.Lock()
 			tr := sh.traces[testTrace]
-			for on, list := range tr.waitingOn {
-				for i, it := range list {
-					require.Equal(t, i, it.waitIdx)
+			for on, first := range tr.waitingOn {
+				require.Nil(t, first.waitPrev)
+				for it := first; it != nil; it = it.waitNext {
 					require.Equal(t, on, it.waitOn)
+					if it.waitNext != nil {
+						require.Same(t, it, it.waitNext.waitPrev)
+					}
 				}
 			}
-			require.Len(t, tr.waitingOn[idOf("agent")], len(children))
+			n := 0
+			for it := tr.waitingOn[idOf("agent")]; it != nil; it = it.waitNext {
+				n++
+			}
+			require.Equal(t, len(children), n)
 			sh.mu.Unlock()
 			tc.settle(d)
 			assert.Zero(t, d.m.HeldSpans())

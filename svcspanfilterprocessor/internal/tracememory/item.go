@@ -48,13 +48,15 @@ type item struct {
 	reason HeldReason
 	// waitOn is the unknown span the parent walk stopped at (indexes trace.waitingOn).
 	waitOn pcommon.SpanID
-	// waitIdx is its index in trace.waitingOn[waitOn]: taken out in constant time.
-	waitIdx int
-	ref     *RecordRef
-	bytes   int64
-	held    bool
-	// admission that held it, so that a refused journal append discards only its own items.
-	admission *Admission
+	// waitPrev and waitNext link the items waiting on the same span (trace.waitingOn): taken out in
+	// constant time, with no allocation per waiting span.
+	waitPrev, waitNext *item
+	// ref is the journal record of the batch that held it; one per admission, it also tells a
+	// refused append which items are its own (an item does not point at its Admission, which would
+	// keep the batch's deliveries alive as long as one of its spans is held).
+	ref   *RecordRef
+	bytes int64
+	held  bool
 	// content gathered while it waits for the rest of its content (WaitContent).
 	content []waitingContent
 	// contentRefs are the journal records of the content joined onto it: done only when the span

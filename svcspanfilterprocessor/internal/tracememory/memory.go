@@ -26,6 +26,8 @@ type Memory struct {
 	cfg     Config
 	journal journal.Journal
 	join    Join
+	// joins: a content join is configured (join is not noJoin).
+	joins   bool
 	observe Observer
 	shards  []*shard
 
@@ -56,6 +58,26 @@ type shard struct {
 	idle, waiting, late *list.List
 	// withContent are traces holding content that waits for its span.
 	withContent map[*trace]struct{}
+	// pending are the changes to the memory's counts made under the lock since it was last
+	// released: published once per locked section (unlock), not once per span, so that requests on
+	// different shards do not contend for the counters' cache line span by span.
+	pending counts
+}
+
+// counts are changes to the memory's counters.
+type counts struct{ bytes, heldBytes, heldSpans, traces int64 }
+
+// unlock publishes the shard's pending counts and releases its lock. Every locked section ends
+// with it (a section that ended with mu.Unlock would only delay its counts to the next one).
+func (sh *shard) unlock(m *Memory) {
+	if p := sh.pending; p != (counts{}) {
+		sh.pending = counts{}
+		m.bytes.Add(p.bytes)
+		m.heldBytes.Add(p.heldBytes)
+		m.heldSpans.Add(p.heldSpans)
+		m.traces.Add(p.traces)
+	}
+	sh.mu.Unlock()
 }
 
 // New returns an empty memory. j may be journal.Nop, join may be nil (no content join) and observe
@@ -65,13 +87,14 @@ func New(cfg Config, j journal.Journal, join Join, observe Observer) *Memory {
 	if j == nil {
 		j = journal.Nop
 	}
+	joins := join != nil
 	if join == nil {
 		join = noJoin{}
 	}
 	if observe == nil {
 		observe = func(*Stats) {}
 	}
-	m := &Memory{cfg: cfg, journal: j, join: join, observe: observe, wake: make(chan struct{}, 1)}
+	m := &Memory{cfg: cfg, journal: j, join: join, joins: joins, observe: observe, wake: make(chan struct{}, 1)}
 	m.scratch.New = func() any { return &admitScratch{} }
 	m.shards = make([]*shard, cfg.Shards)
 	for i := range m.shards {

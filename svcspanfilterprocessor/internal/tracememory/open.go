@@ -67,7 +67,7 @@ func (m *Memory) journalOpened(ctx context.Context, opened []openedParent) error
 		} else {
 			gone++ // closed (or forgotten) while the record was written
 		}
-		sh.mu.Unlock()
+		sh.unlock(m)
 	}
 	ref.Done(gone)
 	return nil
@@ -104,7 +104,7 @@ func (m *Memory) recoverOpen(rec journal.Record) error {
 		} else {
 			gone++
 		}
-		sh.mu.Unlock()
+		sh.unlock(m)
 	}
 	ref.Done(gone)
 	return nil

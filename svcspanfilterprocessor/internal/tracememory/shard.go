@@ -17,11 +17,11 @@ import (
 func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 	t, ok := sh.traces[id]
 	if !ok {
-		t = newTrace(id)
+		t = newTrace(id, sh)
 		t.lastActivity = now
 		sh.traces[id] = t
-		m.traces.Add(1)
-		m.bytes.Add(t.bytes)
+		sh.pending.traces++
+		sh.pending.bytes += t.bytes
 		sh.place(t)
 		return t
 	}
@@ -58,10 +58,10 @@ func (sh *shard) moveTo(t *trace, l *list.List) {
 	t.list, t.elem = l, l.PushBack(t)
 }
 
-// addBytes changes the size of t and of the memory.
+// addBytes changes the size of t and of the memory (under t's shard lock).
 func (m *Memory) addBytes(t *trace, n int64) {
 	t.bytes += n
-	m.bytes.Add(n)
+	t.shard.pending.bytes += n
 }
 
 // hold makes it a held item of t; the caller has taken any earlier copy out (Admission.replaced).
@@ -73,8 +73,8 @@ func (sh *shard) hold(m *Memory, t *trace, it *item) {
 	it.trace = t
 	t.held[it.span.SpanID()] = it
 	m.addBytes(t, it.bytes)
-	m.heldBytes.Add(it.bytes)
-	m.heldSpans.Add(1)
+	sh.pending.heldBytes += it.bytes
+	sh.pending.heldSpans++
 	if len(t.held) == 1 {
 		sh.place(t)
 	}
@@ -90,8 +90,8 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 	delete(t.held, it.span.SpanID())
 	it.held = false
 	m.addBytes(t, -it.bytes)
-	m.heldBytes.Add(-it.bytes)
-	m.heldSpans.Add(-1)
+	sh.pending.heldBytes -= it.bytes
+	sh.pending.heldSpans--
 	if len(t.held) == 0 {
 		sh.place(t)
 	}
@@ -147,16 +147,30 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 		t.list, t.elem = nil, nil
 	}
 	delete(sh.traces, t.id)
-	m.traces.Add(-1)
-	m.bytes.Add(-t.bytes)
+	sh.pending.traces--
+	sh.pending.bytes -= t.bytes
 	t.bytes = 0
 }
 
-// compact forgets the span records of an idle trace but keeps its open parents (and its experiment
-// flag) for the late parent window.
+// compact forgets the records of the kept spans of an idle trace but keeps, for the late parent
+// window, its open parents, its experiment flag and the records of its dropped spans (and
+// connectors): a late parent, or a late kept span, whose parent walk passes through spans dropped
+// long ago still reaches the nearest kept ancestor. A walk that reaches a forgotten kept span stops
+// there as at an unknown one, which only delays the span by wait_duration: it then goes on pointing
+// at that kept span, which is in the delivered tree.
 func (sh *shard) compact(m *Memory, t *trace) {
-	m.addBytes(t, -int64(len(t.records))*recordCost)
-	t.records = nil
+	var bridges map[pcommon.SpanID]record
+	for id, rec := range t.records {
+		if rec.state == stateKept {
+			continue
+		}
+		if bridges == nil {
+			bridges = map[pcommon.SpanID]record{}
+		}
+		bridges[id] = rec
+	}
+	m.addBytes(t, -int64(len(t.records)-len(bridges))*recordCost)
+	t.records = bridges // a new map: a Go map does not shrink when entries are deleted
 	sh.moveTo(t, sh.late)
 }
 
@@ -165,7 +179,9 @@ func (sh *shard) compact(m *Memory, t *trace) {
 func setParent(span ptrace.Span, parent pcommon.SpanID) {
 	original := span.ParentSpanID()
 	if _, ok := span.Attributes().Get(svcattr.OriginalParentSpanID); !ok && !original.IsEmpty() {
-		span.Attributes().PutStr(svcattr.OriginalParentSpanID, hex.EncodeToString(original[:]))
+		var buf [2 * len(original)]byte
+		hex.Encode(buf[:], original[:])
+		span.Attributes().PutStr(svcattr.OriginalParentSpanID, string(buf[:]))
 	}
 	span.SetParentSpanID(parent)
 }

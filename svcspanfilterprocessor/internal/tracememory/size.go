@@ -31,9 +31,10 @@ func mapSize(m pcommon.Map) int64 {
 }
 
 func valueSize(v pcommon.Value) int64 {
+	if s := v.Str(); s != "" { // most values: one type check
+		return int64(len(s))
+	}
 	switch v.Type() {
-	case pcommon.ValueTypeStr:
-		return int64(len(v.Str()))
 	case pcommon.ValueTypeBytes:
 		return int64(v.Bytes().Len())
 	case pcommon.ValueTypeSlice:

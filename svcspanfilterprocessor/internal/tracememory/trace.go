@@ -37,12 +37,13 @@ const (
 // trace is the memory of one trace.
 type trace struct {
 	id      pcommon.TraceID
+	shard   *shard
 	records map[pcommon.SpanID]record
 	// held are the held items by their own span id (a span sent twice replaces its held copy).
 	held map[pcommon.SpanID]*item
 	// waitingOn indexes held items by the unknown span their parent walk stopped at, so the arrival
-	// of that span resolves exactly them.
-	waitingOn map[pcommon.SpanID][]*item
+	// of that span resolves exactly them: the first of a list linked through item.waitNext.
+	waitingOn map[pcommon.SpanID]*item
 	// open are parents that delivered spans point at and that were not seen when they were delivered,
 	// each with the journal record that keeps it across a restart (nil without a journal, or until
 	// the record is written: see journalOpened).
@@ -58,8 +59,8 @@ type trace struct {
 	elem *list.Element
 }
 
-func newTrace(id pcommon.TraceID) *trace {
-	return &trace{id: id, records: make(map[pcommon.SpanID]record, 8), bytes: traceCost}
+func newTrace(id pcommon.TraceID, sh *shard) *trace {
+	return &trace{id: id, shard: sh, bytes: traceCost}
 }
 
 // walkEnd is where a parent walk through known-dropped spans ends.
@@ -123,28 +124,37 @@ func (t *trace) addOpen(id pcommon.SpanID) int64 {
 
 func (t *trace) hasKeptOrOpen() bool { return len(t.open) > 0 }
 
-// removeWaiting takes it out of the waitingOn index in constant time (its index is kept), so that
-// the arrival of a parent that many spans wait on settles them in linear time.
+// removeWaiting takes it out of the waitingOn index in constant time, so that the arrival of a
+// parent that many spans wait on settles them in linear time. It does nothing when it is not in
+// the index.
 func (t *trace) removeWaiting(it *item) {
-	list := t.waitingOn[it.waitOn]
-	if i := it.waitIdx; i < len(list) && list[i] == it {
-		last := list[len(list)-1]
-		list[i], last.waitIdx = last, i
-		list[len(list)-1] = nil
-		list = list[:len(list)-1]
+	switch {
+	case it.waitPrev != nil:
+		it.waitPrev.waitNext = it.waitNext
+	case t.waitingOn[it.waitOn] == it:
+		if it.waitNext != nil {
+			t.waitingOn[it.waitOn] = it.waitNext
+		} else {
+			delete(t.waitingOn, it.waitOn)
+		}
+	default:
+		return // not in the index
 	}
-	if len(list) == 0 {
-		delete(t.waitingOn, it.waitOn)
-	} else {
-		t.waitingOn[it.waitOn] = list
+	if it.waitNext != nil {
+		it.waitNext.waitPrev = it.waitPrev
 	}
+	it.waitPrev, it.waitNext = nil, nil
 }
 
 func (t *trace) addWaiting(it *item, on pcommon.SpanID) {
 	if t.waitingOn == nil {
-		t.waitingOn = map[pcommon.SpanID][]*item{}
+		t.waitingOn = map[pcommon.SpanID]*item{}
 	}
 	it.waitOn = on
-	it.waitIdx = len(t.waitingOn[on])
-	t.waitingOn[on] = append(t.waitingOn[on], it)
+	next := t.waitingOn[on]
+	it.waitPrev, it.waitNext = nil, next
+	if next != nil {
+		next.waitPrev = it
+	}
+	t.waitingOn[on] = it
 }
