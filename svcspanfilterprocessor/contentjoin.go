@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -76,7 +77,8 @@ func mergeContent(pieces []tracememory.Content) *genaicontent.Content {
 // spanContent is the content records of one span from one logs call, parsed once, outside the
 // memory's locks.
 type spanContent struct {
-	c *genaicontent.Content
+	c      *genaicontent.Content
+	tenant string // tracememory.TenantOf the logs request
 }
 
 // Size is what the records hold, counted in the memory's byte budget.
@@ -84,6 +86,9 @@ func (s spanContent) Size() int64 { return int64(s.c.Bytes()) }
 
 // Records is the number of content records it holds.
 func (s spanContent) Records() int { return s.c.Records() }
+
+// Tenant is whom the logs request spoke for: the content joins only that tenant's spans.
+func (s spanContent) Tenant() string { return s.tenant }
 
 type spanKey struct {
 	trace pcommon.TraceID
@@ -133,6 +138,7 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 	if len(keys) == 0 {
 		return out, nil
 	}
+	info := client.FromContext(ctx)
 	// Push back before anything is made durable when the memory has no room that eviction can
 	// make without forgetting acknowledged content or refused spans (finding C).
 	var size int64
@@ -148,14 +154,15 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 		if err != nil {
 			return out, consumererror.NewPermanent(fmt.Errorf("svcspanfilter: content records: %w", err))
 		}
-		// Content goes out on its span, with the span's own request metadata: none is kept here.
-		id, err := j.Append(ctx, journal.KindContent, now, nil, payload)
+		// Content goes out on its span, with the span's own request metadata; the request's own
+		// metadata is kept only to tell after a restart whose content it is (TenantOf).
+		id, err := j.Append(ctx, journal.KindContent, now, metadataOf(info), payload)
 		if err != nil {
 			return out, fmt.Errorf("svcspanfilter: content records could not be made durable, retry: %w", err)
 		}
 		ref = m.NewRecordRef(id, len(keys))
 	}
-	out.give(m, keys, bySpan, ref)
+	out.give(m, keys, bySpan, tracememory.TenantOf(info), ref)
 	return out, nil
 }
 
@@ -179,7 +186,8 @@ func recoverContent(m *tracememory.Memory, records []journal.Record) (contentOut
 			m.NewRecordRef(rec.ID, 1).Done(1)
 			continue
 		}
-		out.give(m, keys, bySpan, m.NewRecordRef(rec.ID, len(keys)))
+		tenant := tracememory.TenantOf(client.Info{Metadata: client.NewMetadata(rec.Metadata)})
+		out.give(m, keys, bySpan, tenant, m.NewRecordRef(rec.ID, len(keys)))
 	}
 	if len(errs) > 0 {
 		return out, fmt.Errorf("svcspanfilter: %d content journal records could not be read: %v", len(errs), errs)
@@ -187,9 +195,9 @@ func recoverContent(m *tracememory.Memory, records []journal.Record) (contentOut
 	return out, nil
 }
 
-func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey, bySpan map[spanKey]*genaicontent.Content, ref *tracememory.RecordRef) {
+func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey, bySpan map[spanKey]*genaicontent.Content, tenant string, ref *tracememory.RecordRef) {
 	for _, k := range keys {
-		switch m.AddContent(k.trace, k.span, spanContent{c: bySpan[k]}, ref) {
+		switch m.AddContent(k.trace, k.span, spanContent{c: bySpan[k], tenant: tenant}, ref) {
 		case tracememory.ContentJoined:
 			out.joined++
 		case tracememory.ContentWaiting:

@@ -3,6 +3,7 @@ package svcspanfilterprocessor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -43,6 +44,9 @@ type joinFixture struct {
 	output plog.Logs // the choice, emitted when it ends
 	// passed are spans that went on at once; delivered those the memory released later.
 	passed, delivered []ptrace.Span
+	// spanClient and contentClient are the client contexts spans and content come in with
+	// (pass-through tenants); zero: a gateway with its own keys.
+	spanClient, contentClient client.Info
 }
 
 const joinCase = "python_tool_round_trip"
@@ -63,6 +67,7 @@ func newJournaledJoinFixture(t *testing.T, cfg ContentJoinConfig, j journal.Jour
 		mu.Lock()
 		f.stats.ContentUnmatched[tracememory.UnmatchedSpanDropped] += s.ContentUnmatched[tracememory.UnmatchedSpanDropped]
 		f.stats.ContentUnmatched[tracememory.UnmatchedNoSpan] += s.ContentUnmatched[tracememory.UnmatchedNoSpan]
+		f.stats.ContentUnmatched[tracememory.UnmatchedOtherTenant] += s.ContentUnmatched[tracememory.UnmatchedOtherTenant]
 		mu.Unlock()
 	})
 	all := golden.ReadLogs(t, filepath.Join("internal", "genaicontent", "testdata", joinCase, "logs.json"))
@@ -81,7 +86,7 @@ func (f *joinFixture) sendSpan(kept bool) {
 	if kept {
 		verdict = tracememory.Keep
 	}
-	adm, err := f.m.Admit(client.Info{}, td, []tracememory.Decision{{Verdict: verdict}})
+	adm, err := f.m.Admit(f.spanClient, td, []tracememory.Decision{{Verdict: verdict}})
 	require.NoError(f.t, err)
 	adm.Commit(0)
 	// Deliveries of the call go on with it (a span carrying joined content is one): not held.
@@ -96,7 +101,7 @@ func (f *joinFixture) sendSpan(kept bool) {
 
 func (f *joinFixture) sendContent(ld plog.Logs) contentOutcomes {
 	f.t.Helper()
-	out, err := addContent(context.Background(), f.m, journal.Nop, ld, f.clock.Now())
+	out, err := addContent(client.NewContext(context.Background(), f.contentClient), f.m, journal.Nop, ld, f.clock.Now())
 	require.NoError(f.t, err)
 	f.collect(f.m.TakeReady())
 	return out
@@ -312,4 +317,89 @@ func TestContentPushBackWhenMemoryIsFull(t *testing.T) {
 	require.ErrorIs(t, err, tracememory.ErrContentOverloaded)
 	assert.False(t, consumererror.IsPermanent(err), "the client retries")
 	assert.Empty(t, j.live, "nothing journaled")
+}
+
+// tenant is the client context of a pass-through request with the credentials of public key pk.
+func tenant(pk string) client.Info {
+	return client.Info{Metadata: client.NewMetadata(map[string][]string{"authorization": {"Basic " + pk + "-credentials"}})}
+}
+
+// Content joins only the span of its own tenant: two tenants of a pass-through gateway may send
+// the same trace and span ids, and one's prompts must never reach the other's project on the
+// other's span (issue 11). Each order reaches the join another way: content waiting when the span
+// comes, a held span gathering content, a held span given the rest of its content.
+func TestContentJoinsOnlyItsOwnTenant(t *testing.T) {
+	orders := map[string]func(f *joinFixture){
+		"content before the span": func(f *joinFixture) {
+			f.sendContent(f.inputs)
+			f.sendContent(f.output)
+			f.sendSpan(true)
+		},
+		"span held for its content": func(f *joinFixture) {
+			f.sendSpan(true)
+			f.sendContent(f.inputs)
+			f.sendContent(f.output)
+		},
+		"part before, part after the span": func(f *joinFixture) {
+			f.sendContent(f.inputs)
+			f.sendSpan(true)
+			f.sendContent(f.output)
+		},
+	}
+	for name, order := range orders {
+		for _, same := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/same tenant=%v", name, same), func(t *testing.T) {
+				f := newJoinFixture(t, defaultContentJoinConfig())
+				f.spanClient, f.contentClient = tenant("pk-a"), tenant("pk-b")
+				if same {
+					f.contentClient = tenant("pk-a")
+				}
+				order(f)
+				f.expire(time.Minute) // a span waiting for content that never joins goes on without it
+				in, out, _ := f.left()
+				if same {
+					assert.Contains(t, in, "lookup_order")
+					assert.Contains(t, out, "Order A-1042 has shipped.")
+					assert.Zero(t, f.stats.ContentUnmatched[tracememory.UnmatchedOtherTenant])
+					return
+				}
+				assert.Empty(t, in, "another tenant's input joined")
+				assert.Empty(t, out, "another tenant's output joined")
+				assert.Equal(t, int64(5), f.stats.ContentUnmatched[tracememory.UnmatchedOtherTenant]+f.stats.ContentUnmatched[tracememory.UnmatchedNoSpan],
+					"all 5 records of the other tenant are discarded")
+				assert.Positive(t, f.stats.ContentUnmatched[tracememory.UnmatchedOtherTenant])
+				assert.Zero(t, f.m.Bytes(), "nothing of it stays in memory")
+			})
+		}
+	}
+}
+
+// Recovered content keeps its tenant: after a restart it still joins only its own tenant's span.
+func TestRecoveredContentKeepsItsTenant(t *testing.T) {
+	for _, same := range []bool{true, false} {
+		t.Run(fmt.Sprintf("same tenant=%v", same), func(t *testing.T) {
+			j := &memJournal{live: map[uint64]journal.Record{}}
+			f := newJournaledJoinFixture(t, defaultContentJoinConfig(), j)
+			_, err := addContent(client.NewContext(context.Background(), tenant("pk-a")), f.m, j, f.inputs, f.clock.Now())
+			require.NoError(t, err)
+			rec := j.live[1]
+
+			g := newJournaledJoinFixture(t, defaultContentJoinConfig(), &memJournal{live: map[uint64]journal.Record{rec.ID: rec}})
+			_, err = recoverContent(g.m, []journal.Record{rec})
+			require.NoError(t, err)
+			g.spanClient, g.contentClient = tenant("pk-b"), tenant("pk-b")
+			if same {
+				g.spanClient, g.contentClient = tenant("pk-a"), tenant("pk-a")
+			}
+			g.sendContent(g.output)
+			g.sendSpan(true)
+			g.expire(time.Minute)
+			in, _, _ := g.left()
+			if same {
+				assert.Contains(t, in, "lookup_order")
+			} else {
+				assert.Empty(t, in, "recovered content of tenant a joined onto tenant b's span")
+			}
+		})
+	}
 }

@@ -158,7 +158,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorSvcspanfilterContentUnmatched, err = builder.meter.Int64Counter(
 		"otelcol_processor_svcspanfilter_content_unmatched",
-		metric.WithDescription("GenAI content log records that were not joined onto a span and were discarded, by reason (span_dropped: the filter dropped their span; span_gone: their span had already gone on; no_span: they waited content_join.wait, or their trace was forgotten, without their span; no_span_context: the record has no trace id or span id; span_has_content: the span carried its own content, which takes precedence). [Development]"),
+		metric.WithDescription("GenAI content log records that were not joined onto a span and were discarded, by reason (span_dropped: the filter dropped their span; span_gone: their span had already gone on; no_span: they waited content_join.wait, or their trace was forgotten, without their span; no_span_context: the record has no trace id or span id; span_has_content: the span carried its own content, which takes precedence; other_tenant: their span came with another client's credentials, on a pass-through gateway). [Development]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)

@@ -56,7 +56,7 @@ func AssertEqualProcessorSvcspanfilterContentJoined(t *testing.T, tt *componentt
 func AssertEqualProcessorSvcspanfilterContentUnmatched(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcspanfilter_content_unmatched",
-		Description: "GenAI content log records that were not joined onto a span and were discarded, by reason (span_dropped: the filter dropped their span; span_gone: their span had already gone on; no_span: they waited content_join.wait, or their trace was forgotten, without their span; no_span_context: the record has no trace id or span id; span_has_content: the span carried its own content, which takes precedence). [Development]",
+		Description: "GenAI content log records that were not joined onto a span and were discarded, by reason (span_dropped: the filter dropped their span; span_gone: their span had already gone on; no_span: they waited content_join.wait, or their trace was forgotten, without their span; no_span_context: the record has no trace id or span id; span_has_content: the span carried its own content, which takes precedence; other_tenant: their span came with another client's credentials, on a pass-through gateway). [Development]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -128,7 +128,7 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	}
 	m.admitting.RLock() // until Commit or Abort
 	adm := &Admission{m: m, ref: &RecordRef{left: 1, journal: m.journal, logger: m.cfg.Logger}, pending: true}
-	m.admit(adm, &requestOrigin{info: info}, td, decisions, m.cfg.Now())
+	m.admit(adm, newRequestOrigin(info), td, decisions, m.cfg.Now())
 	if !adm.Stats.empty() {
 		m.observe(&adm.Stats)
 	}
@@ -312,8 +312,8 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	gather, joined := false, false
 	var contentRefs []*RecordRef
 	if cs, ok := t.content[id]; ok {
-		if !awaits || m.join.Complete(contentsOf(cs)) {
-			contentRefs = sh.joinWaitingContent(m, t, span, out)
+		if !awaits || m.join.Complete(contentsOf(ownContent(cs, og.request.tenant, nil))) {
+			contentRefs = sh.joinWaitingContent(m, t, span, og.request.tenant, out)
 			joined = true
 			awaits = false
 		} else {
@@ -365,7 +365,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	}
 	sh.hold(m, t, it)
 	if gather {
-		sh.takeWaitingContent(t, it)
+		sh.takeWaitingContent(m, t, it, out)
 	}
 	if reason&WaitParent != 0 {
 		t.addWaiting(it, at)
@@ -484,7 +484,7 @@ func (a *Admission) Abort() {
 			out.done = append(out.done, old.contentRefs...)
 		default:
 			sh.hold(m, t, old)
-			sh.takeWaitingContent(t, old)
+			sh.takeWaitingContent(m, t, old, &out)
 			if old.reason&WaitParent != 0 {
 				t.addWaiting(old, old.waitOn)
 				if _, known := t.records[old.waitOn]; known {

@@ -13,6 +13,8 @@ import (
 type Content interface {
 	Size() int64
 	Records() int
+	// Tenant is TenantOf the logs request the content came in: it joins only spans of that tenant.
+	Tenant() string
 }
 
 // Join is the content join's hook into the memory. Both methods are called under a shard lock:
@@ -61,6 +63,9 @@ func recordsOf(cs []waitingContent) int64 {
 
 // applyContent joins cs onto span and counts the outcome.
 func (m *Memory) applyContent(span ptrace.Span, cs []waitingContent, out *released) {
+	if len(cs) == 0 {
+		return
+	}
 	if m.join.Apply(span, contentsOf(cs)) {
 		out.stats.ContentJoined++
 	} else {
@@ -86,6 +91,9 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	t := sh.touch(m, traceID, now)
 	_, seen := t.records[spanID]
 	switch it := t.held[spanID]; {
+	case it != nil && it.tenant() != c.Tenant():
+		outcome = ContentDiscarded
+		out.stats.ContentUnmatched[UnmatchedOtherTenant] += int64(c.Records())
 	case it != nil:
 		// Held (for its content or its parent): not delivered yet. It gathers the pieces (the input
 		// of a call often comes in an earlier logs batch than its output); they are joined when it
@@ -131,12 +139,12 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 
 // joinWaitingContent joins the content waiting for a kept span that just arrived and returns the
 // content's journal records: the caller attaches them to the span, done when it is handed on.
-func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, out *released) []*RecordRef {
+func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, tenant string, out *released) []*RecordRef {
 	cs, ok := t.content[span.SpanID()]
 	if !ok {
 		return nil
 	}
-	m.applyContent(span, cs, out)
+	m.applyContent(span, ownContent(cs, tenant, out), out)
 	sh.removeContent(m, t, span.SpanID(), cs)
 	return refsOf(cs)
 }
@@ -153,9 +161,17 @@ func refsOf(cs []waitingContent) []*RecordRef {
 
 // takeWaitingContent moves the content waiting for a span that arrived into the held item that
 // waits for the rest of it (its bytes stay counted).
-func (sh *shard) takeWaitingContent(t *trace, it *item) {
+func (sh *shard) takeWaitingContent(m *Memory, t *trace, it *item, out *released) {
 	id := it.span.SpanID()
-	it.content = append(it.content, t.content[id]...)
+	cs := t.content[id]
+	own := ownContent(cs, it.tenant(), out)
+	for _, c := range cs {
+		if c.content.Tenant() != it.tenant() {
+			m.addBytes(t, -(c.content.Size() + contentCost))
+			out.done = append(out.done, refsOf([]waitingContent{c})...)
+		}
+	}
+	it.content = append(it.content, own...)
 	delete(t.content, id)
 	if len(t.content) == 0 {
 		delete(sh.withContent, t)
@@ -196,6 +212,30 @@ func (sh *shard) returnHeldContent(t *trace, it *item) {
 	t.content[id] = append(it.content, t.content[id]...)
 	sh.withContent[t] = struct{}{}
 	it.content = nil
+}
+
+// ownContent is the content of cs that came with tenant's credentials; the rest is counted
+// unmatched (other_tenant) in out, when out is not nil. It returns cs itself when all of it is the tenant's (the usual case).
+func ownContent(cs []waitingContent, tenant string, out *released) []waitingContent {
+	foreign := 0
+	for _, c := range cs {
+		if c.content.Tenant() != tenant {
+			foreign++
+			if out != nil {
+				out.stats.ContentUnmatched[UnmatchedOtherTenant] += int64(c.content.Records())
+			}
+		}
+	}
+	if foreign == 0 {
+		return cs
+	}
+	own := make([]waitingContent, 0, len(cs)-foreign)
+	for _, c := range cs {
+		if c.content.Tenant() == tenant {
+			own = append(own, c)
+		}
+	}
+	return own
 }
 
 func contentsOf(cs []waitingContent) []Content {

@@ -2,6 +2,7 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/svc/svc-collector/pkg/credentials"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
@@ -23,7 +25,23 @@ const (
 
 // requestOrigin is the client context of the request spans came in with: released spans go on with
 // their own request's client metadata, never another's.
-type requestOrigin struct{ info client.Info }
+type requestOrigin struct {
+	info   client.Info
+	tenant string // TenantOf(info)
+}
+
+func newRequestOrigin(info client.Info) *requestOrigin {
+	return &requestOrigin{info: info, tenant: TenantOf(info)}
+}
+
+// TenantOf is whom a request speaks for: the svc credentials its client sent (the pass-through
+// gateway of issue 11 forwards each request with them), empty on a gateway with keys of its own.
+// Content is joined only onto spans of its own tenant: two tenants may send the same trace and
+// span ids (a trace crossing teams, or a client copying another team's ids), and one tenant's
+// prompts must never reach the other's project on the other's span.
+func TenantOf(info client.Info) string {
+	return strings.Join(info.Metadata.Get(credentials.MetadataKey), "\n")
+}
 
 // resourceOrigin and scopeOrigin are shared by every span taken from one ResourceSpans / ScopeSpans.
 type resourceOrigin struct {
@@ -65,6 +83,9 @@ type item struct {
 }
 
 func (it *item) contents() []Content { return contentsOf(it.content) }
+
+// tenant is the tenant of the request the span came in with.
+func (it *item) tenant() string { return it.origin.resource.request.tenant }
 
 // RecordRef counts the items of one journal record still in the memory or on their way to the next
 // consumer; the record is removed from the journal when the count reaches zero.

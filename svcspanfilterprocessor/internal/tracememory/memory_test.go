@@ -360,8 +360,9 @@ func TestResentHeldSpanHeldOnce(t *testing.T) {
 
 type fakeContent string
 
-func (c fakeContent) Size() int64  { return int64(len(c)) }
-func (c fakeContent) Records() int { return 1 }
+func (c fakeContent) Size() int64    { return int64(len(c)) }
+func (c fakeContent) Records() int   { return 1 }
+func (c fakeContent) Tenant() string { return "" }
 
 type fakeJoin struct{}
 

@@ -42,7 +42,7 @@ func (m *Memory) Recover(records []journal.Record) error {
 		}
 		adm := &Admission{m: m, ref: m.NewRecordRef(rec.ID, 1)}
 		info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
-		m.admit(adm, &requestOrigin{info: info}, td, decisions, rec.HeldAt)
+		m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt)
 		if err := m.journalOpened(context.Background(), adm.opened); err != nil {
 			errs = append(errs, err) // only a later restart would not bridge them
 		}

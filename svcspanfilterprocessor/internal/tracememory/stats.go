@@ -55,12 +55,13 @@ const (
 	UnmatchedSpanGone                              // its span had already gone on
 	UnmatchedNoSpan                                // it waited ContentWait (or its trace was forgotten) without its span
 	UnmatchedSpanHasContent                        // the span carried its own content, which takes precedence
+	UnmatchedOtherTenant                           // its span came with another tenant's credentials
 
 	NumUnmatchedReasons
 )
 
 func (r UnmatchedReason) String() string {
-	return [...]string{"span_dropped", "span_gone", "no_span", "span_has_content"}[r]
+	return [...]string{"span_dropped", "span_gone", "no_span", "span_has_content", "other_tenant"}[r]
 }
 
 // Stats are the events of one memory operation, handed to the Observer outside the locks.
