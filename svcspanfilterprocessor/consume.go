@@ -54,6 +54,7 @@ func (p *spanFilterProcessor) commit(ctx context.Context, info client.Info, adm 
 		return nil
 	}
 	if adm.Held == 0 {
+		adm.HandsOnFirst()
 		p.deliver(ctx, adm.Deliveries, false)
 		adm.Deliveries = nil
 		if adm.HandedOn() {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"go.opentelemetry.io/otel/attribute"
@@ -568,7 +570,14 @@ func postTraces(t *testing.T, c *collector.Process, keys platform.ProjectKeys, t
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodPost, "http://"+c.OTLPHTTPEndpoint+"/v1/traces", bytes.NewReader(body))
+	return postOTLP(t, c, keys, "/v1/traces", body)
+}
+
+// postOTLP posts an OTLP protobuf body to the collector's HTTP receiver with keys' credentials and
+// returns the status.
+func postOTLP(t *testing.T, c *collector.Process, keys platform.ProjectKeys, path string, body []byte) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+c.OTLPHTTPEndpoint+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -654,5 +663,90 @@ func TestMultiTenantRestartKeepsHeldSpansTenant(t *testing.T) {
 		if !ok || child.ParentObservationID != strings.Repeat("01", 8) {
 			t.Errorf("project %s: held child span %+v, want it under its parent", tm.keys.PublicKey, child)
 		}
+	}
+}
+
+// postContent sends one GenAI call's content log records (user message and choice) for span sid of
+// trace tid over OTLP/HTTP with keys' credentials and returns the status.
+func postContent(t *testing.T, c *collector.Process, keys platform.ProjectKeys, tid pcommon.TraceID, sid pcommon.SpanID, prompt string) int {
+	t.Helper()
+	ld := plog.NewLogs()
+	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	sl.Scope().SetName(contentScope)
+	record := func(event string) plog.LogRecord {
+		r := sl.LogRecords().AppendEmpty()
+		r.SetEventName(event)
+		r.SetTraceID(tid)
+		r.SetSpanID(sid)
+		r.SetTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+		r.Attributes().PutStr("gen_ai.system", "openai")
+		return r
+	}
+	record("gen_ai.user.message").Body().SetEmptyMap().PutStr("content", prompt)
+	choice := record("gen_ai.choice").Body().SetEmptyMap()
+	choice.PutStr("finish_reason", "stop")
+	choice.PutInt("index", 0)
+	choice.PutEmptyMap("message").PutStr("content", "answer to "+prompt)
+	body, err := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return postOTLP(t, c, keys, "/v1/logs", body)
+}
+
+// TestMultiTenantContentJoinsOnlyItsOwnTeam: team A's GenAI content log records wait for their span;
+// team B then sends a span with the same trace and span ids. A's prompt must not reach B's project
+// on B's span; A's own span with A's content (another trace) still gets it.
+func TestMultiTenantContentJoinsOnlyItsOwnTeam(t *testing.T) {
+	ps := startProjects(t, teamA, teamB)
+	c := startMultiTenantGateway(t, ps, t.TempDir())
+	const promptA = "team A's private prompt about order A-7731"
+	shared := genAISpan(0xd1, 2, 0, "chat gpt-4o")
+	own := genAISpan(0xd2, 2, 0, "chat gpt-4o")
+	sharedSpan := shared.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	ownSpan := own.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	for _, s := range []ptrace.Span{sharedSpan, ownSpan} {
+		s.Attributes().PutStr("gen_ai.operation.name", "chat")
+		s.Attributes().PutStr("gen_ai.system", "openai")
+	}
+	if status := postContent(t, c, teamA, sharedSpan.TraceID(), sharedSpan.SpanID(), promptA); status != http.StatusOK {
+		t.Fatalf("team A content: status %d", status)
+	}
+	if status := postContent(t, c, teamA, ownSpan.TraceID(), ownSpan.SpanID(), promptA); status != http.StatusOK {
+		t.Fatalf("team A content: status %d", status)
+	}
+	if status := postTraces(t, c, teamB, shared); status != http.StatusOK {
+		t.Fatalf("team B span: status %d", status)
+	}
+	if status := postTraces(t, c, teamA, own); status != http.StatusOK {
+		t.Fatalf("team A span: status %d", status)
+	}
+	for _, k := range []platform.ProjectKeys{teamA, teamB} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := ps.Project(k.PublicKey).WaitForSpans(ctx, 1)
+		cancel()
+		if err != nil {
+			t.Fatalf("project %s: %v", k.PublicKey, err)
+		}
+	}
+	hexID := func(s ptrace.Span) (string, string) {
+		tid, sid := s.TraceID(), s.SpanID()
+		return hex.EncodeToString(tid[:]), hex.EncodeToString(sid[:])
+	}
+	for _, p := range []*platform.Platform{ps.Project(teamA.PublicKey), ps.Project(teamB.PublicKey)} {
+		for _, o := range p.Observations(platform.ObservationFilter{}) {
+			if p == ps.Project(teamB.PublicKey) && (strings.Contains(o.Input, "A-7731") || strings.Contains(o.Output, "A-7731")) {
+				t.Errorf("team B's project holds team A's content on observation %s: input %q output %q", o.ID, o.Input, o.Output)
+			}
+		}
+	}
+	tid, sid := hexID(ownSpan)
+	o, ok := ps.Project(teamA.PublicKey).Observation(tid, sid)
+	if !ok || !strings.Contains(o.Input, "A-7731") {
+		t.Errorf("team A's own span did not get its content: %+v", o)
+	}
+	tid, sid = hexID(sharedSpan)
+	if _, ok := ps.Project(teamA.PublicKey).Observation(tid, sid); ok {
+		t.Errorf("team B's span reached team A's project")
 	}
 }

@@ -505,6 +505,16 @@ func (a *Admission) Abort() {
 	m.Enforce() // after the batch's held spans are gone: none of them is released by eviction
 }
 
+// HandsOnFirst releases the admission's hold on eviction before a batch that holds nothing (Held
+// is zero) hands its deliveries on, ahead of its journal write: eviction cannot reach spans that
+// are not held, and it must not wait on the next consumer (which may retry for minutes) while
+// every other admission waits behind it. Commit or Abort follow as usual.
+func (a *Admission) HandsOnFirst() {
+	if a.Held == 0 {
+		a.settle()
+	}
+}
+
 // HandedOn reports whether every span of the batch's own record (held, connectors, spans carrying
 // joined content) has been handed on: nothing of it needs the journal any more.
 func (a *Admission) HandedOn() bool {

@@ -451,3 +451,56 @@ func TestConcurrentAdmit(t *testing.T) {
 	d.checkInvariants(t, true, false)
 	assert.Empty(t, d.journal.records())
 }
+
+// Two journal records that hold the same span (a crash between a resent span's append and the
+// older record's removal): recovery holds the span once, delivers it once, and removes both
+// records, so neither pins the journal nor comes back at the next restart.
+func TestRecoverSpanInTwoRecords(t *testing.T) {
+	d := newDriver(t, nil)
+	var ids []uint64
+	for range 2 {
+		td, _ := buildBatch([]sp{{name: "a", parent: "p", kept: true}})
+		payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+		require.NoError(t, err)
+		id, err := d.journal.Append(context.Background(), journal.KindSpans, d.clock.Now(), nil, payload)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	require.Len(t, d.journal.records(), 2)
+
+	d2 := newDriver(t, nil)
+	d2.journal = d.journal
+	d2.m = New(testConfig(d2.clock), d.journal, nil, d2.observe)
+	d2.clock.now = d.clock.Now()
+	d2.arrived[idOf("a")] = sp{name: "a", parent: "p", kept: true}
+	require.NoError(t, d2.m.Recover(d.journal.records()))
+	assert.Equal(t, int64(1), d2.m.HeldSpans(), "the span is held once")
+	require.NoError(t, d2.send(sp{name: "p", kept: true}))
+	d2.deliver(d2.m.TakeReady())
+	assert.Equal(t, map[string]string{"p": "", "a": "p"}, d2.tree())
+	assert.Len(t, d2.delivered, 2, "a once, p once")
+	assert.Empty(t, d.journal.records(), "both records removed")
+}
+
+// A batch that holds nothing hands its deliveries on before its journal write (the processor's
+// commit); eviction meanwhile must not wait for it (the next consumer may retry for minutes, and
+// every other admission would queue behind the waiting eviction).
+func TestHandsOnFirstDoesNotHoldEviction(t *testing.T) {
+	d := newDriver(t, nil)
+	td, decisions := buildBatch([]sp{{name: "agent", kept: true}, {name: "chat", parent: "agent", kept: true}})
+	adm, err := d.m.Admit(client.Info{}, td, decisions)
+	require.NoError(t, err)
+	require.Zero(t, adm.Held)
+	adm.HandsOnFirst()
+	evicted := make(chan struct{})
+	go func() {
+		d.m.Enforce()
+		close(evicted)
+	}()
+	select {
+	case <-evicted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("eviction waited for an admission that holds nothing")
+	}
+	adm.Commit(0)
+}

@@ -55,6 +55,16 @@ func (m *Memory) Recover(records []journal.Record) error {
 			adm.Deliveries = append(adm.Deliveries, d)
 		}
 		m.queue(adm.Deliveries)
+		// An older record held a copy of a span this one holds again (a crash between a resent
+		// span's append and the old record's removal, or a removal still owed): the older
+		// record is done, or it would pin the journal and be delivered again at every restart.
+		for _, old := range adm.replaced {
+			old.ref.Done(1)
+			for _, r := range old.contentRefs {
+				r.Done(1)
+			}
+		}
+		adm.replaced = nil
 		adm.ref.Done(1) // the guard: the record goes when its last span is handed on
 		if !adm.Stats.empty() {
 			m.observe(&adm.Stats)
