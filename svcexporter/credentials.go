@@ -56,8 +56,34 @@ const (
 	attrStatusCode = "http.response.status_code"
 )
 
+// maxRefusedKeys bounds the public keys exporter_svc_credentials_refused has a series of: a
+// pass-through gateway without svcauth's allowed_public_keys lets in any well-formed key pair, and
+// each refused one would otherwise be a new series for as long as the collector runs.
+const maxRefusedKeys = 1000
+
+// otherPublicKeys is the public_key of the refusals beyond maxRefusedKeys distinct keys.
+const otherPublicKeys = "other"
+
 // countRefused counts one request refused with 401/403, by public key and status.
 func (e *svcExporter) countRefused(ctx context.Context, publicKey string, code int) {
 	e.telemetry.ExporterSvcCredentialsRefused.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(
-		attribute.String(attrPublicKey, publicKey), attribute.Int(attrStatusCode, code))))
+		attribute.String(attrPublicKey, e.refusedLabel(publicKey)), attribute.Int(attrStatusCode, code))))
+}
+
+// refusedLabel is publicKey while fewer than maxRefusedKeys distinct keys were counted, then
+// otherPublicKeys for new ones.
+func (e *svcExporter) refusedLabel(publicKey string) string {
+	e.refusedMu.Lock()
+	defer e.refusedMu.Unlock()
+	if _, ok := e.refusedKeys[publicKey]; ok {
+		return publicKey
+	}
+	if len(e.refusedKeys) >= maxRefusedKeys {
+		return otherPublicKeys
+	}
+	if e.refusedKeys == nil {
+		e.refusedKeys = map[string]struct{}{}
+	}
+	e.refusedKeys[publicKey] = struct{}{}
+	return publicKey
 }

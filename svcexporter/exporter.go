@@ -63,6 +63,9 @@ type svcExporter struct {
 	// static are the configured credentials (empty in pass-through mode, where each push uses its
 	// request's own: see credentialsFor).
 	static     requestCredentials
+	// refusedKeys are the public keys exporter_svc_credentials_refused has a series of (bounded).
+	refusedMu   sync.Mutex
+	refusedKeys map[string]struct{}
 	sdkVersion string
 	userAgent  string
 

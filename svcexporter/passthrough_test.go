@@ -210,3 +210,14 @@ func TestPassThroughBatchesNeverMixTenants(t *testing.T) {
 	assert.Equal(t, map[string]int{tenantA.publicKey: 100, tenantB.publicKey: 100}, spans)
 	assert.Less(t, len(p.received(tracesPath)), 40, "spans were batched (fewer requests than pushes)")
 }
+
+// The public keys counted by exporter_svc_credentials_refused are bounded: a gateway that lets in
+// any well-formed key pair must not grow a metric series per random key for as long as it runs.
+func TestRefusedPublicKeysAreBounded(t *testing.T) {
+	e := &svcExporter{}
+	for i := range maxRefusedKeys {
+		assert.Equal(t, fmt.Sprintf("pk-%d", i), e.refusedLabel(fmt.Sprintf("pk-%d", i)))
+	}
+	assert.Equal(t, otherPublicKeys, e.refusedLabel("pk-one-too-many"))
+	assert.Equal(t, "pk-7", e.refusedLabel("pk-7"), "a key already counted keeps its series")
+}

@@ -23,6 +23,9 @@ var (
 	ErrAmbiguous = errors.New("more than one Authorization value: send exactly one `Authorization: Basic base64(public_key:secret_key)`")
 	ErrScheme    = errors.New("authorization scheme must be Basic: send `Authorization: Basic base64(public_key:secret_key)`")
 	ErrMalformed = errors.New("malformed Basic credentials: expected base64(public_key:secret_key) with a non-empty public and secret key")
+	// ErrSwapped: the public key has the shape of a secret key. Taken as given, the secret would be
+	// logged and counted as the public key, which the gateway shows freely.
+	ErrSwapped = errors.New("the public key has the shape of a secret key (sk-...): send base64(public_key:secret_key), public key first")
 )
 
 // Credentials is one svc project's API key pair.
@@ -50,6 +53,9 @@ func Parse(header string) (Credentials, error) {
 	public, secret, ok := strings.Cut(string(decoded), ":")
 	if !ok || !wellFormedKey(public) || !wellFormedKey(secret) {
 		return Credentials{}, ErrMalformed
+	}
+	if strings.HasPrefix(public, "sk-") {
+		return Credentials{}, ErrSwapped
 	}
 	return Credentials{PublicKey: public, SecretKey: secret}, nil
 }

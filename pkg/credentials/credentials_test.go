@@ -24,6 +24,7 @@ func TestParse(t *testing.T) {
 		{name: "scheme only", header: "Basic", wantErr: ErrMalformed},
 		{name: "not base64", header: "Basic !!!", wantErr: ErrMalformed},
 		{name: "no colon", header: basic("pk-only"), wantErr: ErrMalformed},
+		{name: "keys swapped", header: basic("sk-secret:pk-public"), wantErr: ErrSwapped},
 		{name: "empty public key", header: basic(":sk"), wantErr: ErrMalformed},
 		{name: "empty secret key", header: basic("pk:"), wantErr: ErrMalformed},
 		{name: "control character", header: basic("pk:s\nk"), wantErr: ErrMalformed},
