@@ -62,12 +62,12 @@ type svcExporter struct {
 
 	// static are the configured credentials (empty in pass-through mode, where each push uses its
 	// request's own: see credentialsFor).
-	static     requestCredentials
+	static requestCredentials
 	// refusedKeys are the public keys exporter_svc_credentials_refused has a series of (bounded).
 	refusedMu   sync.Mutex
 	refusedKeys map[string]struct{}
-	sdkVersion string
-	userAgent  string
+	sdkVersion  string
+	userAgent   string
 
 	// tracesClient compresses as configured; plainClient never compresses: the SDKs compress
 	// span batches only (SPEC.md 8), so scores and the health check go out as plain JSON.
