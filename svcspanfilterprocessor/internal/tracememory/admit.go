@@ -273,6 +273,12 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 	}
 	for _, i := range idx {
 		r := &refs[i]
+		if old := r.trace.held[r.span.SpanID()]; r.kept && old != nil && old.tenant() != og.request.tenant {
+			// Another tenant's span with the ids of a span held for its own tenant (pass-through
+			// gateways: a trace crossing teams, or copied ids). It is no resend of the held one:
+			// it goes on as it came, in its own request, and the held span stays held.
+			continue
+		}
 		if r.kept {
 			sh.admitKept(m, adm, r, og, copies, now, out)
 		} else {

@@ -504,3 +504,38 @@ func TestHandsOnFirstDoesNotHoldEviction(t *testing.T) {
 	}
 	adm.Commit(0)
 }
+
+// A span held for one tenant is not replaced by another tenant's span with the same ids (which a
+// resend of the same tenant would do): the other's goes on as it came, the held one stays held and
+// goes on under its parent.
+func TestHeldSpanNotReplacedByAnotherTenant(t *testing.T) {
+	d := newDriver(t, nil)
+	tenantInfo := func(pk string) client.Info {
+		return client.Info{Metadata: client.NewMetadata(map[string][]string{"authorization": {"Basic " + pk}})}
+	}
+	admit := func(info client.Info, s sp) *Admission {
+		td, decisions := buildBatch([]sp{s})
+		adm, err := d.m.Admit(info, td, decisions)
+		require.NoError(t, err)
+		adm.Commit(0)
+		d.deliver(adm.Deliveries)
+		if adm.Pass {
+			d.collect(td)
+		}
+		return adm
+	}
+	for _, s := range []sp{{name: "child", parent: "agent", kept: true}, {name: "agent", kept: true}} {
+		d.arrived[idOf(s.name)] = s
+	}
+	a := admit(tenantInfo("a"), sp{name: "child", parent: "agent", kept: true})
+	require.Equal(t, 1, a.Held)
+	b := admit(tenantInfo("b"), sp{name: "child", parent: "agent", kept: true})
+	assert.Zero(t, b.Held, "the other tenant's span is not held in place of the first")
+	assert.True(t, b.Pass, "it goes on in its own request")
+	assert.Equal(t, int64(1), d.m.HeldSpans(), "the first tenant's span is still held")
+	admit(tenantInfo("a"), sp{name: "agent", kept: true})
+	d.deliver(d.m.TakeReady())
+	assert.Equal(t, map[string]string{"agent": "", "child": "agent"}, d.tree())
+	assert.Len(t, d.delivered, 3, "b's child, a's agent and a's child")
+	assert.Zero(t, d.m.HeldSpans())
+}
