@@ -71,7 +71,26 @@ func (c *Candidates) IsCandidate(_ pcommon.Resource, scope pcommon.Instrumentati
 		content = isContentAttribute(k, v)
 		return !content
 	})
-	return inference && !content
+	return inference && !content && !hasContentEvent(span)
+}
+
+// hasContentEvent reports whether the span carries its content as span events: the earlier GenAI
+// conventions' gen_ai.content.prompt / gen_ai.content.completion (opentelemetry-instrumentation-
+// openai-v2 2.0b0 wrote them), or the content events themselves recorded on the span. Such a span
+// has its content and must not wait for log records.
+func hasContentEvent(span ptrace.Span) bool {
+	events := span.Events()
+	for i := 0; i < events.Len(); i++ {
+		switch name := events.At(i).Name(); name {
+		case "gen_ai.content.prompt", "gen_ai.content.completion":
+			return true
+		default:
+			if _, ok := kindByName[name]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (c *Candidates) matchScope(name string) bool {

@@ -49,12 +49,19 @@ func TestIsContentRecord(t *testing.T) {
 
 func TestIsCandidate(t *testing.T) {
 	tests := []struct {
-		name  string
-		scope string
-		attrs map[string]any
-		extra []string
-		want  bool
+		name   string
+		scope  string
+		attrs  map[string]any
+		events []string
+		extra  []string
+		want   bool
 	}{
+		{name: "carries its content as gen_ai.content.* span events", scope: "opentelemetry.instrumentation.openai_v2",
+			attrs: map[string]any{"gen_ai.operation.name": "chat"}, events: []string{"gen_ai.content.prompt", "gen_ai.content.completion"}},
+		{name: "carries content events on the span", scope: "opentelemetry.instrumentation.openai_v2",
+			attrs: map[string]any{"gen_ai.operation.name": "chat"}, events: []string{"gen_ai.user.message", "gen_ai.choice"}},
+		{name: "other span events are no content", scope: "opentelemetry.instrumentation.openai_v2",
+			attrs: map[string]any{"gen_ai.operation.name": "chat"}, events: []string{"exception"}, want: true},
 		{name: "python openai-v2 chat without content", scope: "opentelemetry.instrumentation.openai_v2",
 			attrs: map[string]any{"gen_ai.operation.name": "chat"}, want: true},
 		{name: "JS chat", scope: "@opentelemetry/instrumentation-openai",
@@ -93,6 +100,9 @@ func TestIsCandidate(t *testing.T) {
 			scope.SetName(tt.scope)
 			span := ptrace.NewSpan()
 			_ = span.Attributes().FromRaw(tt.attrs)
+			for _, e := range tt.events {
+				span.Events().AppendEmpty().SetName(e)
+			}
 			got := NewCandidates(tt.extra).IsCandidate(pcommon.NewResource(), scope, span)
 			assert.Equal(t, tt.want, got)
 			if tt.extra == nil {
