@@ -1,8 +1,6 @@
 package scorerecord
 
 import (
-	"encoding/hex"
-
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
@@ -12,15 +10,7 @@ import (
 // resent yields the same id.
 func KeyedID(namespace string, traceID pcommon.TraceID, spanID pcommon.SpanID, key string) string {
 	var stack [256]byte
-	buf := appendPart(stack[:0], namespace)
-	if !traceID.IsEmpty() {
-		buf = hex.AppendEncode(buf, traceID[:])
-	}
-	buf = append(buf, 0)
-	if !spanID.IsEmpty() {
-		buf = hex.AppendEncode(buf, spanID[:])
-	}
-	buf = append(buf, 0)
+	buf := appendSpanKey(appendPart(stack[:0], namespace), traceID, spanID)
 	buf = appendPart(buf, key)
 	return idOf(buf)
 }

@@ -312,10 +312,9 @@ func EventID(traceID pcommon.TraceID, spanID pcommon.SpanID, eventName string, e
 	return idOf(buf)
 }
 
-// appendEventKey writes what both score-id derivations start from: the trace id and span id
-// (lower-case hex, nothing when empty), the event name and the event's time (decimal Unix
-// nanoseconds), each ended by a zero byte.
-func appendEventKey(buf []byte, traceID pcommon.TraceID, spanID pcommon.SpanID, eventName string, eventTime pcommon.Timestamp) []byte {
+// appendSpanKey writes the trace id and span id (lower-case hex, nothing when empty), each ended
+// by a zero byte: the start of every derived score id.
+func appendSpanKey(buf []byte, traceID pcommon.TraceID, spanID pcommon.SpanID) []byte {
 	if !traceID.IsEmpty() {
 		buf = hex.AppendEncode(buf, traceID[:])
 	}
@@ -323,7 +322,14 @@ func appendEventKey(buf []byte, traceID pcommon.TraceID, spanID pcommon.SpanID, 
 	if !spanID.IsEmpty() {
 		buf = hex.AppendEncode(buf, spanID[:])
 	}
-	buf = append(buf, 0)
+	return append(buf, 0)
+}
+
+// appendEventKey writes what both score-id derivations start from: the trace id and span id
+// (lower-case hex, nothing when empty), the event name and the event's time (decimal Unix
+// nanoseconds), each ended by a zero byte.
+func appendEventKey(buf []byte, traceID pcommon.TraceID, spanID pcommon.SpanID, eventName string, eventTime pcommon.Timestamp) []byte {
+	buf = appendSpanKey(buf, traceID, spanID)
 	buf = appendPart(buf, eventName)
 	return append(strconv.AppendUint(buf, uint64(eventTime), 10), 0)
 }
