@@ -215,7 +215,8 @@ func (sh *shard) returnHeldContent(t *trace, it *item) {
 }
 
 // ownContent is the content of cs that came with tenant's credentials; the rest is counted
-// unmatched (other_tenant) in out, when out is not nil. It returns cs itself when all of it is the tenant's (the usual case).
+// unmatched (other_tenant) in out, when out is not nil. It returns cs itself when all of it is
+// the tenant's (the usual case).
 func ownContent(cs []waitingContent, tenant string, out *released) []waitingContent {
 	foreign := 0
 	for _, c := range cs {
