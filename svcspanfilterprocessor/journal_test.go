@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 	"go.opentelemetry.io/collector/processor/processortest"
@@ -84,4 +85,60 @@ func spanRecords(fj *fakeJournal) []journal.Record {
 		}
 	}
 	return out
+}
+
+// A call that holds nothing hands its connector on before its journal write; while the next
+// consumer takes its time (a synchronous exporter retrying), eviction and with it every other
+// call must not wait for it.
+func TestSlowNextConsumerDoesNotHoldEviction(t *testing.T) {
+	ctx := context.Background()
+	fj := &fakeJournal{}
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	cfg := createDefaultConfig().(*Config)
+	cfg.TraceIntegrity.MaxTraces = 1 // the call's second trace gives eviction work to do
+	sink := new(consumertest.TracesSink)
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	slow := false
+	next, _ := consumer.NewTraces(func(ctx context.Context, td ptrace.Traces) error {
+		if slow {
+			slow = false
+			close(entered)
+			<-proceed
+		}
+		return sink.ConsumeTraces(ctx, td)
+	})
+	p, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), cfg, next, fj)
+	require.NoError(t, err)
+	p.now = clock.Now
+	_, err = p.processTraces(ctx, batch(testSpan{name: "chat", scope: scopeSDK, parent: "tool http"}))
+	require.ErrorIs(t, err, processorhelper.ErrSkipProcessingData)
+	clock.Advance(cfg.TraceIntegrity.WaitDuration + time.Second)
+	p.mem.Expire()
+	p.deliverReady(ctx, false) // chat goes on by rule 1; "tool http" is an open parent
+
+	slow = true
+	done := make(chan error, 1)
+	go func() {
+		// The open parent ends, dropped: it goes on as a connector, to the slow next consumer.
+		_, err := p.processTraces(ctx, batch(testSpan{name: "tool http", scope: scopeHTTPClient, parent: "agent"},
+			testSpan{name: "health check", scope: scopeHTTPClient, trace: pcommon.TraceID{7}}))
+		done <- err
+	}()
+	<-entered
+	evicted := make(chan struct{})
+	go func() {
+		p.mem.Enforce()
+		close(evicted)
+	}()
+	select {
+	case <-evicted:
+	case <-time.After(10 * time.Second):
+		t.Error("eviction waited for a call blocked in the next consumer")
+	}
+	close(proceed)
+	if err := <-done; !errors.Is(err, processorhelper.ErrSkipProcessingData) {
+		t.Fatalf("the call: %v", err)
+	}
+	<-evicted
+	assert.Equal(t, 2, sink.SpanCount(), "chat and the connector")
 }

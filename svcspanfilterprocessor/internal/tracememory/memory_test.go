@@ -486,11 +486,15 @@ func TestRecoverSpanInTwoRecords(t *testing.T) {
 // commit); eviction meanwhile must not wait for it (the next consumer may retry for minutes, and
 // every other admission would queue behind the waiting eviction).
 func TestHandsOnFirstDoesNotHoldEviction(t *testing.T) {
-	d := newDriver(t, nil)
+	d := newDriver(t, func(c *Config) { c.MaxTraces = 1 })
+	require.NoError(t, d.send(sp{name: "old", kept: true, trace: pcommon.TraceID{9}}))
+	// A second trace puts the memory over max_traces: eviction has work to do while the
+	// admission is pending.
 	td, decisions := buildBatch([]sp{{name: "agent", kept: true}, {name: "chat", parent: "agent", kept: true}})
 	adm, err := d.m.Admit(client.Info{}, td, decisions)
 	require.NoError(t, err)
 	require.Zero(t, adm.Held)
+	require.Equal(t, int64(2), d.m.Traces())
 	adm.HandsOnFirst()
 	evicted := make(chan struct{})
 	go func() {
@@ -502,6 +506,7 @@ func TestHandsOnFirstDoesNotHoldEviction(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("eviction waited for an admission that holds nothing")
 	}
+	assert.Equal(t, int64(1), d.m.Traces(), "the idle old trace was evicted meanwhile")
 	adm.Commit(0)
 }
 
