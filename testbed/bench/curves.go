@@ -191,19 +191,11 @@ func promptCurve(ctx context.Context, cfg Config, o CurveOptions, c *Curves) err
 
 func promptPoint(ctx context.Context, cfg Config, w *loadgen.Workload, b Build, traces int) (PromptPoint, error) {
 	var p PromptPoint
-	rig, err := StartRig(ctx, b, RigOptions{StatsOnly: true})
+	rig, s, stop, err := startCurveRig(ctx, b)
 	if err != nil {
 		return p, err
 	}
-	defer func() {
-		rig.Collector.Kill()
-		_ = rig.Close()
-	}()
-	s, err := rig.Sender(loadgen.ProtocolHTTP)
-	if err != nil {
-		return p, err
-	}
-	defer s.Close()
+	defer stop()
 	before, err := rig.Usage()
 	if err != nil {
 		return p, err
@@ -252,19 +244,11 @@ func openCurve(ctx context.Context, cfg Config, o CurveOptions, c *Curves) error
 
 func openPoint(ctx context.Context, b Build, n int) (OpenPoint, error) {
 	var p OpenPoint
-	rig, err := StartRig(ctx, b, RigOptions{StatsOnly: true})
+	rig, s, stop, err := startCurveRig(ctx, b)
 	if err != nil {
 		return p, err
 	}
-	defer func() {
-		rig.Collector.Kill()
-		_ = rig.Close()
-	}()
-	s, err := rig.Sender(loadgen.ProtocolHTTP)
-	if err != nil {
-		return p, err
-	}
-	defer s.Close()
+	defer stop()
 	const perRequest = 250
 	now := uint64(time.Now().UnixNano())
 	for first := 0; first < n; first += perRequest {
@@ -399,19 +383,11 @@ func scoreCurve(ctx context.Context, cfg Config, o CurveOptions, c *Curves) erro
 
 func scorePoint(ctx context.Context, b Build, k, scores int) (ScorePoint, error) {
 	var p ScorePoint
-	rig, err := StartRig(ctx, b, RigOptions{StatsOnly: true})
+	rig, s, stop, err := startCurveRig(ctx, b)
 	if err != nil {
 		return p, err
 	}
-	defer func() {
-		rig.Collector.Kill()
-		_ = rig.Close()
-	}()
-	s, err := rig.Sender(loadgen.ProtocolHTTP)
-	if err != nil {
-		return p, err
-	}
-	defer s.Close()
+	defer stop()
 	before, err := rig.Usage()
 	if err != nil {
 		return p, err
@@ -502,4 +478,24 @@ func scoreRequest(first, count, k int, now uint64) *coltracepb.ExportTraceServic
 			Scope: &commonpb.InstrumentationScope{Name: "opentelemetry.instrumentation.openai", Version: "0.44.1"}, Spans: spans,
 		}},
 	}}}
+}
+
+// startCurveRig starts build b for one curve point (stats only) with an OTLP/HTTP sender; stop
+// closes the sender and kills the collector (the point's figures are already read).
+func startCurveRig(ctx context.Context, b Build) (*Rig, loadgen.Sender, func(), error) {
+	rig, err := StartRig(ctx, b, RigOptions{StatsOnly: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s, err := rig.Sender(loadgen.ProtocolHTTP)
+	if err != nil {
+		rig.Collector.Kill()
+		_ = rig.Close()
+		return nil, nil, nil, err
+	}
+	return rig, s, func() {
+		s.Close()
+		rig.Collector.Kill()
+		_ = rig.Close()
+	}, nil
 }
