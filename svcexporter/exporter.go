@@ -58,10 +58,10 @@ type svcExporter struct {
 	compression configcompression.Type
 	// codec encodes and compresses span batches (the exporter compresses them itself, so that
 	// the persistent queue stores them as they are sent: spans_request.go).
-	codec *spanBodyCodec
-	tracesURL   string
-	scoresURL   string
-	healthURL   string
+	codec     *spanBodyCodec
+	tracesURL string
+	scoresURL string
+	healthURL string
 
 	// static are the configured credentials (empty in pass-through mode, where each push uses its
 	// request's own: see credentialsFor).
