@@ -23,8 +23,10 @@ import (
 
 // The benchmarks push through the exporter built by the factory (no queue, so each Consume
 // call returns after the HTTP exchange) to a loopback server that discards the body. The
-// "baseline" sub-benchmarks POST the same payload, encoded beforehand, through the exporter's
-// own HTTP client: the exporter's cost is the ratio between the two of the same run.
+// "baseline" sub-benchmarks POST the same payload through the exporter's own HTTP client, the
+// scores encoded beforehand, the spans encoded and compressed by the exporter's codec (the
+// exporter compresses span bodies itself): the exporter's cost is the ratio between the two of
+// the same run.
 //
 //	go test -run '^$' -bench . -benchmem ./...
 

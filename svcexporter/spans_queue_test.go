@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"net"
+	"net/http"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
@@ -282,6 +283,42 @@ func TestSpansMergeSplitAsExporterhelper(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, protoOf(t, want), protoOf(t, sent), "batch %d as sent", i)
 			}
+		})
+	}
+}
+
+// With the queue in memory a batch is encoded and compressed at its first send; a retry posts
+// the same body without encoding again.
+func TestSpansRetryPostsTheBodyOfTheFirstAttempt(t *testing.T) {
+	for _, compression := range []configcompression.Type{configcompression.TypeGzip, compressionNone} {
+		t.Run(string(compression), func(t *testing.T) {
+			clearCompressionEnv(t)
+			p := newFakePlatform(t)
+			var calls int
+			p.setTraces(func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+				calls++
+				if calls == 1 {
+					w.WriteHeader(http.StatusServiceUnavailable)
+					return
+				}
+				w.WriteHeader(http.StatusOK)
+			})
+			cfg := testConfig(p.srv.URL)
+			cfg.ClientConfig.Compression = compression
+			exp := startExporter(t, newTestEnv(t), cfg)
+			td := makeTraces(2, 1, 10, 100)
+			req := newSpansRequest(td, exp.codec)
+			require.Error(t, exp.pushSpans(context.Background(), req))
+			require.NotNil(t, req.body, "the body is kept for the retry")
+			first := req.body
+			require.NoError(t, exp.pushSpans(context.Background(), req))
+			assert.Same(t, &first[0], &req.body[0], "not encoded again")
+
+			got := p.received(tracesPath)
+			require.Len(t, got, 2)
+			assert.Equal(t, got[0].body, got[1].body)
+			assert.Equal(t, compression == configcompression.TypeGzip, got[1].gzipped)
+			require.NoError(t, ptracetest.CompareTraces(td, decodeTraces(t, got[1].body)))
 		})
 	}
 }
