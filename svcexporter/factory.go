@@ -52,7 +52,7 @@ func createTraces(ctx context.Context, set exporter.Settings, cfg component.Conf
 	// stores them encoded and compressed as they are sent (spans_queue.go).
 	opts := append(helperOptions(exp),
 		xexporterhelper.WithQueueBatch(queueConfig(cfg.(*Config)), xexporterhelper.QueueBatchSettings{
-			Encoding:         spansQueueEncoding{codec: exp.codec},
+			Encoding:         spansQueueEncoding{codec: exp.codec, logger: exp.logger},
 			ReferenceCounter: spansReferenceCounter{},
 		}))
 	return xexporterhelper.NewTracesRequest(ctx, set, spansRequestFromTraces(exp.codec), exp.pushRequest, opts...)

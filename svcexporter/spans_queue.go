@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	pdatareq "go.opentelemetry.io/collector/pdata/xpdata/request"
+	"go.uber.org/zap"
 )
 
 // A span batch in the persistent queue (sending_queue.storage) is stored as it goes on the
@@ -51,6 +52,9 @@ var errCorruptQueuedSpans = errors.New("svc exporter: a span batch in the persis
 // spansQueueEncoding is the persistent queue's encoding of span batches.
 type spansQueueEncoding struct {
 	codec *spanBodyCodec
+	// logger reports unreadable items at error level: the persistent queue drops them and logs
+	// that only at debug level.
+	logger *zap.Logger
 }
 
 // Marshal stores req's wire body, encoding and compressing the spans if that was not done yet;
@@ -86,6 +90,15 @@ func (e spansQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.Req
 // Unmarshal reads a stored batch. Batches of this exporter come back as their body, not decoded;
 // batches stored by exporterhelper's own encoding (before the upgrade) are decoded as it does.
 func (e spansQueueEncoding) Unmarshal(data []byte) (context.Context, xexporterhelper.Request, error) {
+	ctx, req, err := e.unmarshal(data)
+	if err != nil && e.logger != nil {
+		e.logger.Error("svc exporter: a span batch in the persistent queue cannot be read; it is dropped",
+			zap.Int("bytes", len(data)), zap.Error(err))
+	}
+	return ctx, req, err
+}
+
+func (e spansQueueEncoding) unmarshal(data []byte) (context.Context, xexporterhelper.Request, error) {
 	if !bytes.HasPrefix(data, spansQueueMagic) {
 		return e.unmarshalStock(data)
 	}

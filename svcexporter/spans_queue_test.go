@@ -18,6 +18,9 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	pdatareq "go.opentelemetry.io/collector/pdata/xpdata/request"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func testCodec(t testing.TB, compression configcompression.Type) *spanBodyCodec {
@@ -159,7 +162,8 @@ func withCRC(item []byte) []byte {
 }
 
 func TestSpansQueueEncodingRefusesCorruptItems(t *testing.T) {
-	enc := spansQueueEncoding{codec: testCodec(t, configcompression.TypeGzip)}
+	core, logs := observer.New(zap.DebugLevel)
+	enc := spansQueueEncoding{codec: testCodec(t, configcompression.TypeGzip), logger: zap.New(core)}
 	good, err := enc.Marshal(passThroughCtx(), newSpansRequest(makeTraces(1, 1, 10, 100), enc.codec))
 	require.NoError(t, err)
 	flip := func(i int) []byte {
@@ -188,6 +192,10 @@ func TestSpansQueueEncodingRefusesCorruptItems(t *testing.T) {
 				assert.ErrorContains(t, err, tt.wantErr)
 				assert.Nil(t, req)
 			})
+			dropped := logs.TakeAll()
+			require.Len(t, dropped, 1, "an unreadable item is logged at error level")
+			assert.Equal(t, zapcore.ErrorLevel, dropped[0].Level)
+			assert.Contains(t, dropped[0].Message, "dropped")
 		})
 	}
 
