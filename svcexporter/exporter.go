@@ -56,9 +56,12 @@ type svcExporter struct {
 
 	// compression of span batches, resolved from the config and the environment.
 	compression configcompression.Type
-	tracesURL   string
-	scoresURL   string
-	healthURL   string
+	// codec encodes and compresses span batches (the exporter compresses them itself, so that
+	// the persistent queue stores them as they are sent: spans_request.go).
+	codec     *spanBodyCodec
+	tracesURL string
+	scoresURL string
+	healthURL string
 
 	// static are the configured credentials (empty in pass-through mode, where each push uses its
 	// request's own: see credentialsFor).
@@ -69,8 +72,8 @@ type svcExporter struct {
 	sdkVersion  string
 	userAgent   string
 
-	// tracesClient compresses as configured; plainClient never compresses: the SDKs compress
-	// span batches only (SPEC.md 8), so scores and the health check go out as plain JSON.
+	// Neither client compresses: span bodies come compressed by codec (the SDKs compress span
+	// batches only, SPEC.md 8), scores and the health check go out as plain JSON.
 	tracesClient *http.Client
 	plainClient  *http.Client
 
@@ -85,6 +88,10 @@ type svcExporter struct {
 
 func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
 	compression, err := resolveCompression(cfg.ClientConfig.Compression, nil)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := newSpanBodyCodec(compression, cfg.ClientConfig.CompressionParams)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +110,7 @@ func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
 		logger:          set.Logger,
 		telemetry:       telemetry,
 		compression:     compression,
+		codec:           codec,
 		tracesURL:       base + tracesPath,
 		scoresURL:       base + scoresPath,
 		healthURL:       base + healthPath,
@@ -121,7 +129,9 @@ func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
 // the platform's version.
 func (e *svcExporter) start(ctx context.Context, host component.Host) error {
 	tracesCfg := e.cfg.ClientConfig
-	tracesCfg.Compression = e.compression
+	// The bodies come compressed (e.codec) with their Content-Encoding set; confighttp's
+	// compression would skip them anyway, it is off so that nothing is compressed twice.
+	tracesCfg.Compression = compressionNone
 	client, err := tracesCfg.ToClient(ctx, host.GetExtensions(), e.settings)
 	if err != nil {
 		return err
@@ -150,7 +160,7 @@ func (e *svcExporter) shutdown(context.Context) error {
 // newRequest makes a request to the platform with the credentials c and the svc headers (none of
 // the credential headers when c is empty: the health check of a pass-through exporter).
 // Headers set in the config (`headers`) are added by the client afterwards and win.
-func (e *svcExporter) newRequest(ctx context.Context, c requestCredentials, method, url, contentType string, body []byte) (*http.Request, error) {
+func (e *svcExporter) newRequest(ctx context.Context, c requestCredentials, method, url, contentType, contentEncoding string, body []byte) (*http.Request, error) {
 	var reader io.Reader
 	if body != nil {
 		reader = bytes.NewReader(body)
@@ -169,6 +179,9 @@ func (e *svcExporter) newRequest(ctx context.Context, c requestCredentials, meth
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	if contentEncoding != "" {
+		req.Header.Set("Content-Encoding", contentEncoding)
+	}
 	return req, nil
 }
 
@@ -179,11 +192,11 @@ type response struct {
 	body        []byte
 }
 
-// post sends body and returns the 2xx response, or an error classified for the exporterhelper:
+// post sends body (compressed as contentEncoding says, "" for none) and returns the 2xx response, or an error classified for the exporterhelper:
 // retryable (network errors, 429, 5xx; with the Retry-After delay when the server gives one),
 // a *statusError with code 413 (the caller splits), or permanent (every other status).
-func (e *svcExporter) post(ctx context.Context, c requestCredentials, client *http.Client, url, contentType string, body []byte) (response, error) {
-	req, err := e.newRequest(ctx, c, http.MethodPost, url, contentType, body)
+func (e *svcExporter) post(ctx context.Context, c requestCredentials, client *http.Client, url, contentType, contentEncoding string, body []byte) (response, error) {
+	req, err := e.newRequest(ctx, c, http.MethodPost, url, contentType, contentEncoding, body)
 	if err != nil {
 		return response{}, consumererror.NewPermanent(err)
 	}

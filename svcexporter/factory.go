@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
 
 	"github.com/svc/svc-collector/pkg/credentials"
 	"github.com/svc/svc-collector/svcexporter/internal/metadata"
@@ -47,7 +48,14 @@ func createTraces(ctx context.Context, set exporter.Settings, cfg component.Conf
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewTraces(ctx, set, cfg, exp.pushTraces, helperOptions(exp, cfg.(*Config))...)
+	// Span batches are requests of this exporter (spansRequest), so that the persistent queue
+	// stores them encoded and compressed as they are sent (spans_queue.go).
+	opts := append(helperOptions(exp),
+		xexporterhelper.WithQueueBatch(queueConfig(cfg.(*Config)), xexporterhelper.QueueBatchSettings{
+			Encoding:         spansQueueEncoding{codec: exp.codec, logger: exp.logger},
+			ReferenceCounter: spansReferenceCounter{},
+		}))
+	return xexporterhelper.NewTracesRequest(ctx, set, spansRequestFromTraces(exp.codec), exp.pushRequest, opts...)
 }
 
 func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
@@ -55,11 +63,13 @@ func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewLogs(ctx, set, cfg, exp.pushScores, helperOptions(exp, cfg.(*Config))...)
+	return exporterhelper.NewLogs(ctx, set, cfg, exp.pushScores,
+		append(helperOptions(exp), exporterhelper.WithQueue(queueConfig(cfg.(*Config))))...)
 }
 
-// helperOptions are the exporterhelper settings of both signals.
-func helperOptions(exp *svcExporter, c *Config) []exporterhelper.Option {
+// helperOptions are the exporterhelper settings of both signals but the queue's.
+func helperOptions(exp *svcExporter) []exporterhelper.Option {
+	c := exp.cfg
 	return []exporterhelper.Option{
 		exporterhelper.WithStart(exp.start),
 		exporterhelper.WithShutdown(exp.shutdown),
@@ -68,7 +78,6 @@ func helperOptions(exp *svcExporter, c *Config) []exporterhelper.Option {
 		// 100-score chunks), so the helper's own per-push timeout is off, as in otlphttp.
 		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
 		exporterhelper.WithRetry(c.RetryConfig),
-		exporterhelper.WithQueue(queueConfig(c)),
 	}
 }
 

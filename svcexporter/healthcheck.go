@@ -108,7 +108,7 @@ func (e *svcExporter) checkServerVersion(ctx context.Context) error {
 func (e *svcExporter) fetchServerVersion(ctx context.Context) (*version.Version, error) {
 	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
 	defer cancel()
-	req, err := e.newRequest(ctx, e.static, http.MethodGet, e.healthURL, "", nil)
+	req, err := e.newRequest(ctx, e.static, http.MethodGet, e.healthURL, "", "", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -152,7 +152,7 @@ func (e *svcExporter) sendScores(ctx context.Context, c requestCredentials, batc
 	if err != nil {
 		return consumererror.NewPermanent(fmt.Errorf("encoding scores as JSON: %w", err))
 	}
-	resp, err := e.post(ctx, c, e.plainClient, e.scoresURL, contentTypeJSON, body)
+	resp, err := e.post(ctx, c, e.plainClient, e.scoresURL, contentTypeJSON, "", body)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"go.uber.org/zap"
@@ -14,11 +15,27 @@ import (
 // spanRef locates one span in a ptrace.Traces.
 type spanRef struct{ resource, scope, span int }
 
-// pushTraces sends td as one OTLP/protobuf request. When the platform answers 413 the spans are
-// split in halves and resent (see deliver); a span refused even alone is dropped and logged with
-// its trace and span id, and the rest is delivered.
+// pushTraces sends td as pushSpans does.
 func (e *svcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
-	total := td.SpanCount()
+	return e.pushSpans(ctx, newSpansRequest(td, e.codec))
+}
+
+// pushRequest is the exporterhelper's consume function of span batches.
+func (e *svcExporter) pushRequest(ctx context.Context, req xexporterhelper.Request) error {
+	r, ok := req.(*spansRequest)
+	if !ok {
+		return consumererror.NewPermanent(fmt.Errorf("svc exporter: cannot send a %T as spans", req))
+	}
+	return e.pushSpans(ctx, r)
+}
+
+// pushSpans sends a span batch as one OTLP/protobuf request, its body as it was encoded (for the
+// persistent queue, or by an earlier attempt) when it was. When the platform answers 413 the
+// spans are split in halves and resent (see deliver); a span refused even alone is dropped and
+// logged with its trace and span id, and the rest is delivered. Only a 413 decodes a batch read
+// from the persistent queue.
+func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
+	total := req.ItemsCount()
 	if total == 0 {
 		return nil
 	}
@@ -26,12 +43,20 @@ func (e *svcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 	if err != nil {
 		return err
 	}
+	var td ptrace.Traces
 	var refs []spanRef // only needed, and built, once the platform answers 413
 	res := deliver(total, []itemRange{{0, total}}, func(r itemRange) error {
 		if r.len() == total {
-			return e.sendSpans(ctx, creds, td) // the common case: no copy
+			body, err := req.wireBody() // the common case: no decoding, no copy
+			if err != nil {
+				return consumererror.NewPermanent(err)
+			}
+			return e.postSpans(ctx, creds, body)
 		}
 		if refs == nil {
+			if td, err = req.traces(); err != nil {
+				return consumererror.NewPermanent(err)
+			}
 			refs = spanRefs(td)
 		}
 		return e.sendSpans(ctx, creds, tracesOf(td, refs[r.lo:r.hi]))
@@ -40,14 +65,16 @@ func (e *svcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 		e.telemetry.ExporterSvcRequestsSplit.Add(ctx, int64(res.splits))
 	}
 	if len(res.tooLarge) > 0 {
-		if refs == nil {
-			refs = spanRefs(td)
+		if refs == nil { // a batch of one span, refused whole
+			if td, err = req.traces(); err == nil {
+				refs = spanRefs(td)
+			}
 		}
 		e.dropTooLargeSpans(ctx, td, refs, res.tooLarge)
 	}
 	return e.outcome(ctx, res, total, "spans", e.telemetry.ExporterSvcSentSpans, e.telemetry.ExporterSvcSendFailedSpans, func(err error, from int) error {
 		if from == 0 {
-			return err // the retry resends td as it is
+			return err // the retry resends the batch as it is
 		}
 		// Only what was not sent yet goes back to the retry.
 		return consumererror.NewTraces(err, tracesOf(td, refs[from:]))
@@ -55,11 +82,16 @@ func (e *svcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 }
 
 func (e *svcExporter) sendSpans(ctx context.Context, c requestCredentials, td ptrace.Traces) error {
-	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	body, _, err := e.codec.encode(td)
 	if err != nil {
-		return consumererror.NewPermanent(fmt.Errorf("encoding spans as OTLP protobuf: %w", err))
+		return consumererror.NewPermanent(err)
 	}
-	resp, err := e.post(ctx, c, e.tracesClient, e.tracesURL, contentTypeProtobuf, body)
+	return e.postSpans(ctx, c, body)
+}
+
+// postSpans posts a body made by e.codec.
+func (e *svcExporter) postSpans(ctx context.Context, c requestCredentials, body []byte) error {
+	resp, err := e.post(ctx, c, e.tracesClient, e.tracesURL, contentTypeProtobuf, contentEncoding(e.codec.compression), body)
 	if err != nil {
 		return err
 	}
@@ -103,6 +135,10 @@ func (e *svcExporter) dropTooLargeSpans(ctx context.Context, td ptrace.Traces, r
 	}
 	e.telemetry.ExporterSvcSpansDroppedTooLarge.Add(ctx, int64(len(items)))
 	for _, it := range items {
+		if refs == nil { // the batch could not be decoded: no ids to log
+			e.logger.Error("svc platform refused a span as too large even on its own; the span is dropped", zap.Error(it.err))
+			continue
+		}
 		span := spanAt(td, refs[it.index])
 		e.logger.Error("svc platform refused a span as too large even on its own; the span is dropped, the rest of its batch is delivered",
 			zap.String("trace_id", span.TraceID().String()),

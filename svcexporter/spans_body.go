@@ -1,0 +1,126 @@
+package svcexporter // import "github.com/svc/svc-collector/svcexporter"
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"go.opentelemetry.io/collector/config/configcompression"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+)
+
+// spanBodyCodec makes the body of a span batch as it goes on the wire: OTLP/protobuf
+// (ExportTraceServiceRequest), gzip-compressed when the span compression is gzip. The exporter
+// compresses span batches itself rather than leaving it to confighttp's client, so that the
+// persistent queue can store the body exactly as it is sent (see spans_request.go): a queued
+// batch is encoded and compressed once, when it is queued, and posted as it is after a restart.
+type spanBodyCodec struct {
+	compression configcompression.Type // gzip or none
+	level       int
+	writers     sync.Pool // *gzip.Writer at level
+}
+
+func newSpanBodyCodec(compression configcompression.Type, params configcompression.CompressionParams) (*spanBodyCodec, error) {
+	c := &spanBodyCodec{compression: compression}
+	switch compression {
+	case compressionNone:
+		return c, nil
+	case configcompression.TypeGzip:
+	default:
+		return nil, fmt.Errorf("span compression %q is not supported (gzip or none)", string(compression))
+	}
+	// As confighttp: level 0 means the default level.
+	if params.Level == 0 {
+		params.Level = configcompression.DefaultCompressionLevel
+	}
+	if err := compression.ValidateParams(params); err != nil {
+		return nil, err
+	}
+	c.level = int(params.Level)
+	c.writers.New = func() any {
+		w, _ := gzip.NewWriterLevel(nil, c.level) // the level was validated
+		return w
+	}
+	return c, nil
+}
+
+// contentEncoding is the Content-Encoding header of bodies compressed as compression ("" for none).
+func contentEncoding(compression configcompression.Type) string {
+	if compression == configcompression.TypeGzip {
+		return string(configcompression.TypeGzip)
+	}
+	return ""
+}
+
+// encode returns td's wire body and the size of its uncompressed protobuf.
+func (c *spanBodyCodec) encode(td ptrace.Traces) (body []byte, protoSize int, err error) {
+	raw, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	if err != nil {
+		return nil, 0, fmt.Errorf("encoding spans as OTLP protobuf: %w", err)
+	}
+	if c.compression != configcompression.TypeGzip {
+		return raw, len(raw), nil
+	}
+	var buf bytes.Buffer
+	// Protobuf span batches shrink about 5-10 times; start with room for a fourth.
+	buf.Grow(len(raw)/4 + 64)
+	zw := c.writers.Get().(*gzip.Writer)
+	defer c.writers.Put(zw)
+	zw.Reset(&buf)
+	if _, err := zw.Write(raw); err != nil {
+		return nil, 0, fmt.Errorf("compressing spans: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, 0, fmt.Errorf("compressing spans: %w", err)
+	}
+	return buf.Bytes(), len(raw), nil
+}
+
+var gzipReaders sync.Pool // *gzip.Reader
+
+// decodeSpanBody reads a wire body compressed as compression back into spans.
+func decodeSpanBody(body []byte, compression configcompression.Type) (ptrace.Traces, error) {
+	raw := body
+	switch compression {
+	case compressionNone:
+	case configcompression.TypeGzip:
+		var err error
+		if raw, err = gunzip(body); err != nil {
+			return ptrace.Traces{}, fmt.Errorf("decompressing spans: %w", err)
+		}
+	default:
+		return ptrace.Traces{}, fmt.Errorf("span body compression %q is not supported", string(compression))
+	}
+	req := ptraceotlp.NewExportRequest()
+	if err := req.UnmarshalProto(raw); err != nil {
+		return ptrace.Traces{}, fmt.Errorf("decoding spans from OTLP protobuf: %w", err)
+	}
+	return req.Traces(), nil
+}
+
+func gunzip(body []byte) ([]byte, error) {
+	zr, _ := gzipReaders.Get().(*gzip.Reader)
+	var err error
+	if zr == nil {
+		zr, err = gzip.NewReader(bytes.NewReader(body))
+	} else {
+		err = zr.Reset(bytes.NewReader(body))
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer gzipReaders.Put(zr)
+	var out bytes.Buffer
+	out.Grow(4 * len(body))
+	if _, err := io.Copy(&out, zr); err != nil {
+		return nil, err
+	}
+	if err := zr.Close(); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}

@@ -1,0 +1,136 @@
+package svcexporter // import "github.com/svc/svc-collector/svcexporter"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/collector/config/configcompression"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/xpdata/pref"
+)
+
+// spansRequest is the exporterhelper request of a span batch. It holds the spans, the body they
+// go on the wire as, or both:
+//   - built from spans (what the pipeline hands on), the body is made when first needed, at
+//     send (in-memory queue) or when the persistent queue stores it, and kept, so that neither a
+//     retry nor the send after the queue re-encodes or re-compresses;
+//   - read back from the persistent queue (spansQueueEncoding), it holds only the body, as it was
+//     stored; the spans are decoded from it only when something needs them (a 413 split, a
+//     partial retry, the log of a span too large, merging batches).
+//
+// Whoever changes the spans (MergeSplit) drops the body.
+type spansRequest struct {
+	codec *spanBodyCodec
+
+	td      ptrace.Traces
+	decoded bool // td is valid
+
+	body            []byte // nil until encoded
+	bodyCompression configcompression.Type
+
+	spans     int
+	protoSize int // size of the uncompressed OTLP protobuf (the bytes sizer); -1: not known yet
+}
+
+var (
+	_ xexporterhelper.Request             = (*spansRequest)(nil)
+	_ xexporterhelper.RequestErrorHandler = (*spansRequest)(nil)
+)
+
+func newSpansRequest(td ptrace.Traces, codec *spanBodyCodec) *spansRequest {
+	return &spansRequest{codec: codec, td: td, decoded: true, spans: td.SpanCount(), protoSize: -1}
+}
+
+// ItemsCount is the number of spans: what the queue's items sizer and the exporterhelper's
+// sent/failed counts count.
+func (r *spansRequest) ItemsCount() int { return r.spans }
+
+// BytesSize is the size of the uncompressed protobuf, as of exporterhelper's own traces request,
+// so that a queue or batch sized in bytes means the same as before.
+func (r *spansRequest) BytesSize() int {
+	if r.protoSize < 0 {
+		r.protoSize = tracesMarshaler.TracesSize(r.td)
+	}
+	return r.protoSize
+}
+
+var tracesMarshaler = &ptrace.ProtoMarshaler{}
+
+// traces returns the spans, decoding them from the body once if the request came from the queue.
+func (r *spansRequest) traces() (ptrace.Traces, error) {
+	if r.decoded {
+		return r.td, nil
+	}
+	td, err := decodeSpanBody(r.body, r.bodyCompression)
+	if err != nil {
+		return ptrace.Traces{}, err
+	}
+	if n := td.SpanCount(); n != r.spans {
+		return ptrace.Traces{}, fmt.Errorf("queued span batch holds %d spans where its header says %d", n, r.spans)
+	}
+	r.td, r.decoded = td, true
+	return td, nil
+}
+
+// wireBody returns the body to post, compressed as the exporter's codec compresses: the one
+// kept, or a new one (kept for a retry). A body stored with another compression (the
+// compression setting changed across a restart) is re-encoded.
+func (r *spansRequest) wireBody() ([]byte, error) {
+	if r.body != nil && r.bodyCompression == r.codec.compression {
+		return r.body, nil
+	}
+	td, err := r.traces()
+	if err != nil {
+		return nil, err
+	}
+	body, protoSize, err := r.codec.encode(td)
+	if err != nil {
+		return nil, err
+	}
+	r.body, r.bodyCompression, r.protoSize = body, r.codec.compression, protoSize
+	return body, nil
+}
+
+// setTraces replaces the spans (after a merge or split), which makes the body stale.
+func (r *spansRequest) setTraces(td ptrace.Traces) {
+	r.td, r.decoded = td, true
+	r.body = nil
+	r.spans = td.SpanCount()
+	r.protoSize = -1
+}
+
+// OnError hands the retry only the spans an error says are still to be sent (a partial
+// delivery: consumererror.Traces, see pushSpans), as exporterhelper's traces request does.
+func (r *spansRequest) OnError(err error) xexporterhelper.Request {
+	if te, ok := errors.AsType[consumererror.Traces](err); ok {
+		return newSpansRequest(te.Data(), r.codec)
+	}
+	return r
+}
+
+// spansReferenceCounter keeps pooled pdata (the pdata pooling feature gate) alive while the
+// queue holds a request, as exporterhelper does for its own traces requests.
+type spansReferenceCounter struct{}
+
+func (spansReferenceCounter) Ref(req xexporterhelper.Request) {
+	if r, ok := req.(*spansRequest); ok && r.decoded {
+		pref.RefTraces(r.td)
+	}
+}
+
+func (spansReferenceCounter) Unref(req xexporterhelper.Request) {
+	if r, ok := req.(*spansRequest); ok && r.decoded {
+		pref.UnrefTraces(r.td)
+	}
+}
+
+// spansRequestFromTraces is the converter of the exporterhelper: the pipeline's spans become a
+// request of this exporter's codec.
+func spansRequestFromTraces(codec *spanBodyCodec) xexporterhelper.RequestConverterFunc[ptrace.Traces] {
+	return func(_ context.Context, td ptrace.Traces) (xexporterhelper.Request, error) {
+		return newSpansRequest(td, codec), nil
+	}
+}
