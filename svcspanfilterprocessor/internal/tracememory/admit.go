@@ -60,6 +60,12 @@ type Admission struct {
 	replaced []*item
 	// opened are the parents the batch's connector spans made open, to journal.
 	opened []openedParent
+	// abortable: the batch's journal append is still to come and may fail (Admit with a journal).
+	// What Abort gives back is then kept aside: joined is the waiting content the batch's spans
+	// took, reopened the open parents its connector spans closed.
+	abortable bool
+	joined    []joinedContent
+	reopened  []reopenedParent
 	// pending: Admit's read hold of Memory.admitting is not released yet.
 	pending bool
 }
@@ -128,6 +134,11 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	}
 	m.admitting.RLock() // until Commit or Abort
 	adm := &Admission{m: m, ref: &RecordRef{left: 1, journal: m.journal, logger: m.cfg.Logger}, pending: true}
+	if m.cfg.Journaled {
+		// Until Commit, its spans are not released by other calls, and Abort can undo what it took.
+		adm.abortable = true
+		adm.ref.state.Store(refPending)
+	}
 	m.admit(adm, newRequestOrigin(info), td, decisions, m.cfg.Now())
 	if !adm.Stats.empty() {
 		m.observe(&adm.Stats)
@@ -319,6 +330,9 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	var contentRefs []*RecordRef
 	if cs, ok := t.content[id]; ok {
 		if !awaits || m.join.Complete(contentsOf(ownContent(cs, og.request.tenant, nil))) {
+			if adm.abortable {
+				adm.joined = append(adm.joined, joinedContent{trace: t, span: id, tenant: og.request.tenant, content: cs})
+			}
 			contentRefs = sh.joinWaitingContent(m, t, span, og.request.tenant, out)
 			joined = true
 			awaits = false
@@ -392,9 +406,14 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	}
 	delete(t.open, id)
 	m.addBytes(t, -openCost)
-	out.closeOpen(ref)
 	if !m.cfg.ConnectorSpans {
+		out.closeOpen(ref)
 		return
+	}
+	if adm.abortable {
+		adm.reopened = append(adm.reopened, reopenedParent{trace: t, span: id, ref: ref}) // closed at Commit
+	} else {
+		out.closeOpen(ref)
 	}
 	t.records[id] = record{parent: span.ParentSpanID(), state: stateConnector}
 	conn := ptrace.NewSpan()
@@ -456,12 +475,14 @@ func (a *Admission) Commit(recordID uint64) {
 		}
 	}
 	a.replaced = nil
+	a.commitAbortable()
 	a.settle()
 	a.m.Enforce()
 }
 
 // Abort undoes the holding of a batch whose journal append failed: its held spans are discarded
-// (the client sends the batch again) and its released spans are queued for the releaser.
+// (the client sends the batch again), and so are its own deliveries (connector spans, spans that
+// joined waiting content: giveBack); spans of earlier calls it released are queued for the releaser.
 func (a *Admission) Abort() {
 	m := a.m
 	var out released
@@ -473,6 +494,7 @@ func (a *Admission) Abort() {
 		}
 		sh.unlock(m)
 	}
+	a.ref.state.Store(refCommitted) // none of its spans is held any more
 	// The copies this batch replaced are still acknowledged and journaled: they are held again.
 	for _, old := range a.replaced {
 		if old.ref == a.ref {
@@ -504,7 +526,7 @@ func (a *Admission) Abort() {
 	a.ref.mu.Lock()
 	a.ref.left = 0 // no record was written: nothing to remove
 	a.ref.mu.Unlock()
-	m.queue(a.Deliveries)
+	m.queue(a.giveBack(&out))
 	a.Deliveries = nil
 	m.finish(&out)
 	a.settle()
