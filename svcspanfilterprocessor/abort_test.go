@@ -203,13 +203,18 @@ func TestRefusedCallDeliversNothingOfItsOwn(t *testing.T) {
 		// hands its spans on before its journal write, and writes only what was refused).
 		refusing bool
 		extra    []testSpan
+		// contentBetween: the content comes after the refusal, before the resend (else first).
+		contentBetween bool
 	}{
 		{name: "joined content, the call also holds a span", extra: []testSpan{{name: "tool", scope: scopeSDK, parent: "not yet"}}},
 		{name: "joined content, handed on first and refused", refusing: true},
+		{name: "content arrives between the refusal and the resend", contentBetween: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newAbortFixture(t, &refusingJournal{})
-			f.addContent() // the content comes first and waits for its span
+			if !tc.contentBetween {
+				f.addContent() // the content comes first and waits for its span
+			}
 			td := f.chatCall(tc.extra...)
 			resend := cloneTraces(td)
 			f.j.refuseSpans = 1
@@ -219,6 +224,9 @@ func TestRefusedCallDeliversNothingOfItsOwn(t *testing.T) {
 			f.refuse.Store(false)
 			f.releaser(0)
 			assert.Zero(t, f.sink.SpanCount(), "nothing of the refused call went on")
+			if tc.contentBetween {
+				f.addContent() // the refused span is not seen yet: its content waits for the resend
+			}
 
 			require.NoError(t, f.send(resend), "the client sends the call again")
 			f.releaser(0)

@@ -2,6 +2,7 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // Between Admit and Commit a batch's journal append may still fail; Abort then refuses the batch
@@ -9,6 +10,9 @@ import (
 // resend, until Commit:
 //   - its held spans are not released by other calls (their parent or content arriving): they stay
 //     held, settled, and Commit releases them (deferRelease, releaseDeferred);
+//   - Abort forgets the records of its kept spans: until the client sends them again they are not
+//     seen, so content arriving for them meanwhile waits instead of being discarded as too late
+//     (forgetKept);
 //   - Abort delivers none of its own spans: the content its spans joined waits again for the
 //     resend, which joins it again, and the parents its connector spans closed are open again, so
 //     the resend makes the connectors again (giveBack).
@@ -62,7 +66,7 @@ func (a *Admission) commitAbortable() {
 	for _, r := range a.reopened {
 		r.ref.Done(1)
 	}
-	a.joined, a.reopened = nil, nil
+	a.joined, a.reopened, a.batch = nil, nil, ptrace.Traces{}
 	if a.ref.state.Load() != refCommitted && a.ref.state.Swap(refCommitted) == refDeferred {
 		a.releaseDeferred()
 	}
@@ -156,4 +160,41 @@ func (a *Admission) giveBack(out *released) []*Delivery {
 	}
 	a.joined, a.reopened = nil, nil
 	return others
+}
+
+// forgetKept forgets the records of the batch's kept spans (the spans that passed, were held, or
+// carry joined content: none went on), except those another call holds. It runs first, while the
+// batch's spans are still held: content arriving meanwhile is gathered by them, then waits.
+func (a *Admission) forgetKept() {
+	if a.batch == (ptrace.Traces{}) {
+		return
+	}
+	a.forgetKeptIn(a.batch)
+	if a.Journaled > 0 {
+		a.forgetKeptIn(a.HeldCopy)
+	}
+	a.batch = ptrace.Traces{}
+}
+
+func (a *Admission) forgetKeptIn(td ptrace.Traces) {
+	m := a.m
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				tid, id := spans.At(k).TraceID(), spans.At(k).SpanID()
+				sh := m.shards[m.shardOf(tid)]
+				sh.mu.Lock()
+				if t := sh.traces[tid]; t != nil && (t.held[id] == nil || t.held[id].ref == a.ref) {
+					if rec, ok := t.records[id]; ok && rec.state == stateKept {
+						delete(t.records, id)
+						m.addBytes(t, -recordCost)
+					}
+				}
+				sh.unlock(m)
+			}
+		}
+	}
 }

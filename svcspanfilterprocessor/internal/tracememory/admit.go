@@ -66,6 +66,8 @@ type Admission struct {
 	abortable bool
 	joined    []joinedContent
 	reopened  []reopenedParent
+	// batch is the admitted batch (abortable only): Abort forgets the records of its kept spans.
+	batch ptrace.Traces
 	// pending: Admit's read hold of Memory.admitting is not released yet.
 	pending bool
 }
@@ -138,6 +140,7 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 		// Until Commit, its spans are not released by other calls, and Abort can undo what it took.
 		adm.abortable = true
 		adm.ref.state.Store(refPending)
+		adm.batch = td
 	}
 	m.admit(adm, newRequestOrigin(info), td, decisions, m.cfg.Now())
 	if !adm.Stats.empty() {
@@ -486,6 +489,7 @@ func (a *Admission) Commit(recordID uint64) {
 func (a *Admission) Abort() {
 	m := a.m
 	var out released
+	a.forgetKept()
 	for _, it := range a.items {
 		sh := m.shards[m.shardOf(it.trace.id)]
 		sh.mu.Lock()
@@ -512,12 +516,18 @@ func (a *Admission) Abort() {
 			out.done = append(out.done, old.contentRefs...)
 		default:
 			sh.hold(m, t, old)
+			m.addBytes(t, t.setRecord(id, old.span.ParentSpanID(), stateKept)) // forgetKept took it
 			sh.takeWaitingContent(m, t, old, &out)
 			if old.reason&WaitParent != 0 {
 				t.addWaiting(old, old.waitOn)
 				if _, known := t.records[old.waitOn]; known {
 					sh.arrived(m, t, old.waitOn, &out) // its parent came meanwhile
 				}
+			}
+			if old.held && old.reason == 0 {
+				// Settled while its own batch's append was still to come (deferRelease): that batch
+				// may have committed meanwhile, without it.
+				sh.release(m, t, old, old.deferredWhy, &out)
 			}
 		}
 		sh.unlock(m)
