@@ -26,7 +26,7 @@ func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Del
 	}
 	refused := 0
 	for _, d := range ds {
-		if !p.deliverOne(ctx, d) {
+		if p.deliverOne(ctx, d) != nil {
 			// Shutdown: left in the journal (if any) for the next start.
 			refused += d.Spans
 		}
@@ -38,15 +38,18 @@ func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Del
 // and the rest, for the caller to put back.
 func (p *spanFilterProcessor) handOn(ctx context.Context, ds []*tracememory.Delivery) []*tracememory.Delivery {
 	for i, d := range ds {
-		if !p.deliverOne(ctx, d) {
+		if err := p.deliverOne(ctx, d); err != nil {
+			p.logger.Warn("The next consumer refused released spans; they will be retried",
+				zap.Int("spans", d.Spans), zap.Error(err))
 			return ds[i:]
 		}
 	}
 	return nil
 }
 
-// deliverOne reports false when the next consumer refused d retryably (d is still the caller's).
-func (p *spanFilterProcessor) deliverOne(ctx context.Context, d *tracememory.Delivery) bool {
+// deliverOne returns the next consumer's error when it refused d retryably (d is still the
+// caller's); a permanent refusal is given up.
+func (p *spanFilterProcessor) deliverOne(ctx context.Context, d *tracememory.Delivery) error {
 	err := p.next.ConsumeTraces(client.NewContext(ctx, d.Info), d.Traces)
 	switch {
 	case err == nil:
@@ -55,11 +58,9 @@ func (p *spanFilterProcessor) deliverOne(ctx context.Context, d *tracememory.Del
 		p.giveUp(ctx, d.Spans, "the next consumer refused them permanently: "+err.Error())
 		p.mem.Discard(d)
 	default:
-		p.logger.Warn("The next consumer refused released spans; they will be retried",
-			zap.Int("spans", d.Spans), zap.Error(err))
-		return false
+		return err
 	}
-	return true
+	return nil
 }
 
 // giveUp is the only place where accepted spans are lost, and it says so.
