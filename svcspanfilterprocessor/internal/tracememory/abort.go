@@ -8,8 +8,8 @@ import (
 // Between Admit and Commit a batch's journal append may still fail; Abort then refuses the batch
 // and the client sends it again. So that nothing is delivered twice and no content is lost to that
 // resend, until Commit:
-//   - its held spans are not released by other calls (their parent or content arriving): they stay
-//     held, settled, and Commit releases them (deferRelease, releaseDeferred);
+//   - its held spans are not released by other calls (their parent or content arriving, their wait
+//     ending): they stay held, settled, and Commit releases them (deferRelease, releaseDeferred);
 //   - Abort forgets the records of its kept spans: until the client sends them again they are not
 //     seen, so content arriving for them meanwhile waits instead of being discarded as too late
 //     (forgetKept);
