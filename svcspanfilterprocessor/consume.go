@@ -44,21 +44,23 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 }
 
 // commit writes the spans held from the batch to the journal (one record) before the batch is
-// acknowledged. A failed write holds nothing and refuses the batch with a retryable error. When
-// the batch holds nothing, the spans it hands on (connectors, spans carrying joined content) go
-// first, and are journaled only if the next consumer refuses some of them: the journal keeps only
-// what the processor still holds when it answers.
+// acknowledged. A failed write holds nothing, delivers nothing of the batch (Abort) and refuses it
+// with a retryable error. When the batch holds nothing, the spans it hands on (connectors, spans
+// carrying joined content) go first, and are journaled only if the next consumer refuses some of
+// them: the journal keeps only what the processor still holds when it answers. Those it refused
+// stay with the admission until the write: Abort must not deliver them.
 func (p *spanFilterProcessor) commit(ctx context.Context, info client.Info, adm *tracememory.Admission) error {
 	if adm.Journaled == 0 || p.journal == journal.Nop {
 		adm.Commit(0)
 		return nil
 	}
-	if adm.Held == 0 {
+	handedOnFirst := adm.Held == 0
+	if handedOnFirst {
 		adm.HandsOnFirst()
-		p.deliver(ctx, adm.Deliveries, false)
-		adm.Deliveries = nil
+		adm.Deliveries = p.handOn(ctx, adm.Deliveries)
 		if adm.HandedOn() {
 			adm.Commit(0)
+			p.requeue(adm)
 			return nil
 		}
 	}
@@ -73,7 +75,16 @@ func (p *spanFilterProcessor) commit(ctx context.Context, info client.Info, adm 
 		return fmt.Errorf("svcspanfilter: recording held spans: %w", err)
 	}
 	adm.Commit(id)
+	if handedOnFirst {
+		p.requeue(adm)
+	}
 	return nil
+}
+
+// requeue puts the deliveries the next consumer refused back for the releaser.
+func (p *spanFilterProcessor) requeue(adm *tracememory.Admission) {
+	p.mem.Requeue(adm.Deliveries...)
+	adm.Deliveries = nil
 }
 
 func metadataOf(info client.Info) map[string][]string {

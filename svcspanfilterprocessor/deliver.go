@@ -20,26 +20,47 @@ func (p *spanFilterProcessor) deliverReady(ctx context.Context, tryAll bool) {
 // goes back with it (the next consumer is under back-pressure). A permanent refusal is the only
 // loss, counted and logged. It returns the spans still refused (with tryAll, at shutdown).
 func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Delivery, tryAll bool) int {
+	if !tryAll {
+		p.mem.Requeue(p.handOn(ctx, ds)...)
+		return 0
+	}
 	refused := 0
-	for i, d := range ds {
-		err := p.next.ConsumeTraces(client.NewContext(ctx, d.Info), d.Traces)
-		switch {
-		case err == nil:
-			p.mem.Delivered(d)
-		case consumererror.IsPermanent(err):
-			p.giveUp(ctx, d.Spans, "the next consumer refused them permanently: "+err.Error())
-			p.mem.Discard(d)
-		case tryAll:
+	for _, d := range ds {
+		if p.deliverOne(ctx, d) != nil {
 			// Shutdown: left in the journal (if any) for the next start.
 			refused += d.Spans
-		default:
-			p.logger.Warn("The next consumer refused released spans; they will be retried",
-				zap.Int("spans", d.Spans), zap.Error(err))
-			p.mem.Requeue(ds[i:]...)
-			return 0
 		}
 	}
 	return refused
+}
+
+// handOn delivers ds in order until the next consumer refuses one retryably, and returns that one
+// and the rest, for the caller to put back.
+func (p *spanFilterProcessor) handOn(ctx context.Context, ds []*tracememory.Delivery) []*tracememory.Delivery {
+	for i, d := range ds {
+		if err := p.deliverOne(ctx, d); err != nil {
+			p.logger.Warn("The next consumer refused released spans; they will be retried",
+				zap.Int("spans", d.Spans), zap.Error(err))
+			return ds[i:]
+		}
+	}
+	return nil
+}
+
+// deliverOne returns the next consumer's error when it refused d retryably (d is still the
+// caller's); a permanent refusal is given up.
+func (p *spanFilterProcessor) deliverOne(ctx context.Context, d *tracememory.Delivery) error {
+	err := p.next.ConsumeTraces(client.NewContext(ctx, d.Info), d.Traces)
+	switch {
+	case err == nil:
+		p.mem.Delivered(d)
+	case consumererror.IsPermanent(err):
+		p.giveUp(ctx, d.Spans, "the next consumer refused them permanently: "+err.Error())
+		p.mem.Discard(d)
+	default:
+		return err
+	}
+	return nil
 }
 
 // giveUp is the only place where accepted spans are lost, and it says so.

@@ -60,6 +60,14 @@ type Admission struct {
 	replaced []*item
 	// opened are the parents the batch's connector spans made open, to journal.
 	opened []openedParent
+	// abortable: the batch's journal append is still to come and may fail (Admit with a journal).
+	// What Abort gives back is then kept aside: joined is the waiting content the batch's spans
+	// took, reopened the open parents its connector spans closed.
+	abortable bool
+	joined    []joinedContent
+	reopened  []reopenedParent
+	// batch is the admitted batch (abortable only): Abort forgets the records of its kept spans.
+	batch ptrace.Traces
 	// pending: Admit's read hold of Memory.admitting is not released yet.
 	pending bool
 }
@@ -128,6 +136,12 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	}
 	m.admitting.RLock() // until Commit or Abort
 	adm := &Admission{m: m, ref: &RecordRef{left: 1, journal: m.journal, logger: m.cfg.Logger}, pending: true}
+	if m.cfg.Journaled {
+		// Until Commit, its spans are not released by other calls, and Abort can undo what it took.
+		adm.abortable = true
+		adm.ref.state.Store(refPending)
+		adm.batch = td
+	}
 	m.admit(adm, newRequestOrigin(info), td, decisions, m.cfg.Now())
 	if !adm.Stats.empty() {
 		m.observe(&adm.Stats)
@@ -319,6 +333,9 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	var contentRefs []*RecordRef
 	if cs, ok := t.content[id]; ok {
 		if !awaits || m.join.Complete(contentsOf(ownContent(cs, og.request.tenant, nil))) {
+			if adm.abortable {
+				adm.joined = append(adm.joined, joinedContent{trace: t, span: id, tenant: og.request.tenant, content: cs})
+			}
 			contentRefs = sh.joinWaitingContent(m, t, span, og.request.tenant, out)
 			joined = true
 			awaits = false
@@ -392,9 +409,14 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	}
 	delete(t.open, id)
 	m.addBytes(t, -openCost)
-	out.closeOpen(ref)
 	if !m.cfg.ConnectorSpans {
+		out.closeOpen(ref)
 		return
+	}
+	if adm.abortable {
+		adm.reopened = append(adm.reopened, reopenedParent{trace: t, span: id, ref: ref}) // closed at Commit
+	} else {
+		out.closeOpen(ref)
 	}
 	t.records[id] = record{parent: span.ParentSpanID(), state: stateConnector}
 	conn := ptrace.NewSpan()
@@ -456,15 +478,18 @@ func (a *Admission) Commit(recordID uint64) {
 		}
 	}
 	a.replaced = nil
+	a.commitAbortable()
 	a.settle()
 	a.m.Enforce()
 }
 
 // Abort undoes the holding of a batch whose journal append failed: its held spans are discarded
-// (the client sends the batch again) and its released spans are queued for the releaser.
+// (the client sends the batch again), and so are its own deliveries (connector spans, spans that
+// joined waiting content: giveBack); spans of earlier calls it released are queued for the releaser.
 func (a *Admission) Abort() {
 	m := a.m
 	var out released
+	a.forgetKept()
 	for _, it := range a.items {
 		sh := m.shards[m.shardOf(it.trace.id)]
 		sh.mu.Lock()
@@ -473,6 +498,7 @@ func (a *Admission) Abort() {
 		}
 		sh.unlock(m)
 	}
+	a.ref.state.Store(refCommitted) // none of its spans is held any more
 	// The copies this batch replaced are still acknowledged and journaled: they are held again.
 	for _, old := range a.replaced {
 		if old.ref == a.ref {
@@ -490,12 +516,18 @@ func (a *Admission) Abort() {
 			out.done = append(out.done, old.contentRefs...)
 		default:
 			sh.hold(m, t, old)
+			m.addBytes(t, t.setRecord(id, old.span.ParentSpanID(), stateKept)) // forgetKept took it
 			sh.takeWaitingContent(m, t, old, &out)
 			if old.reason&WaitParent != 0 {
 				t.addWaiting(old, old.waitOn)
 				if _, known := t.records[old.waitOn]; known {
 					sh.arrived(m, t, old.waitOn, &out) // its parent came meanwhile
 				}
+			}
+			if old.held && old.reason == 0 {
+				// Settled while its own batch's append was still to come (deferRelease): that batch
+				// may have committed meanwhile, without it.
+				sh.release(m, t, old, old.deferredWhy, &out)
 			}
 		}
 		sh.unlock(m)
@@ -504,7 +536,7 @@ func (a *Admission) Abort() {
 	a.ref.mu.Lock()
 	a.ref.left = 0 // no record was written: nothing to remove
 	a.ref.mu.Unlock()
-	m.queue(a.Deliveries)
+	m.queue(a.giveBack(&out))
 	a.Deliveries = nil
 	m.finish(&out)
 	a.settle()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -75,6 +76,10 @@ type item struct {
 	ref   *RecordRef
 	bytes int64
 	held  bool
+	// deferred: it was settled while its batch's journal append was still to come; Commit releases
+	// it (for deferredWhy), Abort discards it (Admission.releaseDeferred).
+	deferred    bool
+	deferredWhy ReleaseReason
 	// content gathered while it waits for the rest of its content (WaitContent).
 	content []waitingContent
 	// contentRefs are the journal records of the content joined onto it: done only when the span
@@ -95,6 +100,9 @@ type RecordRef struct {
 	left    int
 	journal journal.Journal
 	logger  *zap.Logger
+	// state is refCommitted, or refPending / refDeferred while the record of an admission may still
+	// fail to be written (deferRelease).
+	state atomic.Int32
 }
 
 // NewRecordRef is the reference of journal record id with items still to hand on (recovery and

@@ -114,8 +114,15 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 	}
 }
 
-// release hands a settled item to out.
+// release hands a settled item to out. An item whose batch's journal append is still to come
+// stays held, settled, until that batch's Commit (Admission.releaseDeferred): were the append to
+// fail, the client would send it again and it would be delivered twice.
 func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
+	if it.ref.deferRelease() {
+		it.reason = 0
+		it.deferred, it.deferredWhy = true, why
+		return
+	}
 	sh.joinHeldContent(m, t, it, out) // what it gathered, complete or not: its wait is over
 	sh.unhold(m, t, it)
 	it.reason = 0
