@@ -95,6 +95,7 @@ func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
 	if err != nil {
 		return nil, err
 	}
+	codec.logger = set.Logger
 	telemetry, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err

@@ -14,9 +14,11 @@ import (
 // MergeSplit merges and splits span batches for the exporterhelper's batcher (sending_queue.batch),
 // with the result of exporterhelper v0.164's own traces request (internal/queuebatch/
 // traces_batch.go, whose algorithm this follows step by step, Apache-2.0): the same batches
-// for the items and the bytes sizers. Batches read from the persistent queue are decoded here;
-// the merged or split batches are encoded again at send.
-func (r *spansRequest) MergeSplit(_ context.Context, maxSize int, szt exporterhelper.RequestSizerType, other xexporterhelper.Request) ([]xexporterhelper.Request, error) {
+// for the items and the bytes sizers. The batcher calls it for every request it takes, with
+// other nil: a batch that fits max_size is handed on as it is, so a batch read from the
+// persistent queue keeps its body and is posted without being decoded. Only merging (other not
+// nil) or splitting decodes; the merged or split batches are encoded again at send.
+func (r *spansRequest) MergeSplit(ctx context.Context, maxSize int, szt exporterhelper.RequestSizerType, other xexporterhelper.Request) ([]xexporterhelper.Request, error) {
 	var sz tracesSizer
 	switch szt {
 	case exporterhelper.RequestSizerTypeItems:
@@ -26,15 +28,27 @@ func (r *spansRequest) MergeSplit(_ context.Context, maxSize int, szt exporterhe
 	default:
 		return nil, errors.New("unknown sizer type")
 	}
-	td, err := r.traces()
-	if err != nil {
-		return nil, err
+	if other == nil && r.fits(maxSize, szt) {
+		return []xexporterhelper.Request{r}, nil
 	}
+	var o *spansRequest
 	if other != nil {
-		o, ok := other.(*spansRequest)
-		if !ok {
+		var ok bool
+		if o, ok = other.(*spansRequest); !ok {
 			return nil, errors.New("invalid input type")
 		}
+	}
+	td, err := r.traces()
+	if err != nil {
+		if o == nil {
+			return nil, err
+		}
+		// r is the batcher's current batch and cannot be read (logged by traces): it is
+		// dropped, and other takes its place rather than being lost with it.
+		reqs, oErr := o.MergeSplit(ctx, maxSize, szt, nil)
+		return reqs, errors.Join(err, oErr)
+	}
+	if o != nil {
 		otd, err := o.traces()
 		if err != nil {
 			return nil, err
@@ -47,6 +61,19 @@ func (r *spansRequest) MergeSplit(_ context.Context, maxSize int, szt exporterhe
 		return []xexporterhelper.Request{r}, nil
 	}
 	return r.split(maxSize, sz)
+}
+
+// fits says whether the request is within maxSize (0: no limit), measured without decoding it:
+// the span count and the protobuf size are known from the queue item's header.
+func (r *spansRequest) fits(maxSize int, szt exporterhelper.RequestSizerType) bool {
+	switch {
+	case maxSize == 0:
+		return true
+	case szt == exporterhelper.RequestSizerTypeItems:
+		return r.spans <= maxSize
+	default:
+		return r.BytesSize() <= maxSize
+	}
 }
 
 func (r *spansRequest) split(maxSize int, sz tracesSizer) ([]xexporterhelper.Request, error) {

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/config/configcompression"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"go.uber.org/zap"
 )
 
 // spanBodyCodec makes the body of a span batch as it goes on the wire: OTLP/protobuf
@@ -22,6 +23,8 @@ type spanBodyCodec struct {
 	compression configcompression.Type // gzip or none
 	level       int
 	writers     sync.Pool // *gzip.Writer at level
+	// logger reports queued bodies that cannot be decoded (spansRequest.traces); nil: not reported.
+	logger *zap.Logger
 }
 
 func newSpanBodyCodec(compression configcompression.Type, params configcompression.CompressionParams) (*spanBodyCodec, error) {

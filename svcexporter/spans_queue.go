@@ -91,11 +91,22 @@ func (e spansQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.Req
 // batches stored by exporterhelper's own encoding (before the upgrade) are decoded as it does.
 func (e spansQueueEncoding) Unmarshal(data []byte) (context.Context, xexporterhelper.Request, error) {
 	ctx, req, err := e.unmarshal(data)
-	if err != nil && e.logger != nil {
-		e.logger.Error("svc exporter: a span batch in the persistent queue cannot be read; it is dropped",
-			zap.Int("bytes", len(data)), zap.Error(err))
+	if err != nil {
+		logUnreadableQueuedSpans(e.logger, err, zap.Int("bytes", len(data)))
 	}
 	return ctx, req, err
+}
+
+// logUnreadableQueuedSpans reports at error level a span batch of the persistent queue that
+// cannot be read, when the queue reads it (Unmarshal) or when its body is decoded (a body that
+// passed the checksum but does not decode): either way it cannot be sent and is dropped. It is a
+// local failure, kept apart from the platform's refusals.
+func logUnreadableQueuedSpans(logger *zap.Logger, err error, fields ...zap.Field) {
+	if logger == nil {
+		return
+	}
+	logger.Error("svc exporter: a span batch in the persistent queue cannot be read; it is dropped",
+		append(fields, zap.Error(err))...)
 }
 
 func (e spansQueueEncoding) unmarshal(data []byte) (context.Context, xexporterhelper.Request, error) {

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/xpdata/pref"
+	"go.uber.org/zap"
 )
 
 // spansRequest is the exporterhelper request of a span batch. It holds the spans, the body they
@@ -19,7 +20,8 @@ import (
 //     retry nor the send after the queue re-encodes or re-compresses;
 //   - read back from the persistent queue (spansQueueEncoding), it holds only the body, as it was
 //     stored; the spans are decoded from it only when something needs them (a 413 split, a
-//     partial retry, the log of a span too large, merging batches).
+//     partial retry, the log of a span too large, merging batches, splitting one too large for
+//     the batch's max_size).
 //
 // Whoever changes the spans (MergeSplit) drops the body.
 type spansRequest struct {
@@ -27,12 +29,21 @@ type spansRequest struct {
 
 	td      ptrace.Traces
 	decoded bool // td is valid
+	// decodeErr is why the body could not be decoded (logged once, when it happened).
+	decodeErr error
 
 	body            []byte // nil until encoded
 	bodyCompression configcompression.Type
 
 	spans     int
 	protoSize int // size of the uncompressed OTLP protobuf (the bytes sizer); -1: not known yet
+
+	// pinned are the spans spansReferenceCounter.Ref pinned, set by Ref only and read by Unref
+	// only. The queue's consumer calls Unref as soon as the batcher took the request, while the
+	// batcher may still hold it as its current batch and merge into it (MergeSplit, setTraces)
+	// on another consumer's goroutine: Unref must not read what MergeSplit writes.
+	pinned    ptrace.Traces
+	hasPinned bool
 }
 
 var (
@@ -60,16 +71,24 @@ func (r *spansRequest) BytesSize() int {
 var tracesMarshaler = &ptrace.ProtoMarshaler{}
 
 // traces returns the spans, decoding them from the body once if the request came from the queue.
+// A body that cannot be decoded (it passed the queue's checksum, so a writer's bug, not the disk)
+// is logged at error level, once, as an unreadable queue item: the batch cannot be sent, and the
+// error (errCorruptQueuedSpans) is permanent.
 func (r *spansRequest) traces() (ptrace.Traces, error) {
 	if r.decoded {
 		return r.td, nil
 	}
-	td, err := decodeSpanBody(r.body, r.bodyCompression)
-	if err != nil {
-		return ptrace.Traces{}, err
+	if r.decodeErr != nil {
+		return ptrace.Traces{}, r.decodeErr
 	}
-	if n := td.SpanCount(); n != r.spans {
-		return ptrace.Traces{}, fmt.Errorf("queued span batch holds %d spans where its header says %d", n, r.spans)
+	td, err := decodeSpanBody(r.body, r.bodyCompression)
+	if err == nil && td.SpanCount() != r.spans {
+		err = fmt.Errorf("it holds %d spans where its header says %d", td.SpanCount(), r.spans)
+	}
+	if err != nil {
+		r.decodeErr = fmt.Errorf("%w: %w", errCorruptQueuedSpans, err)
+		logUnreadableQueuedSpans(r.codec.logger, r.decodeErr, zap.Int("spans", r.spans), zap.Int("bytes", len(r.body)))
+		return ptrace.Traces{}, r.decodeErr
 	}
 	r.td, r.decoded = td, true
 	return td, nil
@@ -112,18 +131,23 @@ func (r *spansRequest) OnError(err error) xexporterhelper.Request {
 }
 
 // spansReferenceCounter keeps pooled pdata (the pdata pooling feature gate) alive while the
-// queue holds a request, as exporterhelper does for its own traces requests.
+// queue holds a request, as exporterhelper does for its own traces requests. The in-memory queue
+// calls Ref when it takes a request; the queue's consumers call Unref on every request they read,
+// also on those of the persistent queue, which never calls Ref. Unref releases only what Ref
+// pinned: the spans of a request read from storage belong to the request alone, and releasing
+// them would free them (with the gate on) while the batcher still holds the request.
 type spansReferenceCounter struct{}
 
 func (spansReferenceCounter) Ref(req xexporterhelper.Request) {
 	if r, ok := req.(*spansRequest); ok && r.decoded {
-		pref.RefTraces(r.td)
+		r.pinned, r.hasPinned = r.td, true
+		pref.RefTraces(r.pinned)
 	}
 }
 
 func (spansReferenceCounter) Unref(req xexporterhelper.Request) {
-	if r, ok := req.(*spansRequest); ok && r.decoded {
-		pref.UnrefTraces(r.td)
+	if r, ok := req.(*spansRequest); ok && r.hasPinned {
+		pref.UnrefTraces(r.pinned)
 	}
 }
 

@@ -2,6 +2,7 @@ package svcexporter // import "github.com/svc/svc-collector/svcexporter"
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -32,8 +33,8 @@ func (e *svcExporter) pushRequest(ctx context.Context, req xexporterhelper.Reque
 // pushSpans sends a span batch as one OTLP/protobuf request, its body as it was encoded (for the
 // persistent queue, or by an earlier attempt) when it was. When the platform answers 413 the
 // spans are split in halves and resent (see deliver); a span refused even alone is dropped and
-// logged with its trace and span id, and the rest is delivered. Only a 413 decodes a batch read
-// from the persistent queue.
+// logged with its trace and span id, and the rest is delivered. Only a 413 (or a compression
+// changed since it was queued) decodes a batch read from the persistent queue.
 func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 	total := req.ItemsCount()
 	if total == 0 {
@@ -45,17 +46,26 @@ func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 	}
 	var td ptrace.Traces
 	var refs []spanRef // only needed, and built, once the platform answers 413
+	// unsendable is set when the batch cannot be encoded, or its queued body decoded, here. That
+	// happens before any part of the batch went out (the first request posts the whole batch,
+	// the halves of a 413 need the spans), so nothing of it was delivered.
+	var unsendable error
 	res := deliver(total, []itemRange{{0, total}}, func(r itemRange) error {
+		if unsendable != nil {
+			return unsendable
+		}
 		if r.len() == total {
 			body, err := req.wireBody() // the common case: no decoding, no copy
 			if err != nil {
-				return consumererror.NewPermanent(err)
+				unsendable = consumererror.NewPermanent(err)
+				return unsendable
 			}
 			return e.postSpans(ctx, creds, body)
 		}
 		if refs == nil {
 			if td, err = req.traces(); err != nil {
-				return consumererror.NewPermanent(err)
+				unsendable = consumererror.NewPermanent(err)
+				return unsendable
 			}
 			refs = spanRefs(td)
 		}
@@ -63,6 +73,9 @@ func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 	})
 	if res.splits > 0 {
 		e.telemetry.ExporterSvcRequestsSplit.Add(ctx, int64(res.splits))
+	}
+	if unsendable != nil {
+		return e.dropUnsendableSpans(ctx, total, unsendable)
 	}
 	if len(res.tooLarge) > 0 {
 		if refs == nil { // a batch of one span, refused whole
@@ -79,6 +92,18 @@ func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 		// Only what was not sent yet goes back to the retry.
 		return consumererror.NewTraces(err, tracesOf(td, refs[from:]))
 	})
+}
+
+// dropUnsendableSpans fails for good a batch that cannot be sent for a local reason: a queued
+// body that does not decode (already logged as an unreadable queue item, see
+// spansRequest.traces) or spans that do not encode. The platform never saw it, so it is not
+// reported as the platform's refusal.
+func (e *svcExporter) dropUnsendableSpans(ctx context.Context, total int, err error) error {
+	e.telemetry.ExporterSvcSendFailedSpans.Add(ctx, int64(total), e.failedPermanent)
+	if !errors.Is(err, errCorruptQueuedSpans) {
+		e.logger.Error("svc exporter cannot encode a span batch; it is dropped", zap.Int("dropped", total), zap.Error(err))
+	}
+	return err
 }
 
 func (e *svcExporter) sendSpans(ctx context.Context, c requestCredentials, td ptrace.Traces) error {
