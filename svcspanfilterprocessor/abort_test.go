@@ -32,10 +32,16 @@ import (
 type refusingJournal struct {
 	fakeJournal
 	refuseSpans int
-	during      func()
+	// panicSpans: the next span appends panic (a bug in the journal or the storage extension).
+	panicSpans int
+	during     func()
 }
 
 func (j *refusingJournal) Append(ctx context.Context, kind journal.Kind, heldAt time.Time, md map[string][]string, payload []byte) (uint64, error) {
+	if kind == journal.KindSpans && j.panicSpans > 0 {
+		j.panicSpans--
+		panic("journal bug")
+	}
 	if kind == journal.KindSpans && j.refuseSpans > 0 {
 		j.refuseSpans--
 		if f := j.during; f != nil {

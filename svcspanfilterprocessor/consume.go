@@ -50,7 +50,18 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 // them: the journal keeps only what the processor still holds when it answers. Those it refused
 // stay with the admission until the write: Abort must not deliver them.
 func (p *spanFilterProcessor) commit(ctx context.Context, info client.Info, adm *tracememory.Admission) error {
+	ended := false // Commit or Abort was called
+	defer func() {
+		if !ended {
+			// A panic before either (marshalling, the journal, the next consumer): the batch is
+			// refused as if its append failed. Otherwise its spans would stay held for a Commit that
+			// never comes and its hold on eviction would block every later call at the next
+			// eviction (the HTTP server survives a handler's panic). The panic goes on.
+			adm.Abort()
+		}
+	}()
 	if adm.Journaled == 0 || p.journal == journal.Nop {
+		ended = true
 		adm.Commit(0)
 		return nil
 	}
@@ -59,6 +70,7 @@ func (p *spanFilterProcessor) commit(ctx context.Context, info client.Info, adm 
 		adm.HandsOnFirst()
 		adm.Deliveries = p.handOn(ctx, adm.Deliveries)
 		if adm.HandedOn() {
+			ended = true
 			adm.Commit(0)
 			p.requeue(adm)
 			return nil
@@ -69,6 +81,7 @@ func (p *spanFilterProcessor) commit(ctx context.Context, info client.Info, adm 
 	if err == nil {
 		id, err = p.journal.Append(ctx, journal.KindSpans, adm.HeldAt, metadataOf(info), payload)
 	}
+	ended = true
 	if err != nil {
 		adm.Abort()
 		p.logger.Warn("Could not record held spans in the journal; the batch is refused for the client to retry", zap.Error(err))

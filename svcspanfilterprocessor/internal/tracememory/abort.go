@@ -22,7 +22,14 @@ const (
 	refCommitted int32 = iota // written, or no write can fail: items are released as usual
 	refPending                // the append is still to come
 	refDeferred               // still to come, and a release of one of its items was deferred
+	// refAborted: the append failed (Abort). None of its items is held or goes on: the client
+	// sends them again. A copy of one that a later batch replaced is never held again, nor are
+	// its records finished by that batch (Admission.replaced); Done on the ref does nothing.
+	refAborted
 )
+
+// aborted reports whether it belongs to a batch whose journal append failed.
+func (it *item) aborted() bool { return it.ref != nil && it.ref.state.Load() == refAborted }
 
 // deferRelease reports whether an item of r must stay held until r's Commit (it marks r so that
 // Commit looks for it).
@@ -32,7 +39,7 @@ func (r *RecordRef) deferRelease() bool {
 	}
 	for {
 		switch r.state.Load() {
-		case refCommitted:
+		case refCommitted, refAborted:
 			return false
 		case refDeferred:
 			return true
@@ -77,7 +84,7 @@ func (a *Admission) releaseDeferred() {
 	m := a.m
 	var out released
 	for _, it := range a.items {
-		sh := m.shards[m.shardOf(it.trace.id)]
+		sh := m.shards[m.shardOf(it.trace.id)] // it.trace never changes (hold does not write it)
 		sh.mu.Lock()
 		if it.deferred && it.held && it.trace.held[it.span.SpanID()] == it {
 			it.deferred = false
@@ -125,7 +132,7 @@ func (a *Admission) giveBack(out *released) []*Delivery {
 			t.content = map[pcommon.SpanID][]waitingContent{}
 		}
 		for _, c := range own {
-			c.at = now // its wait for the resend starts again
+			m.waitForResend(&c, now)
 			t.content[j.span] = append(t.content[j.span], c)
 			m.addBytes(t, c.content.Size()+contentCost)
 		}

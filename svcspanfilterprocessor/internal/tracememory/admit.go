@@ -472,6 +472,11 @@ func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) 
 func (a *Admission) Commit(recordID uint64) {
 	a.ref.commit(recordID)
 	for _, old := range a.replaced {
+		if old.aborted() {
+			// Its batch was refused after this copy took its place: nothing of it was written, and
+			// the content it had joined went back to wait (giveBack), for this copy to gather.
+			continue
+		}
 		old.ref.Done(1)
 		for _, r := range old.contentRefs {
 			r.Done(1)
@@ -490,19 +495,29 @@ func (a *Admission) Abort() {
 	m := a.m
 	var out released
 	a.forgetKept()
+	now := m.cfg.Now()
 	for _, it := range a.items {
-		sh := m.shards[m.shardOf(it.trace.id)]
+		sh := m.shards[m.shardOf(it.trace.id)] // it.trace never changes (hold does not write it)
 		sh.mu.Lock()
 		if it.held && it.trace.held[it.span.SpanID()] == it {
+			// The content it gathered goes back to wait for the resend, from now (unhold).
+			for i := range it.content {
+				m.waitForResend(&it.content[i], now)
+			}
 			sh.unhold(m, it.trace, it)
+			sh.touch(m, it.trace.id, now) // the trace keeps that content as long (late list)
 		}
 		sh.unlock(m)
 	}
-	a.ref.state.Store(refCommitted) // none of its spans is held any more
+	// None of its spans is held any more; none is held again or delivered (a deferred one that a
+	// copy replaced stays out when that copy's batch is refused too: the client sends it again).
+	a.ref.state.Store(refAborted)
 	// The copies this batch replaced are still acknowledged and journaled: they are held again.
 	for _, old := range a.replaced {
-		if old.ref == a.ref {
-			continue // sent twice in this very batch: nothing was written for either copy
+		if old.ref == a.ref || old.aborted() {
+			// Sent twice in this very batch, or the copy of a batch refused meanwhile: nothing was
+			// written for it.
+			continue
 		}
 		t := old.trace
 		sh := m.shards[m.shardOf(t.id)]

@@ -59,6 +59,9 @@ func (m *Memory) Recover(records []journal.Record) error {
 		// span's append and the old record's removal, or a removal still owed): the older
 		// record is done, or it would pin the journal and be delivered again at every restart.
 		for _, old := range adm.replaced {
+			if old.aborted() {
+				continue // never during recovery (nothing is aborted): as in Commit
+			}
 			old.ref.Done(1)
 			for _, r := range old.contentRefs {
 				r.Done(1)

@@ -64,13 +64,14 @@ func (m *Memory) addBytes(t *trace, n int64) {
 	t.shard.pending.bytes += n
 }
 
-// hold makes it a held item of t; the caller has taken any earlier copy out (Admission.replaced).
+// hold makes it a held item of t (it.trace, set when the item is made and never changed: Abort
+// and Commit read it before taking the shard lock); the caller has taken any earlier copy out
+// (Admission.replaced).
 func (sh *shard) hold(m *Memory, t *trace, it *item) {
 	if t.held == nil {
 		t.held = map[pcommon.SpanID]*item{}
 	}
 	it.held = true
-	it.trace = t
 	t.held[it.span.SpanID()] = it
 	m.addBytes(t, it.bytes)
 	sh.pending.heldBytes += it.bytes
