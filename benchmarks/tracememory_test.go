@@ -324,3 +324,46 @@ func BenchmarkOpenLongRunningTraces(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRememberedTraces: the heap the processor keeps per trace it remembers after its held
+// spans went on (10,000 agent runs sent children first, then their parents; max_traces 10,000 on
+// both sides). The garbage collector marks this memory in every cycle: CPU per span grows with it.
+func BenchmarkRememberedTraces(b *testing.B) {
+	const traces, perBatch = 10_000, 20
+	factory := svcspanfilterprocessor.NewFactory()
+	cfg := factory.CreateDefaultConfig().(*svcspanfilterprocessor.Config)
+	cfg.TraceIntegrity.MaxTraces = traces
+	src := realisticBatch(perBatch)
+	var batches []ptrace.Traces
+	for i := range traces / perBatch {
+		c, p := splitChildrenFirst(withFreshTraceIDs(src, uint64(i+1)))
+		batches = append(batches, c, p)
+	}
+	var heap float64
+	for range b.N {
+		proc, err := factory.CreateTraces(context.Background(), processortest.NewNopSettings(factory.Type()), cfg, consumertest.NewNop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := proc.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+			b.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for _, td := range batches {
+			c := ptrace.NewTraces()
+			td.CopyTo(c)
+			if err := proc.ConsumeTraces(context.Background(), c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap += float64(after.HeapInuse) - float64(before.HeapInuse)
+		runtime.KeepAlive(proc)
+		_ = proc.Shutdown(context.Background())
+	}
+	b.ReportMetric(heap/float64(b.N)/traces, "heap-B/trace")
+	b.ReportMetric(0, "ns/op")
+}

@@ -1,7 +1,6 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
-	"container/list"
 	"time"
 )
 
@@ -24,9 +23,8 @@ func (m *Memory) Expire() {
 
 func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	cfg := &m.cfg
-	for e := sh.waiting.Front(); e != nil; {
-		t := e.Value.(*trace)
-		e = e.Next() // t may leave the list
+	for t, next := sh.waiting.front(), (*trace)(nil); t != nil; t = next {
+		next = t.next // t may leave the list
 		idle := now.Sub(t.lastActivity) >= cfg.WaitDuration
 		for _, it := range t.heldItems() {
 			waited := now.Sub(it.heldAt)
@@ -51,24 +49,22 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	for t := range sh.withContent {
 		sh.expireContent(m, t, now, out)
 	}
-	for e := sh.idle.Front(); e != nil; {
-		t := e.Value.(*trace)
+	for t, next := sh.idle.front(), (*trace)(nil); t != nil; t = next {
 		if now.Sub(t.lastActivity) < cfg.RememberDuration {
 			break
 		}
-		e = e.Next()
+		next = t.next
 		if len(t.open) > 0 || len(t.content) > 0 {
 			sh.compact(m, t)
 		} else {
 			sh.forget(m, t, out)
 		}
 	}
-	for e := sh.late.Front(); e != nil; {
-		t := e.Value.(*trace)
+	for t, next := sh.late.front(), (*trace)(nil); t != nil; t = next {
 		if now.Sub(t.lastActivity) < cfg.LateParentWindow {
 			break
 		}
-		e = e.Next()
+		next = t.next
 		sh.forget(m, t, out)
 	}
 }
@@ -212,15 +208,11 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 // the idle and late ones that hold no waiting content (eviction cannot free those).
 func (sh *shard) oldest(waiting bool) *trace {
 	if waiting {
-		if e := sh.waiting.Front(); e != nil {
-			return e.Value.(*trace)
-		}
-		return nil
+		return sh.waiting.front()
 	}
 	var oldest *trace
-	for _, l := range []*list.List{sh.late, sh.idle} {
-		for e := l.Front(); e != nil; e = e.Next() {
-			t := e.Value.(*trace)
+	for _, l := range [...]*traceList{sh.late, sh.idle} {
+		for t := l.front(); t != nil; t = t.next {
 			if len(t.content) > 0 {
 				continue
 			}
@@ -268,9 +260,8 @@ func (m *Memory) Drain() []*Delivery {
 	var out released
 	for _, sh := range m.shards {
 		sh.mu.Lock()
-		for e := sh.waiting.Front(); e != nil; {
-			t := e.Value.(*trace)
-			e = e.Next()
+		for t, next := sh.waiting.front(), (*trace)(nil); t != nil; t = next {
+			next = t.next
 			sh.releaseAll(m, t, ReleaseShutdown, &out)
 		}
 		sh.unlock(m)

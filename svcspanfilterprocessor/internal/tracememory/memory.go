@@ -1,7 +1,6 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
-	"container/list"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -55,7 +54,7 @@ type shard struct {
 	traces map[pcommon.TraceID]*trace
 	// idle (no held span), waiting (held spans) and late (records forgotten, open parents kept)
 	// traces, each ordered by last activity, oldest first.
-	idle, waiting, late *list.List
+	idle, waiting, late *traceList
 	// withContent are traces holding content that waits for its span.
 	withContent map[*trace]struct{}
 	// pending are the changes to the memory's counts made under the lock since it was last
@@ -99,7 +98,7 @@ func New(cfg Config, j journal.Journal, join Join, observe Observer) *Memory {
 	m.shards = make([]*shard, cfg.Shards)
 	for i := range m.shards {
 		m.shards[i] = &shard{
-			traces: map[pcommon.TraceID]*trace{}, idle: list.New(), waiting: list.New(), late: list.New(),
+			traces: map[pcommon.TraceID]*trace{}, idle: &traceList{}, waiting: &traceList{}, late: &traceList{},
 			withContent: map[*trace]struct{}{},
 		}
 	}

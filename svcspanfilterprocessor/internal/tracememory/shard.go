@@ -1,7 +1,6 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
-	"container/list"
 	"encoding/hex"
 	"time"
 
@@ -40,22 +39,21 @@ func (sh *shard) place(t *trace) {
 	if len(t.held) > 0 {
 		want = sh.waiting
 	}
-	if t.list == want {
-		want.MoveToBack(t.elem)
+	if t.list == want && want.tail == t {
 		return
 	}
 	if t.list != nil {
-		t.list.Remove(t.elem)
+		t.list.remove(t)
 	}
-	t.list, t.elem = want, want.PushBack(t)
+	want.pushBack(t)
 }
 
 // moveTo moves t to the back of l without changing its activity.
-func (sh *shard) moveTo(t *trace, l *list.List) {
+func (sh *shard) moveTo(t *trace, l *traceList) {
 	if t.list != nil {
-		t.list.Remove(t.elem)
+		t.list.remove(t)
 	}
-	t.list, t.elem = l, l.PushBack(t)
+	l.pushBack(t)
 }
 
 // addBytes changes the size of t and of the memory (under t's shard lock).
@@ -94,6 +92,7 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 	sh.pending.heldBytes -= it.bytes
 	sh.pending.heldSpans--
 	if len(t.held) == 0 {
+		t.held = nil // a remembered trace keeps no empty index (the GC marks it in every cycle)
 		sh.place(t)
 	}
 }
@@ -151,8 +150,7 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 		out.closeOpen(ref)
 	}
 	if t.list != nil {
-		t.list.Remove(t.elem)
-		t.list, t.elem = nil, nil
+		t.list.remove(t)
 	}
 	delete(sh.traces, t.id)
 	sh.pending.traces--

@@ -1,7 +1,6 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
-	"container/list"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -54,9 +53,10 @@ type trace struct {
 
 	lastActivity time.Time
 	bytes        int64
-	// list is the shard list the trace is on (idle, waiting or late), elem its element there.
-	list *list.List
-	elem *list.Element
+	// list is the shard list the trace is on (idle, waiting or late), prev and next its neighbours
+	// there.
+	list       *traceList
+	prev, next *trace
 }
 
 func newTrace(id pcommon.TraceID, sh *shard) *trace {
@@ -134,8 +134,8 @@ func (t *trace) removeWaiting(it *item) {
 	case t.waitingOn[it.waitOn] == it:
 		if it.waitNext != nil {
 			t.waitingOn[it.waitOn] = it.waitNext
-		} else {
-			delete(t.waitingOn, it.waitOn)
+		} else if delete(t.waitingOn, it.waitOn); len(t.waitingOn) == 0 {
+			t.waitingOn = nil
 		}
 	default:
 		return // not in the index
