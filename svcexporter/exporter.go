@@ -123,6 +123,11 @@ func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
 	}
 	check, release := acquireVersionCheck(versionCheckKey{healthURL: e.healthURL, authorization: e.static.authorization, mode: cfg.ServerVersionCheck})
 	e.versionCheck, e.releaseVersionCheck = check, sync.OnceFunc(release)
+	// exporterhelper's batcher counts nothing of a batch MergeSplit drops (it only hands the
+	// error to a request's completion): the exporter counts it, as it counts a batch it cannot send.
+	codec.droppedUnreadable = func(ctx context.Context, spans int) {
+		telemetry.ExporterSvcSendFailedSpans.Add(ctx, int64(spans), e.failedPermanent)
+	}
 	return e, nil
 }
 

@@ -40,6 +40,7 @@ func (r *spansRequest) MergeSplit(ctx context.Context, maxSize int, szt exporter
 	}
 	td, err := r.traces()
 	if err != nil {
+		r.dropUnreadable(ctx)
 		if o == nil {
 			return nil, err
 		}
@@ -51,6 +52,7 @@ func (r *spansRequest) MergeSplit(ctx context.Context, maxSize int, szt exporter
 	if o != nil {
 		otd, err := o.traces()
 		if err != nil {
+			o.dropUnreadable(ctx) // the batcher keeps its current batch, r
 			return nil, err
 		}
 		otd.ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
@@ -61,6 +63,17 @@ func (r *spansRequest) MergeSplit(ctx context.Context, maxSize int, szt exporter
 		return []xexporterhelper.Request{r}, nil
 	}
 	return r.split(maxSize, sz)
+}
+
+// dropUnreadable counts the spans of r, a queued batch whose body cannot be decoded and that
+// MergeSplit drops, as failed for good. The batcher only hands MergeSplit's error to a request's
+// completion (the incoming one's, even when it is the current batch that is dropped) and counts
+// nothing; the batch is never sent, so neither exporterhelper's send_failed nor pushSpans counts
+// it: this is its only count.
+func (r *spansRequest) dropUnreadable(ctx context.Context) {
+	if r.codec.droppedUnreadable != nil {
+		r.codec.droppedUnreadable(ctx, r.spans)
+	}
 }
 
 // fits says whether the request is within maxSize (0: no limit), measured without decoding it:

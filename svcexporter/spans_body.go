@@ -3,6 +3,7 @@ package svcexporter // import "github.com/svc/svc-collector/svcexporter"
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +26,9 @@ type spanBodyCodec struct {
 	writers     sync.Pool // *gzip.Writer at level
 	// logger reports queued bodies that cannot be decoded (spansRequest.traces); nil: not reported.
 	logger *zap.Logger
+	// droppedUnreadable counts, as failed for good, the spans of a queued batch that the batcher
+	// drops because its body cannot be decoded (MergeSplit); nil: not counted.
+	droppedUnreadable func(ctx context.Context, spans int)
 }
 
 func newSpanBodyCodec(compression configcompression.Type, params configcompression.CompressionParams) (*spanBodyCodec, error) {

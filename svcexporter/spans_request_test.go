@@ -18,9 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/xpdata/pref"
 	pdatareq "go.opentelemetry.io/collector/pdata/xpdata/request"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 )
 
 // queuedRequest is td as it comes back from the persistent queue: its body, not decoded.
@@ -155,36 +153,62 @@ func TestSpansMergeSplitPassesQueuedBatchesThatFit(t *testing.T) {
 	}
 }
 
-// A merge with a queued batch that does not decode: it is logged at error level as an unreadable
-// queue item and dropped, and the batch it met is not lost with it, whichever of the two is the
+// A queued batch that does not decode when the batcher must merge or split it: it is logged at
+// error level as an unreadable queue item, dropped, and counted as failed for good (the batcher
+// counts nothing of it), and the batch it met is not lost with it, whichever of the two is the
 // batcher's current batch.
 func TestSpansMergeSplitDropsUnreadableQueuedBatch(t *testing.T) {
-	for _, current := range []string{"unreadable", "readable"} {
-		t.Run("current batch "+current, func(t *testing.T) {
-			core, logs := observer.New(zap.DebugLevel)
-			enc := spansQueueEncoding{codec: testCodec(t, configcompression.TypeGzip)}
-			enc.codec.logger = zap.New(core)
+	tests := []struct {
+		name       string
+		mergeSplit func(bad, good *spansRequest) ([]xexporterhelper.Request, error) // as the batcher calls it
+		wantGood   bool                                                             // the readable batch goes on
+	}{
+		{
+			name: "current batch unreadable",
+			mergeSplit: func(bad, good *spansRequest) ([]xexporterhelper.Request, error) {
+				return bad.MergeSplit(context.Background(), 100, exporterhelper.RequestSizerTypeItems, good)
+			},
+			wantGood: true,
+		},
+		{
+			name: "incoming batch unreadable",
+			mergeSplit: func(bad, good *spansRequest) ([]xexporterhelper.Request, error) {
+				reqs, err := good.MergeSplit(context.Background(), 100, exporterhelper.RequestSizerTypeItems, bad)
+				return append(reqs, good), err // the batcher keeps its current batch
+			},
+			wantGood: true,
+		},
+		{
+			name: "alone, larger than max_size",
+			mergeSplit: func(bad, _ *spansRequest) ([]xexporterhelper.Request, error) {
+				return bad.MergeSplit(context.Background(), 2, exporterhelper.RequestSizerTypeItems, nil)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newTestEnv(t)
+			exp := startExporter(t, env, testConfig(newFakePlatform(t).srv.URL))
+			enc := spansQueueEncoding{codec: exp.codec, logger: exp.logger}
 			good := makeTraces(1, 1, 4, 10)
 			bad := corruptQueuedRequest(t, enc, makeTraces(1, 1, 5, 10))
-			var reqs []xexporterhelper.Request
-			var err error
-			if current == "unreadable" {
-				reqs, err = bad.MergeSplit(context.Background(), 100, exporterhelper.RequestSizerTypeItems, newSpansRequest(good, enc.codec))
-			} else {
-				goodReq := newSpansRequest(good, enc.codec)
-				reqs, err = goodReq.MergeSplit(context.Background(), 100, exporterhelper.RequestSizerTypeItems, bad)
-				reqs = append(reqs, goodReq) // the batcher keeps its current batch
-			}
-			require.ErrorIs(t, err, errCorruptQueuedSpans)
-			require.Len(t, reqs, 1, "the readable batch goes on")
-			got, err := reqs[0].(*spansRequest).traces()
-			require.NoError(t, err)
-			require.NoError(t, ptracetest.CompareTraces(good, got))
 
-			entries := logs.FilterMessageSnippet("cannot be read").All()
+			reqs, err := tt.mergeSplit(bad, newSpansRequest(good, exp.codec))
+			require.ErrorIs(t, err, errCorruptQueuedSpans)
+			if tt.wantGood {
+				require.Len(t, reqs, 1, "the readable batch goes on")
+				got, err := reqs[0].(*spansRequest).traces()
+				require.NoError(t, err)
+				require.NoError(t, ptracetest.CompareTraces(good, got))
+			} else {
+				require.Empty(t, reqs)
+			}
+
+			entries := env.logs.FilterMessageSnippet("cannot be read").All()
 			require.Len(t, entries, 1)
 			assert.Equal(t, zapcore.ErrorLevel, entries[0].Level)
 			assert.Contains(t, entries[0].Message, "dropped")
+			assert.Equal(t, deliveryCounts{failedPermanent: 5}, readDeliveryCounts(t, env.telemetry, "spans"), "the dropped spans, failed for good")
 		})
 	}
 }
