@@ -495,6 +495,10 @@ func (a *Admission) Abort() {
 	m := a.m
 	var out released
 	a.forgetKept()
+	// Before its items are unheld: one released meanwhile stays held for this loop to discard, and
+	// a later batch's Abort that sees one of them under its shard lock after this loop took that
+	// lock does not hold it again (aborted).
+	a.ref.state.Store(refAborting)
 	now := m.cfg.Now()
 	for _, it := range a.items {
 		sh := m.shards[m.shardOf(it.trace.id)] // it.trace never changes (hold does not write it)
@@ -505,7 +509,7 @@ func (a *Admission) Abort() {
 				m.waitForResend(&it.content[i], now)
 			}
 			sh.unhold(m, it.trace, it)
-			sh.touch(m, it.trace.id, now) // the trace keeps that content as long (late list)
+			sh.touch(m, it.trace.id, now) // the trace keeps that content as long (idle list)
 		}
 		sh.unlock(m)
 	}
@@ -514,15 +518,16 @@ func (a *Admission) Abort() {
 	a.ref.state.Store(refAborted)
 	// The copies this batch replaced are still acknowledged and journaled: they are held again.
 	for _, old := range a.replaced {
-		if old.ref == a.ref || old.aborted() {
-			// Sent twice in this very batch, or the copy of a batch refused meanwhile: nothing was
-			// written for it.
-			continue
+		if old.ref == a.ref {
+			continue // sent twice in this very batch: nothing was written for it
 		}
 		t := old.trace
 		sh := m.shards[m.shardOf(t.id)]
 		sh.mu.Lock()
 		switch id := old.span.SpanID(); {
+		case old.aborted():
+			// The copy of a batch refused meanwhile: nothing was written for it. Read under the
+			// lock: that batch's Abort marks it before it takes this lock to unhold its items.
 		case sh.traces[t.id] != t:
 			// Its trace was evicted meanwhile (the new copy went on by rule 1): the old record stays
 			// and is delivered again after a restart (at least once, never lost).
