@@ -140,6 +140,7 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 		// Until Commit, its spans are not released by other calls, and Abort can undo what it took.
 		adm.abortable = true
 		adm.ref.state.Store(refPending)
+		adm.ref.appendToCome = true
 		adm.batch = td
 	}
 	m.admit(adm, newRequestOrigin(info), td, decisions, m.cfg.Now())
@@ -478,7 +479,10 @@ func (a *Admission) Commit(recordID uint64) {
 			continue
 		}
 		old.ref.Done(1)
-		for _, r := range old.contentRefs {
+		// Its content's records go once its own batch's record is written: were that append to
+		// fail, the content would wait again for this copy (giveBack) and be finished at its
+		// delivery.
+		for _, r := range old.ref.contentDoneWhenWritten(old.contentRefs) {
 			r.Done(1)
 		}
 	}
@@ -533,7 +537,7 @@ func (a *Admission) Abort() {
 			// and is delivered again after a restart (at least once, never lost).
 		case t.held[id] != nil:
 			out.done = append(out.done, old.ref) // a later batch's copy took its place
-			out.done = append(out.done, old.contentRefs...)
+			out.done = append(out.done, old.ref.contentDoneWhenWritten(old.contentRefs)...)
 		default:
 			sh.hold(m, t, old)
 			m.addBytes(t, t.setRecord(id, old.span.ParentSpanID(), stateKept)) // forgetKept took it
@@ -555,6 +559,8 @@ func (a *Admission) Abort() {
 	a.replaced = nil
 	a.ref.mu.Lock()
 	a.ref.left = 0 // no record was written: nothing to remove
+	// The content records owed to its commit stay: giveBack puts that content back to wait.
+	a.ref.refused, a.ref.appendToCome, a.ref.owed = true, false, nil
 	a.ref.mu.Unlock()
 	m.queue(a.giveBack(&out))
 	a.Deliveries = nil
