@@ -53,7 +53,8 @@ func (p *spanFilterProcessor) commit(ctx context.Context, info client.Info, adm 
 	ended := false // Commit or Abort was called
 	defer func() {
 		if !ended {
-			// A panic before either (marshalling, the journal, the next consumer): the batch is
+			// A panic before either (marshalling, the journal; deliverOne turns the next
+			// consumer's into a refusal, for Abort cannot take back deliveries it took): the batch is
 			// refused as if its append failed. Otherwise its spans would stay held for a Commit that
 			// never comes and its hold on eviction would block every later call at the next
 			// eviction (the HTTP server survives a handler's panic). The panic goes on.

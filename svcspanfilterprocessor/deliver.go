@@ -2,6 +2,7 @@ package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfi
 
 import (
 	"context"
+	"fmt"
 
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -50,7 +51,7 @@ func (p *spanFilterProcessor) handOn(ctx context.Context, ds []*tracememory.Deli
 // deliverOne returns the next consumer's error when it refused d retryably (d is still the
 // caller's); a permanent refusal is given up.
 func (p *spanFilterProcessor) deliverOne(ctx context.Context, d *tracememory.Delivery) error {
-	err := p.next.ConsumeTraces(client.NewContext(ctx, d.Info), d.Traces)
+	err := p.consumeRecovering(ctx, d)
 	switch {
 	case err == nil:
 		p.mem.Delivered(d)
@@ -61,6 +62,21 @@ func (p *spanFilterProcessor) deliverOne(ctx context.Context, d *tracememory.Del
 		return err
 	}
 	return nil
+}
+
+// consumeRecovering hands d to the next consumer and turns its panic (a bug in a later component)
+// into a retryable refusal of d: the deliveries before d went on and are done, d and the rest are
+// the caller's to keep. Were the panic to go on, the call's Abort would take the deliveries that
+// went on for its own refusals and queue them again: delivered twice.
+func (p *spanFilterProcessor) consumeRecovering(ctx context.Context, d *tracememory.Delivery) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.logger.Error("The next consumer panicked on released spans; they will be retried",
+				zap.Int("spans", d.Spans), zap.Any("panic", v), zap.Stack("stack"))
+			err = fmt.Errorf("svcspanfilter: the next consumer panicked: %v", v)
+		}
+	}()
+	return p.next.ConsumeTraces(client.NewContext(ctx, d.Info), d.Traces)
 }
 
 // giveUp is the only place where accepted spans are lost, and it says so.

@@ -22,6 +22,10 @@ const (
 	refCommitted int32 = iota // written, or no write can fail: items are released as usual
 	refPending                // the append is still to come
 	refDeferred               // still to come, and a release of one of its items was deferred
+	// refAborting: the append failed and Abort is taking its items out. Set before it unholds
+	// them: a release meanwhile keeps the item held for Abort to discard (deferRelease), and a
+	// concurrent Abort of a later batch that replaced one of them does not hold it again.
+	refAborting
 	// refAborted: the append failed (Abort). None of its items is held or goes on: the client
 	// sends them again. A copy of one that a later batch replaced is never held again, nor are
 	// its records finished by that batch (Admission.replaced); Done on the ref does nothing.
@@ -29,7 +33,15 @@ const (
 )
 
 // aborted reports whether it belongs to a batch whose journal append failed.
-func (it *item) aborted() bool { return it.ref != nil && it.ref.state.Load() == refAborted }
+// Read under the shard lock of it.trace when it decides whether to hold it again: Abort sets
+// refAborting before it takes that lock for its items, so a copy held again before is unheld by it.
+func (it *item) aborted() bool {
+	if it.ref == nil {
+		return false
+	}
+	s := it.ref.state.Load()
+	return s == refAborting || s == refAborted
+}
 
 // deferRelease reports whether an item of r must stay held until r's Commit (it marks r so that
 // Commit looks for it).
@@ -41,7 +53,7 @@ func (r *RecordRef) deferRelease() bool {
 		switch r.state.Load() {
 		case refCommitted, refAborted:
 			return false
-		case refDeferred:
+		case refDeferred, refAborting:
 			return true
 		default:
 			if r.state.CompareAndSwap(refPending, refDeferred) {

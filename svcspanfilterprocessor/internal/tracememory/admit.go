@@ -140,6 +140,7 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 		// Until Commit, its spans are not released by other calls, and Abort can undo what it took.
 		adm.abortable = true
 		adm.ref.state.Store(refPending)
+		adm.ref.appendToCome = true
 		adm.batch = td
 	}
 	m.admit(adm, newRequestOrigin(info), td, decisions, m.cfg.Now())
@@ -478,7 +479,10 @@ func (a *Admission) Commit(recordID uint64) {
 			continue
 		}
 		old.ref.Done(1)
-		for _, r := range old.contentRefs {
+		// Its content's records go once its own batch's record is written: were that append to
+		// fail, the content would wait again for this copy (giveBack) and be finished at its
+		// delivery.
+		for _, r := range old.ref.contentDoneWhenWritten(old.contentRefs) {
 			r.Done(1)
 		}
 	}
@@ -495,6 +499,10 @@ func (a *Admission) Abort() {
 	m := a.m
 	var out released
 	a.forgetKept()
+	// Before its items are unheld: one released meanwhile stays held for this loop to discard, and
+	// a later batch's Abort that sees one of them under its shard lock after this loop took that
+	// lock does not hold it again (aborted).
+	a.ref.state.Store(refAborting)
 	now := m.cfg.Now()
 	for _, it := range a.items {
 		sh := m.shards[m.shardOf(it.trace.id)] // it.trace never changes (hold does not write it)
@@ -505,7 +513,7 @@ func (a *Admission) Abort() {
 				m.waitForResend(&it.content[i], now)
 			}
 			sh.unhold(m, it.trace, it)
-			sh.touch(m, it.trace.id, now) // the trace keeps that content as long (late list)
+			sh.touch(m, it.trace.id, now) // the trace keeps that content as long (idle list)
 		}
 		sh.unlock(m)
 	}
@@ -514,21 +522,22 @@ func (a *Admission) Abort() {
 	a.ref.state.Store(refAborted)
 	// The copies this batch replaced are still acknowledged and journaled: they are held again.
 	for _, old := range a.replaced {
-		if old.ref == a.ref || old.aborted() {
-			// Sent twice in this very batch, or the copy of a batch refused meanwhile: nothing was
-			// written for it.
-			continue
+		if old.ref == a.ref {
+			continue // sent twice in this very batch: nothing was written for it
 		}
 		t := old.trace
 		sh := m.shards[m.shardOf(t.id)]
 		sh.mu.Lock()
 		switch id := old.span.SpanID(); {
+		case old.aborted():
+			// The copy of a batch refused meanwhile: nothing was written for it. Read under the
+			// lock: that batch's Abort marks it before it takes this lock to unhold its items.
 		case sh.traces[t.id] != t:
 			// Its trace was evicted meanwhile (the new copy went on by rule 1): the old record stays
 			// and is delivered again after a restart (at least once, never lost).
 		case t.held[id] != nil:
 			out.done = append(out.done, old.ref) // a later batch's copy took its place
-			out.done = append(out.done, old.contentRefs...)
+			out.done = append(out.done, old.ref.contentDoneWhenWritten(old.contentRefs)...)
 		default:
 			sh.hold(m, t, old)
 			m.addBytes(t, t.setRecord(id, old.span.ParentSpanID(), stateKept)) // forgetKept took it
@@ -550,6 +559,8 @@ func (a *Admission) Abort() {
 	a.replaced = nil
 	a.ref.mu.Lock()
 	a.ref.left = 0 // no record was written: nothing to remove
+	// The content records owed to its commit stay: giveBack puts that content back to wait.
+	a.ref.refused, a.ref.appendToCome, a.ref.owed = true, false, nil
 	a.ref.mu.Unlock()
 	m.queue(a.giveBack(&out))
 	a.Deliveries = nil

@@ -100,6 +100,11 @@ type RecordRef struct {
 	left    int
 	journal journal.Journal
 	logger  *zap.Logger
+	// appendToCome (the admission's append may still fail) and refused (it failed) rule, under mu,
+	// who finishes the content records of a copy of this batch that a later batch's copy replaced:
+	// owed holds them for this batch's commit (contentDoneWhenWritten).
+	appendToCome, refused bool
+	owed                  []*RecordRef
 	// state is refCommitted, or refPending / refDeferred while the record of an admission may still
 	// fail to be written (deferRelease).
 	state atomic.Int32
@@ -134,6 +139,32 @@ func (r *RecordRef) Done(n int) {
 func (r *RecordRef) commit(id uint64) {
 	r.mu.Lock()
 	r.id = id
+	owed := r.owed
+	r.owed, r.appendToCome = nil, false
 	r.mu.Unlock()
+	for _, c := range owed {
+		c.Done(1)
+	}
 	r.Done(1)
+}
+
+// contentDoneWhenWritten takes refs, the records of the content joined onto a copy of r's batch
+// that a later batch's copy replaced, and returns those to finish now: all of them once r's record
+// is written. While r's append is still to come they wait for its commit (a refusal instead gives
+// that content back to wait, for the later copy to gather and finish at its delivery); once r is
+// refused, none.
+func (r *RecordRef) contentDoneWhenWritten(refs []*RecordRef) []*RecordRef {
+	if len(refs) == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.refused:
+		return nil
+	case r.appendToCome:
+		r.owed = append(r.owed, refs...)
+		return nil
+	}
+	return refs
 }
