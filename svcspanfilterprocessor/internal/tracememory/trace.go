@@ -122,8 +122,6 @@ func (t *trace) addOpen(id pcommon.SpanID) int64 {
 	return openCost
 }
 
-func (t *trace) hasKeptOrOpen() bool { return len(t.open) > 0 }
-
 // removeWaiting takes it out of the waitingOn index in constant time, so that the arrival of a
 // parent that many spans wait on settles them in linear time. It does nothing when it is not in
 // the index.
