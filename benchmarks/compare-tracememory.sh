@@ -12,6 +12,7 @@
 #   BASE   commit of the "before" processor (default 61421b8: before the trace memory)
 #   COUNT  rounds per side (default 6)
 #   BENCH  -bench regexp (default: the trace memory benchmarks and BenchmarkSpanFilter)
+# Environment: CPU (GOMAXPROCS of the benchmarks, default 1, see below), BENCHTIME, OUT, GO.
 # Output: $OUT (default build/bench-tracememory/) old.txt, new.txt and benchstat.txt.
 set -euo pipefail
 
@@ -20,6 +21,12 @@ COUNT=${2:-6}
 # (BenchmarkSpanFilter also runs its contrib side, ottl: the same code in both builds.)
 BENCH=${3:-'^(BenchmarkSpanFilter|BenchmarkSpanFilterChildrenFirst|BenchmarkConcurrentConsume16|BenchmarkTraceWith5000HeldSpans|BenchmarkSlowNextConsumer)$'}
 BENCHTIME=${BENCHTIME:-}
+# GOMAXPROCS of the benchmarks (-test.cpu). One by default: the CPU figure is then the processor's
+# work plus the garbage collection it causes. With idle cores the runtime's idle-priority mark
+# workers fill them with opportunistic marking, which the process's CPU time counts: on 2 cores that
+# figure varied by ±25-45% between runs of one build and hid a gap of 1.4x in the held path's own
+# work (measured 2026-11-23). CPU=2 measures as before.
+CPU=${CPU:-1}
 GO=${GO:-go}
 
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
@@ -39,7 +46,7 @@ echo "building the benchmark binaries (old: $BASE, new: working tree)" >&2
 
 : >"$out/old.txt"
 : >"$out/new.txt"
-args=(-test.run '^$' -test.bench "$BENCH" -test.benchmem -test.count 1)
+args=(-test.run '^$' -test.bench "$BENCH" -test.benchmem -test.count 1 -test.cpu "$CPU")
 if [[ -n "$BENCHTIME" ]]; then args+=(-test.benchtime "$BENCHTIME"); fi
 for i in $(seq 1 "$COUNT"); do
 	echo "round $i/$COUNT" >&2
