@@ -59,7 +59,6 @@ func TestFaultAgentKills(t *testing.T) {
 	// later; kills at random moments from the first second to the last parent request.
 	type send struct {
 		at       time.Duration
-		body     []byte
 		children bool
 		traces   ptrace.Traces
 	}

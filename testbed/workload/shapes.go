@@ -237,7 +237,7 @@ func renamed(kvs []attribute.KeyValue, prefix string) []attribute.KeyValue {
 func jsonValue(v attribute.Value) string {
 	b, err := json.Marshal(v.AsInterface())
 	if err != nil {
-		return jsonText(v.Emit())
+		return jsonText(v.String())
 	}
 	return string(b)
 }

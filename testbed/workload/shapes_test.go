@@ -32,11 +32,11 @@ func TestShapesCarryTheCall(t *testing.T) {
 			}
 			where := map[string]string{}
 			for _, kv := range s.Attributes(call) {
-				where[string(kv.Key)] = kv.Value.Emit()
+				where[string(kv.Key)] = kv.Value.String()
 			}
 			for _, e := range s.Events(call) {
 				for _, kv := range e.Attrs {
-					where["event "+e.Name] += kv.Value.Emit()
+					where["event "+e.Name] += kv.Value.String()
 				}
 			}
 			for _, c := range []struct{ key, text string }{{w.prompt, call.Prompt}, {w.answer, call.Answer}, {w.metadata, "gold"}} {
