@@ -322,6 +322,7 @@ func checkPods(t *testing.T, m manifests, sts *appsv1.StatefulSet) {
 	if _, ok := dig(t, parsed, "extensions")["file_storage"]; !ok {
 		t.Error("the config has no file_storage extension")
 	}
+	checkQueueFitsVolume(t, parsed, c, sts.Spec.VolumeClaimTemplates, mount.Name)
 
 	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		if q, ok := c.Resources.Requests[r]; !ok || q.IsZero() {

@@ -370,7 +370,9 @@ func TestFaultMalformedInput(t *testing.T) {
 
 // TestFaultOverload: the platform takes 3 s per request while the sender pushes as fast as the
 // collector answers: at least ten times what the collector can take (the test checks the
-// factor and prints it). The collector's bounded queue (2,000 items here) and memory limiter
+// factor and prints it). The collector's bounded queue (2,000 spans here, with the items
+// sizer: the queue's own limit must bind within the run, which the shipped 1 GiB would not)
+// and memory limiter
 // (400 MiB here) turn the sender away (HTTP 503, gRPC UNAVAILABLE) instead of growing; its
 // memory stays bounded; nothing it accepted is lost. A refused request is not always a request
 // of which nothing was taken: the traces pipeline fans out to the exporter and to the score
@@ -379,6 +381,7 @@ func TestFaultMalformedInput(t *testing.T) {
 // delivers them twice, and the platform upserts them by id.
 func TestFaultOverload(t *testing.T) {
 	rig := startFaultRig(t, bench.RigOptions{Sets: []string{
+		"exporters::svc::sending_queue::sizer=items",
 		"exporters::svc::sending_queue::queue_size=2000",
 		"processors::memory_limiter::limit_mib=400",
 		"processors::memory_limiter::spike_limit_mib=100",

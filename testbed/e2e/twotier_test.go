@@ -298,7 +298,7 @@ func runTwoTier(t *testing.T, kill bool) *twoTierRun {
 	if kill {
 		k := run.kill
 		rk := run.routerKill
-		line = fmt.Sprintf("fault two-tier-gateway-kill: %s | gateway kill: %s | router while the gateway was down: client-errors=%d router-retry-logs=%d queue-peak=%d spans-delivered-while-down=%d (the %s before: %d) | recovery=%s | router kill: %s, client errors meanwhile=%d",
+		line = fmt.Sprintf("fault two-tier-gateway-kill: %s | gateway kill: %s | router while the gateway was down: client-errors=%d router-retry-logs=%d queue-peak-bytes=%d spans-delivered-while-down=%d (the %s before: %d) | recovery=%s | router kill: %s, client errors meanwhile=%d",
 			line, k, tierSenders.errorsBetween(k.at, k.healthy), router.countLines("Exporting failed", hostnames[1]),
 			watch.queuePeak(k.at, k.healthy), watch.deliveredBetween(k.at, k.healthy), k.healthy.Sub(k.at).Round(time.Millisecond),
 			watch.deliveredBetween(k.at.Add(-k.healthy.Sub(k.at)), k.at), watch.recovery(k), rk, tierSenders.errorsBetween(rk.at, rk.healthy.Add(time.Second)))
@@ -637,7 +637,7 @@ type routerWatch struct {
 
 type routerSample struct {
 	at     time.Time
-	queue  float64 // items in the load_balancing exporter's queues (spans and log records)
+	queue  float64 // bytes in the load_balancing exporter's queues (spans and log records; sizer: bytes)
 	stored int     // distinct spans on the platform
 }
 
@@ -664,7 +664,7 @@ func (w *routerWatch) run(done <-chan struct{}) {
 	}
 }
 
-// queuePeak is the most items the router's queue held between from and to.
+// queuePeak is the most the router's queues held between from and to, in bytes (sizer: bytes).
 func (w *routerWatch) queuePeak(from, to time.Time) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
