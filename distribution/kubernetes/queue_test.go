@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,26 @@ const shippedQueueSize = "${env:SVC_QUEUE_BYTES:-1073741824}"
 // queues (spans, scores or log records), the storage file grows past what it holds (bbolt keeps
 // freed pages in the file), and the gateway's span filter keeps its held spans on the same volume.
 const queueShareOfVolume = 4
+
+// minQueueBytes: exporterhelper v0.164's persistent queue refuses an item larger than its whole
+// bound as full, forever; the bound must stay far above the largest request (svcexporter README).
+const minQueueBytes = 256 << 20
+
+// queuesOf is how many queues an exporter has: one per signal of the pipelines that use it.
+func queuesOf(cfg map[string]any, exporter string) int {
+	signals := map[string]bool{}
+	service, _ := cfg["service"].(map[string]any)
+	pipelines, _ := service["pipelines"].(map[string]any)
+	for id, p := range pipelines {
+		p, _ := p.(map[string]any)
+		exporters, _ := p["exporters"].([]any)
+		if slices.Contains(exporters, any(exporter)) {
+			signal, _, _ := strings.Cut(id, "/")
+			signals[signal] = true
+		}
+	}
+	return len(signals)
+}
 
 // exporterQueues returns the sending_queue of each exporter of a parsed config that has one, by
 // exporter name.
@@ -123,7 +144,8 @@ func TestResolveQueueSize(t *testing.T) {
 }
 
 // checkQueueFitsVolume: each exporter queue of a pod's config that is on disk is bounded in bytes,
-// with the pod's environment, to at most 1/queueShareOfVolume of the volume claim it is stored on.
+// with the pod's environment, to at most 1/queueShareOfVolume of the volume claim it is stored on,
+// all of them together (one queue per signal) to at most half of it, none below minQueueBytes.
 func checkQueueFitsVolume(t *testing.T, cfg map[string]any, c corev1.Container, claims []corev1.PersistentVolumeClaim, claimName string) {
 	t.Helper()
 	i := slices.IndexFunc(claims, func(p corev1.PersistentVolumeClaim) bool { return p.Name == claimName })
@@ -132,6 +154,7 @@ func checkQueueFitsVolume(t *testing.T, cfg map[string]any, c corev1.Container, 
 	}
 	volume := claims[i].Spec.Resources.Requests[corev1.ResourceStorage]
 	found := false
+	var total int64
 	for name, q := range exporterQueues(cfg) {
 		if q["storage"] == nil || q["enabled"] == false {
 			continue
@@ -149,8 +172,29 @@ func checkQueueFitsVolume(t *testing.T, cfg map[string]any, c corev1.Container, 
 		if most := resource.NewQuantity(size*queueShareOfVolume, resource.BinarySI); most.Cmp(volume) > 0 {
 			t.Errorf("exporter %s: queue of %d bytes on a volume of %s: want at most 1/%d of it (a claim of %s at least)", name, size, volume.String(), queueShareOfVolume, most.String())
 		}
+		if size < minQueueBytes {
+			t.Errorf("exporter %s: queue of %d bytes: below %d, a large request could never be queued", name, size, minQueueBytes)
+		}
+		total += size * int64(queuesOf(cfg, name))
 	}
 	if !found {
 		t.Error("no exporter queue on the volume")
+	}
+	if most := resource.NewQuantity(2*total, resource.BinarySI); most.Cmp(volume) > 0 {
+		t.Errorf("the queues on the volume hold %d bytes together: want at most half of the volume %s", total, volume.String())
+	}
+}
+
+func TestQueuesOf(t *testing.T) {
+	cfg := map[string]any{"service": map[string]any{"pipelines": map[string]any{
+		"traces":        map[string]any{"exporters": []any{"svc"}},
+		"traces/scores": map[string]any{"exporters": []any{"svcscore"}},
+		"logs":          map[string]any{"exporters": []any{"svc", "debug"}},
+		"logs/2":        map[string]any{"exporters": []any{"svc"}},
+	}}}
+	for exporter, want := range map[string]int{"svc": 2, "debug": 1, "svcscore": 1, "unused": 0} {
+		if got := queuesOf(cfg, exporter); got != want {
+			t.Errorf("queuesOf(%s) = %d, want %d", exporter, got, want)
+		}
 	}
 }
