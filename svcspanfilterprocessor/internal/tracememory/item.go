@@ -70,6 +70,8 @@ type item struct {
 	// waitPrev and waitNext link the items waiting on the same span (trace.waitingOn): taken out in
 	// constant time, with no allocation per waiting span.
 	waitPrev, waitNext *item
+	// indexed: it is in trace.waitingOn (removeWaiting then takes it out).
+	indexed bool
 	// ref is the journal record of the batch that held it; one per admission, it also tells a
 	// refused append which items are its own (an item does not point at its Admission, which would
 	// keep the batch's deliveries alive as long as one of its spans is held).

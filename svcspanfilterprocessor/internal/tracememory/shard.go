@@ -183,11 +183,13 @@ func (sh *shard) compact(m *Memory, t *trace) {
 // setParent points span at parent and records the parent it had (first one wins, so a span
 // re-parented by an earlier gateway keeps its true original parent).
 func setParent(span ptrace.Span, parent pcommon.SpanID) {
-	original := span.ParentSpanID()
-	if _, ok := span.Attributes().Get(svcattr.OriginalParentSpanID); !ok && !original.IsEmpty() {
-		var buf [2 * len(original)]byte
-		hex.Encode(buf[:], original[:])
-		span.Attributes().PutStr(svcattr.OriginalParentSpanID, string(buf[:]))
+	if original := span.ParentSpanID(); !original.IsEmpty() {
+		// One scan of the attributes (Get then PutStr would scan them twice).
+		if v, had := span.Attributes().GetOrPutEmpty(svcattr.OriginalParentSpanID); !had {
+			var buf [2 * len(original)]byte
+			hex.Encode(buf[:], original[:])
+			v.SetStr(string(buf[:]))
+		}
 	}
 	span.SetParentSpanID(parent)
 }

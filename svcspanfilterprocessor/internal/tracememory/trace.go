@@ -124,19 +124,21 @@ func (t *trace) addOpen(id pcommon.SpanID) int64 {
 
 // removeWaiting takes it out of the waitingOn index in constant time, so that the arrival of a
 // parent that many spans wait on settles them in linear time. It does nothing when it is not in
-// the index.
+// the index (indexed, so that this costs no map lookup).
 func (t *trace) removeWaiting(it *item) {
+	if !it.indexed {
+		return
+	}
+	it.indexed = false
 	switch {
 	case it.waitPrev != nil:
 		it.waitPrev.waitNext = it.waitNext
-	case t.waitingOn[it.waitOn] == it:
+	default: // the first of its list
 		if it.waitNext != nil {
 			t.waitingOn[it.waitOn] = it.waitNext
 		} else if delete(t.waitingOn, it.waitOn); len(t.waitingOn) == 0 {
 			t.waitingOn = nil
 		}
-	default:
-		return // not in the index
 	}
 	if it.waitNext != nil {
 		it.waitNext.waitPrev = it.waitPrev
@@ -148,11 +150,27 @@ func (t *trace) addWaiting(it *item, on pcommon.SpanID) {
 	if t.waitingOn == nil {
 		t.waitingOn = map[pcommon.SpanID]*item{}
 	}
-	it.waitOn = on
+	it.waitOn, it.indexed = on, true
 	next := t.waitingOn[on]
 	it.waitPrev, it.waitNext = nil, next
 	if next != nil {
 		next.waitPrev = it
 	}
 	t.waitingOn[on] = it
+}
+
+// takeWaiting takes the items waiting on id out of the index, all at once, and returns the first;
+// the rest follow through item.waitNext, still linked for the caller to walk.
+func (t *trace) takeWaiting(id pcommon.SpanID) *item {
+	first := t.waitingOn[id]
+	if first == nil {
+		return nil
+	}
+	if delete(t.waitingOn, id); len(t.waitingOn) == 0 {
+		t.waitingOn = nil
+	}
+	for it := first; it != nil; it = it.waitNext {
+		it.indexed = false
+	}
+	return first
 }
