@@ -1,6 +1,7 @@
 package tracememory
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -104,7 +105,7 @@ func TestWaitingIndex(t *testing.T) {
 			}
 			checkIndex := func(on pcommon.SpanID, want []int) {
 				t.Helper()
-				first := tr.waitingOn[on]
+				first := tr.waitingHead(on)
 				assert.Equal(t, want, listOf(first))
 				if first != nil {
 					assert.Nil(t, first.waitPrev)
@@ -124,8 +125,9 @@ func TestWaitingIndex(t *testing.T) {
 			}
 			first := tr.takeWaiting(a)
 			assert.Equal(t, tc.wantTaken, listOf(first))
-			assert.NotContains(t, tr.waitingOn, a)
+			assert.NotContains(t, waitingLists(tr), a)
 			if tc.wantOnB == nil {
+				assert.Empty(t, waitingLists(tr))
 				assert.Nil(t, tr.waitingOn, "an empty index is dropped")
 			}
 			for it := first; it != nil; it = it.waitNext {
@@ -136,5 +138,71 @@ func TestWaitingIndex(t *testing.T) {
 			checkIndex(b, tc.wantOnB)
 			assert.Nil(t, tr.takeWaiting(a))
 		})
+	}
+}
+
+// waitingLists is the waiting index of tr as one map: the first item of each list by the span it
+// waits on.
+func waitingLists(tr *trace) map[pcommon.SpanID]*item {
+	lists := map[pcommon.SpanID]*item{}
+	if tr.waiting1 != nil {
+		lists[tr.waitOn1] = tr.waiting1
+	}
+	for on, first := range tr.waitingOn {
+		if _, twice := lists[on]; twice {
+			panic("a span's list is both in the map and beside it")
+		}
+		lists[on] = first
+	}
+	return lists
+}
+
+// TestWaitingIndexManySpans: lists of many spans, taken out and put back in any order, keep each
+// item in the list of its own span only, whether that list has the place beside the map or not.
+func TestWaitingIndexManySpans(t *testing.T) {
+	tr := &trace{}
+	const spans, per = 5, 3
+	on := func(s int) pcommon.SpanID { return idOf(fmt.Sprint("parent ", s)) }
+	items := map[pcommon.SpanID][]*item{}
+	for round := range 2 {
+		for s := range spans {
+			for range per {
+				it := &item{}
+				tr.addWaiting(it, on(s))
+				items[on(s)] = append(items[on(s)], it)
+			}
+		}
+		// Take the lists out in an order that empties the place beside the map first.
+		for _, s := range []int{0, 3, 1} {
+			first := tr.takeWaiting(on(s))
+			n := 0
+			for it := first; it != nil; it = it.waitNext {
+				assert.Equal(t, on(s), it.waitOn)
+				n++
+			}
+			assert.Equal(t, len(items[on(s)]), n, "round %d span %d", round, s)
+			delete(items, on(s))
+		}
+		lists := waitingLists(tr)
+		assert.Len(t, lists, 2)
+		for _, s := range []int{2, 4} {
+			n := 0
+			for it := lists[on(s)]; it != nil; it = it.waitNext {
+				assert.Equal(t, on(s), it.waitOn)
+				n++
+			}
+			assert.Equal(t, len(items[on(s)]), n)
+		}
+		// Emptied one by one: the index is then empty.
+		if round == 1 {
+			for _, s := range []int{2, 4} {
+				for _, it := range items[on(s)] {
+					tr.removeWaiting(it)
+				}
+			}
+			assert.Empty(t, waitingLists(tr))
+			assert.Nil(t, tr.waitingOn)
+			assert.Nil(t, tr.waiting1)
+		}
 	}
 }
