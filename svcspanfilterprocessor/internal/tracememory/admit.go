@@ -215,20 +215,21 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	adm.opened = out.opened
 
 	adm.Kept = make([]bool, len(refs))
-	i := 0
-	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-			ss.Spans().RemoveIf(func(ptrace.Span) bool {
-				r := refs[i]
-				adm.Kept[i] = r.kept
-				i++
-				return r.held || !r.kept
-			})
-			return ss.Spans().Len() == 0
-		})
-		return rs.ScopeSpans().Len() == 0
-	})
-	adm.Pass = td.ResourceSpans().Len() > 0
+	goesOn := 0
+	for i := range refs {
+		adm.Kept[i] = refs[i].kept
+		if refs[i].kept && !refs[i].held {
+			goesOn++
+		}
+	}
+	if goesOn == 0 {
+		// Nothing of the batch goes on (all dropped or held, as when children come first): no
+		// pass span by span.
+		td.ResourceSpans().RemoveIf(func(ptrace.ResourceSpans) bool { return true })
+	} else {
+		removeGone(td, refs)
+	}
+	adm.Pass = goesOn > 0
 	if copies != nil && adm.Journaled > 0 {
 		adm.HeldCopy = copies.td
 	}
@@ -236,6 +237,23 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	adm.Stats = out.stats
 	clear(refs) // no reference to the batch stays in the pool
 	sc.refs, sc.shardOf = refs[:0], shardOf[:0]
+}
+
+// removeGone removes from td the spans that do not go on in it (dropped or held; refs has td's
+// spans in order), and the scopes and resources left empty.
+func removeGone(td ptrace.Traces, refs []spanRef) {
+	i := 0
+	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
+		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
+			ss.Spans().RemoveIf(func(ptrace.Span) bool {
+				r := &refs[i]
+				i++
+				return r.held || !r.kept
+			})
+			return ss.Spans().Len() == 0
+		})
+		return rs.ScopeSpans().Len() == 0
+	})
 }
 
 // admitScratch is the per-call working memory of admit, pooled.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -204,5 +205,86 @@ func TestWaitingIndexManySpans(t *testing.T) {
 			assert.Nil(t, tr.waitingOn)
 			assert.Nil(t, tr.waiting1)
 		}
+	}
+}
+
+// TestAdmitRemovesWhatDoesNotGoOn: the batch keeps exactly its kept spans that are not held, under
+// their own resource and scope, and Kept and Pass say so (also when nothing goes on, which takes
+// the short way).
+func TestAdmitRemovesWhatDoesNotGoOn(t *testing.T) {
+	// Two resources of two scopes each; "k" spans are kept, "d" dropped; "agent" is never sent, so
+	// the kept spans below it are held.
+	type in struct{ name, parent string }
+	batch := [][][]in{
+		{{{"root", ""}, {"k1", "root"}}, {{"d1", "root"}}},
+		{{{"kagent1", "agent"}, {"d2", "agent"}}, {{"kagent2", "agent"}, {"k2", "k1"}}},
+	}
+	for _, tc := range []struct {
+		name     string
+		kept     map[string]bool
+		wantLeft [][][]string // what the batch has afterwards
+		wantPass bool
+	}{
+		{
+			name:     "some go on",
+			kept:     map[string]bool{"root": true, "k1": true, "kagent1": true, "kagent2": true, "k2": true},
+			wantLeft: [][][]string{{{"root", "k1"}}, {{"k2"}}},
+			wantPass: true,
+		},
+		{
+			name:     "one goes on, at the end",
+			kept:     map[string]bool{"k2": true, "kagent1": true},
+			wantLeft: [][][]string{{{"k2"}}},
+			wantPass: true,
+		},
+		{name: "all held or dropped", kept: map[string]bool{"kagent1": true, "kagent2": true}},
+		{name: "all dropped", kept: map[string]bool{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, func(c *Config) { c.Journaled = false })
+			td := ptrace.NewTraces()
+			var decisions []Decision
+			var wantKept []bool
+			for _, scopes := range batch {
+				rs := td.ResourceSpans().AppendEmpty()
+				for _, spans := range scopes {
+					ss := rs.ScopeSpans().AppendEmpty()
+					for _, s := range spans {
+						span := ss.Spans().AppendEmpty()
+						span.SetName(s.name)
+						span.SetTraceID(testTrace)
+						span.SetSpanID(idOf(s.name))
+						if s.parent != "" {
+							span.SetParentSpanID(idOf(s.parent))
+						}
+						v := Drop
+						if tc.kept[s.name] {
+							v = Keep
+						}
+						decisions = append(decisions, Decision{Verdict: v})
+						wantKept = append(wantKept, tc.kept[s.name])
+					}
+				}
+			}
+			adm, err := d.m.Admit(client.Info{}, td, decisions)
+			require.NoError(t, err)
+			defer adm.Commit(0)
+			assert.Equal(t, wantKept, adm.Kept)
+			assert.Equal(t, tc.wantPass, adm.Pass)
+			var left [][][]string
+			for i := 0; i < td.ResourceSpans().Len(); i++ {
+				var scopes [][]string
+				sss := td.ResourceSpans().At(i).ScopeSpans()
+				for j := 0; j < sss.Len(); j++ {
+					var names []string
+					for k := 0; k < sss.At(j).Spans().Len(); k++ {
+						names = append(names, sss.At(j).Spans().At(k).Name())
+					}
+					scopes = append(scopes, names)
+				}
+				left = append(left, scopes)
+			}
+			assert.Equal(t, tc.wantLeft, left)
+		})
 	}
 }
