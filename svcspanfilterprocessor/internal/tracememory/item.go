@@ -70,14 +70,15 @@ type item struct {
 	// waitPrev and waitNext link the items waiting on the same span (trace.waitingOn): taken out in
 	// constant time, with no allocation per waiting span.
 	waitPrev, waitNext *item
-	// indexed: it is in trace.waitingOn (removeWaiting then takes it out).
-	indexed bool
 	// ref is the journal record of the batch that held it; one per admission, it also tells a
 	// refused append which items are its own (an item does not point at its Admission, which would
 	// keep the batch's deliveries alive as long as one of its spans is held).
 	ref   *RecordRef
 	bytes int64
 	held  bool
+	// indexed: it is in the trace's waiting index (removeWaiting takes it out). Beside held: the
+	// small fields share one word.
+	indexed bool
 	// deferred: it was settled while its batch's journal append was still to come; Commit releases
 	// it (for deferredWhy), Abort discards it (Admission.releaseDeferred).
 	deferred    bool
