@@ -40,14 +40,9 @@ type trace struct {
 	records map[pcommon.SpanID]record
 	// held are the held items by their own span id (a span sent twice replaces its held copy).
 	held map[pcommon.SpanID]*item
-	// The waiting index: held items by the unknown span their parent walk stopped at, so the
-	// arrival of that span resolves exactly them, each span's items a list linked through
-	// item.waitNext. The list of one span sits in waitOn1/waiting1, with no map: in the common case
-	// every span of the trace that waits waits on the same one (the agent span that ends last).
-	// waitingOn has the lists of the other spans. Read and change it through waitingHead,
-	// setWaitingHead, addWaiting, removeWaiting and takeWaiting only.
-	waitOn1   pcommon.SpanID
-	waiting1  *item
+	// waitingOn indexes held items by the unknown span their parent walk stopped at, so the arrival
+	// of that span resolves exactly them: the first of a list linked through item.waitNext. Read and
+	// change it through waitingHead, setWaitingHead, addWaiting, removeWaiting and takeWaiting.
 	waitingOn map[pcommon.SpanID]*item
 	// open are parents that delivered spans point at and that were not seen when they were delivered,
 	// each with the journal record that keeps it across a restart (nil without a journal, or until
@@ -129,36 +124,18 @@ func (t *trace) addOpen(id pcommon.SpanID) int64 {
 }
 
 // waitingHead is the first item of the list waiting on on, nil when none waits.
-func (t *trace) waitingHead(on pcommon.SpanID) *item {
-	if t.waiting1 != nil && t.waitOn1 == on {
-		return t.waiting1
-	}
-	return t.waitingOn[on]
-}
+func (t *trace) waitingHead(on pcommon.SpanID) *item { return t.waitingOn[on] }
 
 // setWaitingHead makes first the first item of the list waiting on on; nil removes the list.
 func (t *trace) setWaitingHead(on pcommon.SpanID, first *item) {
-	if t.waiting1 != nil && t.waitOn1 == on {
-		t.waiting1 = first
-		if first == nil {
-			t.waitOn1 = pcommon.SpanID{}
+	if first != nil {
+		if t.waitingOn == nil {
+			t.waitingOn = map[pcommon.SpanID]*item{}
 		}
-		return
+		t.waitingOn[on] = first
+	} else if delete(t.waitingOn, on); len(t.waitingOn) == 0 {
+		t.waitingOn = nil // a remembered trace keeps no empty index
 	}
-	if first == nil {
-		if delete(t.waitingOn, on); len(t.waitingOn) == 0 {
-			t.waitingOn = nil // a remembered trace keeps no empty index
-		}
-		return
-	}
-	if _, listed := t.waitingOn[on]; !listed && t.waiting1 == nil {
-		t.waitOn1, t.waiting1 = on, first
-		return
-	}
-	if t.waitingOn == nil {
-		t.waitingOn = map[pcommon.SpanID]*item{}
-	}
-	t.waitingOn[on] = first
 }
 
 // removeWaiting takes it out of the waiting index in constant time, so that the arrival of a
