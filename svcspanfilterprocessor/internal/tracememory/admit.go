@@ -70,6 +70,8 @@ type Admission struct {
 	batch ptrace.Traces
 	// pending: Admit's read hold of Memory.admitting is not released yet.
 	pending bool
+	// unrefd are the items of the shard being admitted not yet counted in ref (one add per shard).
+	unrefd int
 }
 
 // settle releases the admission's hold on the memory's eviction (once).
@@ -204,26 +206,30 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		sh := m.shards[s]
 		sh.mu.Lock()
 		sh.admit(m, adm, refs, idx, og, copies, heldAt, &out)
+		// Counted once per shard, before another call can release (and finish) its items.
+		adm.ref.add(adm.unrefd)
+		adm.unrefd = 0
 		sh.unlock(m)
 	}
 	out.finishRefs()
 	adm.opened = out.opened
 
 	adm.Kept = make([]bool, len(refs))
-	i := 0
-	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-			ss.Spans().RemoveIf(func(ptrace.Span) bool {
-				r := refs[i]
-				adm.Kept[i] = r.kept
-				i++
-				return r.held || !r.kept
-			})
-			return ss.Spans().Len() == 0
-		})
-		return rs.ScopeSpans().Len() == 0
-	})
-	adm.Pass = td.ResourceSpans().Len() > 0
+	goesOn := 0
+	for i := range refs {
+		adm.Kept[i] = refs[i].kept
+		if refs[i].kept && !refs[i].held {
+			goesOn++
+		}
+	}
+	if goesOn == 0 {
+		// Nothing of the batch goes on (all dropped or held, as when children come first): no
+		// pass span by span.
+		td.ResourceSpans().RemoveIf(func(ptrace.ResourceSpans) bool { return true })
+	} else {
+		removeGone(td, refs)
+	}
+	adm.Pass = goesOn > 0
 	if copies != nil && adm.Journaled > 0 {
 		adm.HeldCopy = copies.td
 	}
@@ -231,6 +237,23 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	adm.Stats = out.stats
 	clear(refs) // no reference to the batch stays in the pool
 	sc.refs, sc.shardOf = refs[:0], shardOf[:0]
+}
+
+// removeGone removes from td the spans that do not go on in it (dropped or held; refs has td's
+// spans in order), and the scopes and resources left empty.
+func removeGone(td ptrace.Traces, refs []spanRef) {
+	i := 0
+	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
+		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
+			ss.Spans().RemoveIf(func(ptrace.Span) bool {
+				r := &refs[i]
+				i++
+				return r.held || !r.kept
+			})
+			return ss.Spans().Len() == 0
+		})
+		return rs.ScopeSpans().Len() == 0
+	})
 }
 
 // admitScratch is the per-call working memory of admit, pooled.
@@ -288,14 +311,15 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 	}
 	for _, i := range idx {
 		r := &refs[i]
-		if old := r.trace.held[r.span.SpanID()]; r.kept && old != nil && old.tenant() != og.request.tenant {
-			// Another tenant's span with the ids of a span held for its own tenant (pass-through
-			// gateways: a trace crossing teams, or copied ids). It is no resend of the held one:
-			// it goes on as it came, in its own request, and the held span stays held.
-			continue
-		}
 		if r.kept {
-			sh.admitKept(m, adm, r, og, copies, now, out)
+			old := r.trace.held[r.span.SpanID()]
+			if old != nil && old.tenant() != og.request.tenant {
+				// Another tenant's span with the ids of a span held for its own tenant (pass-through
+				// gateways: a trace crossing teams, or copied ids). It is no resend of the held one:
+				// it goes on as it came, in its own request, and the held span stays held.
+				continue
+			}
+			sh.admitKept(m, adm, r, old, og, copies, now, out)
 		} else {
 			sh.admitDropped(m, adm, r, og, copies, out)
 		}
@@ -315,10 +339,11 @@ func sameTraceRun(refs []spanRef, idx []int32, id pcommon.TraceID) int {
 	return n
 }
 
-func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, copies *heldCopy, now time.Time, out *released) {
+// admitKept settles kept span r; old is the held copy of the same span (sent again), if any.
+func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og *origins, copies *heldCopy, now time.Time, out *released) {
 	t, span := r.trace, r.span
 	id := span.SpanID()
-	if old := t.held[id]; old != nil {
+	if old != nil {
 		sh.unhold(m, t, old) // sent again: this copy takes its place once the batch is committed
 		adm.replaced = append(adm.replaced, old)
 	}
@@ -371,7 +396,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, og *origins, c
 	span.MoveTo(it.span)
 	it.bytes = spanSize(it.span) + itemCost
 	r.held = true // out of the batch
-	adm.ref.add(1)
+	adm.unrefd++
 	adm.Journaled++
 	if copies != nil {
 		cp := copies.add(origin, it.span)
@@ -441,7 +466,7 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	// consumer followed by a crash does not lose it.
 	origin := og.get(r.resource, r.scope)
 	out.items = append(out.items, &item{span: conn, origin: origin, trace: t, ref: adm.ref, bytes: spanSize(conn) + itemCost})
-	adm.ref.add(1)
+	adm.unrefd++
 	adm.Journaled++
 	if copies != nil {
 		copies.add(origin, conn)
@@ -451,10 +476,14 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 
 // arrived settles the held spans whose parent walk stopped at id, now that id is known.
 func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) {
-	// Each round takes the first item waiting on id out of the index: it is settled, or waits on
-	// the unknown span further up (never id, which is known now).
-	for it := t.waitingOn[id]; it != nil; it = t.waitingOn[id] {
-		t.removeWaiting(it)
+	// The items waiting on id leave the index together (one lookup, not three per item); each is
+	// settled, or waits on the unknown span further up (never id, which is known now).
+	for it := t.takeWaiting(id); it != nil; {
+		next := it.waitNext
+		it.waitNext = nil
+		if next != nil {
+			next.waitPrev = nil
+		}
 		end, at := t.walk(it.span.SpanID(), id)
 		switch end {
 		case endRoot:
@@ -464,6 +493,7 @@ func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) 
 		case endUnknown:
 			t.addWaiting(it, at)
 		}
+		it = next
 	}
 }
 
@@ -588,6 +618,9 @@ func (a *Admission) HandedOn() bool {
 }
 
 func (r *RecordRef) add(n int) {
+	if n == 0 {
+		return
+	}
 	r.mu.Lock()
 	r.left += n
 	r.mu.Unlock()

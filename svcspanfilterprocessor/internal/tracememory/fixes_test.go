@@ -252,7 +252,7 @@ func TestWaitingIndexManySpansOneParent(t *testing.T) {
 			sh := d.m.shards[d.m.shardOf(testTrace)]
 			sh.mu.Lock()
 			tr := sh.traces[testTrace]
-			for on, first := range tr.waitingOn {
+			for on, first := range waitingLists(tr) {
 				require.Nil(t, first.waitPrev)
 				for it := first; it != nil; it = it.waitNext {
 					require.Equal(t, on, it.waitOn)
@@ -262,7 +262,7 @@ func TestWaitingIndexManySpansOneParent(t *testing.T) {
 				}
 			}
 			n := 0
-			for it := tr.waitingOn[idOf("agent")]; it != nil; it = it.waitNext {
+			for it := tr.waitingHead(idOf("agent")); it != nil; it = it.waitNext {
 				n++
 			}
 			require.Equal(t, len(children), n)

@@ -76,6 +76,9 @@ type item struct {
 	ref   *RecordRef
 	bytes int64
 	held  bool
+	// indexed: it is in the trace's waiting index (removeWaiting takes it out). Beside held: the
+	// small fields share one word.
+	indexed bool
 	// deferred: it was settled while its batch's journal append was still to come; Commit releases
 	// it (for deferredWhy), Abort discards it (Admission.releaseDeferred).
 	deferred    bool

@@ -180,14 +180,24 @@ func (sh *shard) compact(m *Memory, t *trace) {
 	sh.moveTo(t, sh.late)
 }
 
+// spareAttributes is the room setParent makes for attributes added after its own (the next
+// processors may add some).
+const spareAttributes = 4
+
 // setParent points span at parent and records the parent it had (first one wins, so a span
 // re-parented by an earlier gateway keeps its true original parent).
 func setParent(span ptrace.Span, parent pcommon.SpanID) {
-	original := span.ParentSpanID()
-	if _, ok := span.Attributes().Get(svcattr.OriginalParentSpanID); !ok && !original.IsEmpty() {
-		var buf [2 * len(original)]byte
-		hex.Encode(buf[:], original[:])
-		span.Attributes().PutStr(svcattr.OriginalParentSpanID, string(buf[:]))
+	if original := span.ParentSpanID(); !original.IsEmpty() {
+		attrs := span.Attributes()
+		// Room for this attribute and a few more: a span's attributes usually fill their slice,
+		// which an append would double (twice the bytes to allocate and clear, for the GC to scan).
+		attrs.EnsureCapacity(attrs.Len() + spareAttributes)
+		// One scan of the attributes (Get then PutStr would scan them twice).
+		if v, had := attrs.GetOrPutEmpty(svcattr.OriginalParentSpanID); !had {
+			var buf [2 * len(original)]byte
+			hex.Encode(buf[:], original[:])
+			v.SetStr(string(buf[:]))
+		}
 	}
 	span.SetParentSpanID(parent)
 }

@@ -41,7 +41,8 @@ type trace struct {
 	// held are the held items by their own span id (a span sent twice replaces its held copy).
 	held map[pcommon.SpanID]*item
 	// waitingOn indexes held items by the unknown span their parent walk stopped at, so the arrival
-	// of that span resolves exactly them: the first of a list linked through item.waitNext.
+	// of that span resolves exactly them: the first of a list linked through item.waitNext. Read and
+	// change it through waitingHead, setWaitingHead, addWaiting, removeWaiting and takeWaiting.
 	waitingOn map[pcommon.SpanID]*item
 	// open are parents that delivered spans point at and that were not seen when they were delivered,
 	// each with the journal record that keeps it across a restart (nil without a journal, or until
@@ -122,21 +123,33 @@ func (t *trace) addOpen(id pcommon.SpanID) int64 {
 	return openCost
 }
 
-// removeWaiting takes it out of the waitingOn index in constant time, so that the arrival of a
-// parent that many spans wait on settles them in linear time. It does nothing when it is not in
-// the index.
-func (t *trace) removeWaiting(it *item) {
-	switch {
-	case it.waitPrev != nil:
-		it.waitPrev.waitNext = it.waitNext
-	case t.waitingOn[it.waitOn] == it:
-		if it.waitNext != nil {
-			t.waitingOn[it.waitOn] = it.waitNext
-		} else if delete(t.waitingOn, it.waitOn); len(t.waitingOn) == 0 {
-			t.waitingOn = nil
+// waitingHead is the first item of the list waiting on on, nil when none waits.
+func (t *trace) waitingHead(on pcommon.SpanID) *item { return t.waitingOn[on] }
+
+// setWaitingHead makes first the first item of the list waiting on on; nil removes the list.
+func (t *trace) setWaitingHead(on pcommon.SpanID, first *item) {
+	if first != nil {
+		if t.waitingOn == nil {
+			t.waitingOn = map[pcommon.SpanID]*item{}
 		}
-	default:
-		return // not in the index
+		t.waitingOn[on] = first
+	} else if delete(t.waitingOn, on); len(t.waitingOn) == 0 {
+		t.waitingOn = nil // a remembered trace keeps no empty index
+	}
+}
+
+// removeWaiting takes it out of the waiting index in constant time, so that the arrival of a
+// parent that many spans wait on settles them in linear time. It does nothing when it is not in
+// the index (indexed, so that this costs no lookup).
+func (t *trace) removeWaiting(it *item) {
+	if !it.indexed {
+		return
+	}
+	it.indexed = false
+	if it.waitPrev != nil {
+		it.waitPrev.waitNext = it.waitNext
+	} else { // the first of its list
+		t.setWaitingHead(it.waitOn, it.waitNext)
 	}
 	if it.waitNext != nil {
 		it.waitNext.waitPrev = it.waitPrev
@@ -145,14 +158,25 @@ func (t *trace) removeWaiting(it *item) {
 }
 
 func (t *trace) addWaiting(it *item, on pcommon.SpanID) {
-	if t.waitingOn == nil {
-		t.waitingOn = map[pcommon.SpanID]*item{}
-	}
-	it.waitOn = on
-	next := t.waitingOn[on]
+	it.waitOn, it.indexed = on, true
+	next := t.waitingHead(on)
 	it.waitPrev, it.waitNext = nil, next
 	if next != nil {
 		next.waitPrev = it
 	}
-	t.waitingOn[on] = it
+	t.setWaitingHead(on, it)
+}
+
+// takeWaiting takes the items waiting on id out of the index, all at once, and returns the first;
+// the rest follow through item.waitNext, still linked for the caller to walk.
+func (t *trace) takeWaiting(id pcommon.SpanID) *item {
+	first := t.waitingHead(id)
+	if first == nil {
+		return nil
+	}
+	t.setWaitingHead(id, nil)
+	for it := first; it != nil; it = it.waitNext {
+		it.indexed = false
+	}
+	return first
 }
