@@ -74,12 +74,12 @@ type item struct {
 	// refused append which items are its own (an item does not point at its Admission, which would
 	// keep the batch's deliveries alive as long as one of its spans is held).
 	ref *RecordRef
+	// unsizedPrev and unsizedNext link the held items of the shard not yet sized (shard.unsized).
+	unsizedPrev, unsizedNext *item
 	// bytes is what the item counts in the budget: its estimate until it is sized (lazysize.go).
 	bytes int64
 	held  bool
 	sized bool
-	// unsizedPrev and unsizedNext link the held items of the shard not yet sized (shard.unsized).
-	unsizedPrev, unsizedNext *item
 	// deferred: it was settled while its batch's journal append was still to come; Commit releases
 	// it (for deferredWhy), Abort discards it (Admission.releaseDeferred).
 	deferred    bool
