@@ -397,7 +397,9 @@ func checkCounts(t *testing.T, m *Memory) {
 				if !it.sized {
 					unsized++
 					require.True(t, inList[it], "an unsized held item missing from the unsized list")
-				} else {
+				} else if _, reparented := it.span.Attributes().Get(svcattr.OriginalParentSpanID); !reparented {
+					// (A span re-parented while it still waits for content grew by the attribute
+					// that records its original parent; it is not sized again for that.)
 					require.Equal(t, spanSize(it.span)+itemCost, it.bytes, "a sized held item carries its exact size")
 				}
 			}
