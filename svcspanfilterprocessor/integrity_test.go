@@ -165,24 +165,47 @@ func TestMaxTracesEvictsIdleTracesFirstThenWaitingOnes(t *testing.T) {
 }
 
 // The byte budget: a small memory_limit_mib evicts waiting traces by rule 1 too.
+// A held span counts by an estimate until the releaser's next tick sizes it exactly, or until its
+// shard holds more than 64 spans not yet sized (the budget's documented lag).
 func TestMemoryLimitEvicts(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.TraceIntegrity.MemoryLimitMiB = 1
-	h := newHarness(t, cfg)
-	big := strings.Repeat("x", 64<<10)
-	for i := range 40 {
-		h.clock.Advance(time.Millisecond)
-		h.consume(testSpan{name: fmt.Sprint("waits ", i), scope: scopeSDK, trace: traceN(byte(i)), parentID: idOf(fmt.Sprint("p", i)),
-			attrs: map[string]any{"gen_ai.prompt": big}})
+	tests := []struct {
+		name  string
+		spans int
+		size  int
+		// trace of span i: the cap counts per shard, and the shard is chosen by the trace id's
+		// last bytes.
+		trace func(i int) pcommon.TraceID
+		tick  bool // the releaser ticks after the spans came
+	}{
+		{name: "sized at the releaser's tick", spans: 40, size: 64 << 10, tick: true,
+			trace: func(i int) pcommon.TraceID { return traceN(byte(i)) }},
+		{name: "sized at once past 64 unsized spans in a shard", spans: 80, size: 16 << 10,
+			trace: func(i int) pcommon.TraceID { return pcommon.TraceID{byte(i), 15: 1} }},
 	}
-	h.p.deliverReady(context.Background(), false)
-	assert.LessOrEqual(t, h.p.mem.Bytes(), int64(1<<20))
-	tree := h.tree()
-	require.NotEmpty(t, tree)
-	assert.Equal(t, "<"+hexID("p0")+">", tree["waits 0"], "the oldest went on first, by rule 1")
-	assert.NotContains(t, tree, "waits 39")
-	h.shutdown()
-	assert.Len(t, h.tree(), 40, "nothing lost")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := createDefaultConfig().(*Config)
+			cfg.TraceIntegrity.MemoryLimitMiB = 1
+			h := newHarness(t, cfg)
+			big := strings.Repeat("x", tt.size)
+			for i := range tt.spans {
+				h.clock.Advance(time.Millisecond)
+				h.consume(testSpan{name: fmt.Sprint("waits ", i), scope: scopeSDK, trace: tt.trace(i), parentID: idOf(fmt.Sprint("p", i)),
+					attrs: map[string]any{"gen_ai.prompt": big}})
+			}
+			if tt.tick {
+				h.advance(0)
+			}
+			h.p.deliverReady(context.Background(), false)
+			assert.LessOrEqual(t, h.p.mem.Bytes(), int64(1<<20))
+			tree := h.tree()
+			require.NotEmpty(t, tree)
+			assert.Equal(t, "<"+hexID("p0")+">", tree["waits 0"], "the oldest went on first, by rule 1")
+			assert.NotContains(t, tree, fmt.Sprint("waits ", tt.spans-1))
+			h.shutdown()
+			assert.Len(t, h.tree(), tt.spans, "nothing lost")
+		})
+	}
 }
 
 // Malformed parent links must not loop: a span that is its own ancestor becomes a root.

@@ -96,6 +96,9 @@ func TestPushBackWhenNextConsumerIsSlow(t *testing.T) {
 			break
 		}
 		accepted[child.name] = true
+		// The releaser ticks between the requests: it sizes the held child exactly (until then it
+		// counts by an estimate).
+		h.advance(0)
 		parent := testSpan{name: fmt.Sprint("agent ", i), scope: scopeSDK, trace: traceN(byte(i))}
 		// The parent itself is refused by the slow consumer; the child it releases waits ready.
 		_ = h.proc.ConsumeTraces(context.Background(), batch(parent))

@@ -325,6 +325,7 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		}
 		sh.arrived(m, r.trace, r.span.SpanID(), out)
 	}
+	sh.sizeIfMany(m)
 }
 
 // sameTraceRun is how many spans at the start of idx belong to trace id.
@@ -394,7 +395,11 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	origin := og.get(r.resource, r.scope)
 	it := &item{span: ptrace.NewSpan(), origin: origin, trace: t, heldAt: now, reason: reason, ref: adm.ref, contentRefs: contentRefs}
 	span.MoveTo(it.span)
-	it.bytes = spanSize(it.span) + itemCost
+	if reason == 0 {
+		it.bytes, it.sized = spanSize(it.span)+itemCost, true // goes on at once, with joined content
+	} else {
+		it.bytes = sh.spanEstimate(it.span) // sized exactly only if still held later (lazysize.go)
+	}
 	r.held = true // out of the batch
 	adm.unrefd++
 	adm.Journaled++
@@ -465,7 +470,7 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	// The connector is journaled with the batch until it is handed on: a refusal by the next
 	// consumer followed by a crash does not lose it.
 	origin := og.get(r.resource, r.scope)
-	out.items = append(out.items, &item{span: conn, origin: origin, trace: t, ref: adm.ref, bytes: spanSize(conn) + itemCost})
+	out.items = append(out.items, &item{span: conn, origin: origin, trace: t, ref: adm.ref, bytes: spanSize(conn) + itemCost, sized: true})
 	adm.unrefd++
 	adm.Journaled++
 	if copies != nil {

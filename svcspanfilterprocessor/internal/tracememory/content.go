@@ -204,12 +204,7 @@ func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	for _, c := range it.content {
 		m.addBytes(t, -(c.content.Size() + contentCost))
 	}
-	grown := spanSize(it.span) + itemCost - it.bytes
-	if it.held {
-		m.addBytes(t, grown)
-		sh.pending.heldBytes += grown
-	}
-	it.bytes += grown
+	sh.resize(m, it, spanSize(it.span)+itemCost)
 	it.contentRefs = append(it.contentRefs, refsOf(it.content)...) // done when it is delivered
 	it.content = nil
 }

@@ -14,6 +14,8 @@ type Delivery struct {
 	Spans  int
 	bytes  int64
 	refs   map[*RecordRef]int
+	// sized: bytes were counted exactly (sizeDeliveries), not from estimates.
+	sized bool
 }
 
 // group builds one delivery per request, spans under copies of their own resource and scope.
@@ -89,6 +91,7 @@ func (m *Memory) Requeue(ds ...*Delivery) {
 	if len(ds) == 0 {
 		return
 	}
+	m.sizeDeliveries(ds)
 	m.readyMu.Lock()
 	m.ready = append(append([]*Delivery(nil), ds...), m.ready...)
 	m.readyMu.Unlock()

@@ -15,6 +15,7 @@ func (m *Memory) Expire() {
 	for _, sh := range m.shards {
 		sh.mu.Lock()
 		sh.expire(m, now, &out)
+		sh.sizeHeld(m) // the spans still held, before Enforce reads the budget
 		sh.unlock(m)
 	}
 	m.finish(&out)

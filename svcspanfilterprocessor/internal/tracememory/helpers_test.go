@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/fnv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,8 @@ type sp struct {
 	verdict      *Verdict // overrides kept
 	experiment   bool
 	trace        pcommon.TraceID
+	// big: the length of an extra string attribute (a prompt), 0 for none.
+	big int
 }
 
 func (s sp) traceID() pcommon.TraceID {
@@ -165,6 +168,9 @@ func buildBatch(spans []sp) (ptrace.Traces, []Decision) {
 			span.SetParentSpanID(idOf(s.parent))
 		}
 		span.Attributes().PutStr("payload", s.name)
+		if s.big > 0 {
+			span.Attributes().PutStr("gen_ai.prompt", strings.Repeat("x", s.big))
+		}
 		v := Drop
 		if s.kept {
 			v = Keep
@@ -353,5 +359,54 @@ func (d *driver) checkInvariants(t *testing.T, complete, allowDangling bool) {
 		}
 		require.Zero(t, d.m.HeldSpans())
 	}
+	checkCounts(t, d.m)
 	_ = svcattr.OriginalParentSpanID
+}
+
+// checkCounts: the memory's byte and span counters are the sums over its traces and held items
+// (each held item counted by the bytes it carries, estimated or exact), and the shards' lists of
+// unsized items are exactly their held items not yet sized. Call it with no operation under way.
+func checkCounts(t *testing.T, m *Memory) {
+	t.Helper()
+	for _, sh := range m.shards {
+		sh.mu.Lock()
+	}
+	defer func() {
+		for _, sh := range m.shards {
+			sh.mu.Unlock()
+		}
+	}()
+	var bytes, heldBytes, heldSpans int64
+	for _, sh := range m.shards {
+		require.Equal(t, counts{}, sh.pending, "counts published at unlock")
+		inList := map[*item]bool{}
+		for it := sh.unsized.head; it != nil; it = it.unsizedNext {
+			require.False(t, inList[it], "an item twice in the unsized list")
+			inList[it] = true
+			require.True(t, it.held, "a released item in the unsized list")
+			require.False(t, it.sized, "a sized item in the unsized list")
+		}
+		require.Equal(t, len(inList), sh.unsized.n)
+		unsized := 0
+		for _, tr := range sh.traces {
+			bytes += tr.bytes
+			for _, it := range tr.held {
+				require.True(t, it.held)
+				heldBytes += it.bytes
+				heldSpans++
+				if !it.sized {
+					unsized++
+					require.True(t, inList[it], "an unsized held item missing from the unsized list")
+				} else if _, reparented := it.span.Attributes().Get(svcattr.OriginalParentSpanID); !reparented {
+					// (A span re-parented while it still waits for content grew by the attribute
+					// that records its original parent; it is not sized again for that.)
+					require.Equal(t, spanSize(it.span)+itemCost, it.bytes, "a sized held item carries its exact size")
+				}
+			}
+		}
+		require.Equal(t, sh.unsized.n, unsized)
+	}
+	require.Equal(t, m.bytes.Load(), bytes, "memory bytes are the sum of its traces' bytes")
+	require.Equal(t, m.heldBytes.Load(), heldBytes, "held bytes are the sum of the held items' bytes")
+	require.Equal(t, m.heldSpans.Load(), heldSpans)
 }

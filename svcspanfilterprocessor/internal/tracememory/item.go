@@ -73,12 +73,16 @@ type item struct {
 	// ref is the journal record of the batch that held it; one per admission, it also tells a
 	// refused append which items are its own (an item does not point at its Admission, which would
 	// keep the batch's deliveries alive as long as one of its spans is held).
-	ref   *RecordRef
+	ref *RecordRef
+	// unsizedPrev and unsizedNext link the held items of the shard not yet sized (shard.unsized).
+	unsizedPrev, unsizedNext *item
+	// bytes is what the item counts in the budget: its estimate until it is sized (lazysize.go).
 	bytes int64
 	held  bool
-	// indexed: it is in the trace's waiting index (removeWaiting takes it out). Beside held: the
-	// small fields share one word.
+	// indexed: it is in the trace's waiting index (removeWaiting takes it out); sized: bytes is its
+	// exact size, not an estimate. Beside held: the small fields share one word.
 	indexed bool
+	sized   bool
 	// deferred: it was settled while its batch's journal append was still to come; Commit releases
 	// it (for deferredWhy), Abort discards it (Admission.releaseDeferred).
 	deferred    bool

@@ -36,6 +36,9 @@ type Memory struct {
 	heldSpans  atomic.Int64
 	traces     atomic.Int64
 	readyBytes atomic.Int64
+	// perEntry is the learned mean bytes per attribute, event or link of the spans sized exactly
+	// (×perEntryScale), for the estimate of a held span (lazysize.go).
+	perEntry atomic.Int64
 
 	scratch sync.Pool
 
@@ -61,6 +64,11 @@ type shard struct {
 	// released: published once per locked section (unlock), not once per span, so that requests on
 	// different shards do not contend for the counters' cache line span by span.
 	pending counts
+	// unsized are the held items counted by their estimate, sized at the next Expire or once
+	// there are more than unsizedCap.
+	unsized unsizedList
+	// perEntry is the memory's perEntry as of the shard's last sizing pass.
+	perEntry int64
 }
 
 // counts are changes to the memory's counters.
@@ -95,11 +103,12 @@ func New(cfg Config, j journal.Journal, join Join, observe Observer) *Memory {
 	}
 	m := &Memory{cfg: cfg, journal: j, join: join, joins: joins, observe: observe, wake: make(chan struct{}, 1)}
 	m.scratch.New = func() any { return &admitScratch{} }
+	m.perEntry.Store(initialPerEntry)
 	m.shards = make([]*shard, cfg.Shards)
 	for i := range m.shards {
 		m.shards[i] = &shard{
 			traces: map[pcommon.TraceID]*trace{}, idle: &traceList{}, waiting: &traceList{}, late: &traceList{},
-			withContent: map[*trace]struct{}{},
+			withContent: map[*trace]struct{}{}, perEntry: initialPerEntry,
 		}
 	}
 	return m

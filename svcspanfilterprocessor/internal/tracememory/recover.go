@@ -73,6 +73,11 @@ func (m *Memory) Recover(records []journal.Record) error {
 			m.observe(&adm.Stats)
 		}
 	}
+	for _, sh := range m.shards {
+		sh.mu.Lock()
+		sh.sizeHeld(m)
+		sh.unlock(m)
+	}
 	m.Enforce()
 	if len(errs) > 0 {
 		return fmt.Errorf("tracememory: %d journal records could not be read: %v", len(errs), errs)

@@ -71,6 +71,9 @@ func (sh *shard) hold(m *Memory, t *trace, it *item) {
 	}
 	it.held = true
 	t.held[it.span.SpanID()] = it
+	if !it.sized {
+		sh.unsized.push(it)
+	}
 	m.addBytes(t, it.bytes)
 	sh.pending.heldBytes += it.bytes
 	sh.pending.heldSpans++
@@ -87,6 +90,9 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 		t.removeWaiting(it)
 	}
 	delete(t.held, it.span.SpanID())
+	if !it.sized {
+		sh.unsized.remove(it) // never sized: it keeps its estimate
+	}
 	it.held = false
 	m.addBytes(t, -it.bytes)
 	sh.pending.heldBytes -= it.bytes
