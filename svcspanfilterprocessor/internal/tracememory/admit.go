@@ -395,8 +395,11 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	origin := og.get(r.resource, r.scope)
 	it := &item{span: ptrace.NewSpan(), origin: origin, trace: t, heldAt: now, reason: reason, ref: adm.ref, contentRefs: contentRefs}
 	span.MoveTo(it.span)
-	if reason == 0 {
-		it.bytes, it.sized = spanSize(it.span)+itemCost, true // goes on at once, with joined content
+	if reason == 0 || joined {
+		// It goes on at once, or it is held carrying content joined just now, which left the
+		// budget's content count: the span is sized exactly, so the budget keeps counting that
+		// content (the join just wrote those values: no cold reads to save).
+		it.bytes, it.sized = spanSize(it.span)+itemCost, true
 	} else {
 		it.bytes = sh.spanEstimate(it.span) // sized exactly only if still held later (lazysize.go)
 	}

@@ -2,6 +2,7 @@ package tracememory
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -231,4 +232,22 @@ func TestReplacedCopyKeepsConsistentBytes(t *testing.T) {
 			assert.Zero(t, d.m.HeldBytes())
 		})
 	}
+}
+
+// Content that waited for its span is joined when the span arrives; a span that then waits for
+// its parent is held carrying it. The content left the budget's content count at the join, so the
+// held span is sized exactly at once: the budget keeps counting the prompt before any tick
+// (review of the lazy sizing: an estimate had counted 868 of 200,320 bytes until the tick).
+func TestContentJoinedAtArrivalStaysCounted(t *testing.T) {
+	d := newDriver(t, nil)
+	cfg := testConfig(d.clock)
+	cfg.Journaled = true
+	d.m = New(cfg, d.journal, fakeJoin{}, d.observe)
+	prompt := fakeContent(strings.Repeat("p", 200_000))
+	require.Equal(t, ContentWaiting, d.m.AddContent(testTrace, idOf("tool"), prompt, nil))
+	require.NoError(t, d.send(sp{name: "tool", parent: "agent", kept: true}))
+	require.Equal(t, int64(1), d.m.HeldSpans(), "tool waits for its parent")
+	assert.GreaterOrEqual(t, d.m.HeldBytes(), int64(len(prompt)), "the held span carries the joined prompt")
+	assert.GreaterOrEqual(t, d.m.Bytes(), int64(len(prompt)))
+	d.checkInvariants(t, false, false)
 }

@@ -195,14 +195,16 @@ const spareAttributes = 4
 func setParent(span ptrace.Span, parent pcommon.SpanID) {
 	if original := span.ParentSpanID(); !original.IsEmpty() {
 		attrs := span.Attributes()
-		// Room for this attribute and a few more: a span's attributes usually fill their slice,
-		// which an append would double (twice the bytes to allocate and clear, for the GC to scan).
-		attrs.EnsureCapacity(attrs.Len() + spareAttributes)
-		// One scan of the attributes (Get then PutStr would scan them twice).
-		if v, had := attrs.GetOrPutEmpty(svcattr.OriginalParentSpanID); !had {
+		// A span re-parented by an earlier gateway keeps its value, and its attributes are not
+		// copied for nothing.
+		if _, had := attrs.Get(svcattr.OriginalParentSpanID); !had {
+			// Room for this attribute and a few more: a span's attributes usually fill their
+			// slice, which an append would double (twice the bytes to allocate and clear, for the
+			// GC to scan).
+			attrs.EnsureCapacity(attrs.Len() + spareAttributes)
 			var buf [2 * len(original)]byte
 			hex.Encode(buf[:], original[:])
-			v.SetStr(string(buf[:]))
+			attrs.PutStr(svcattr.OriginalParentSpanID, string(buf[:]))
 		}
 	}
 	span.SetParentSpanID(parent)
