@@ -87,40 +87,54 @@ type spanRef struct {
 	span            ptrace.Span
 	trace           *trace
 	resource, scope int32
-	decision        Decision
-	kept, held      bool
+	// scopeAt numbers the span's ScopeSpans across the batch (origins.get).
+	scopeAt  int32
+	decision Decision
+	kept     bool
+	held     bool
+	// scopeAwaits: spans of its scope may wait for content (Join.ScopeAwaitsContent, asked once per
+	// scope).
+	scopeAwaits bool
 }
 
-// origins creates the shared resource and scope copies of a batch once, on first use.
+// origins creates the shared resource and scope copies of a batch once, on first use, and the
+// held copies of its spans.
 type origins struct {
-	td       ptrace.Traces
-	request  *requestOrigin
-	resource map[int32]*resourceOrigin
-	scope    map[[2]int32]*scopeOrigin
+	td      ptrace.Traces
+	request *requestOrigin
+	// By resource index and by spanRef.scopeAt: a batch has few of each.
+	resource []*resourceOrigin
+	scope    []*scopeOrigin
+	// held has the batch's held spans: one pdata state for all of them, not one per span.
+	held ptrace.SpanSlice
 }
 
-func (o *origins) get(r, s int32) *scopeOrigin {
-	if o.scope == nil {
-		o.resource, o.scope = map[int32]*resourceOrigin{}, map[[2]int32]*scopeOrigin{}
-	}
-	key := [2]int32{r, s}
-	if so, ok := o.scope[key]; ok {
+func (o *origins) get(r *spanRef) *scopeOrigin {
+	if so := o.scope[r.scopeAt]; so != nil {
 		return so
 	}
-	ro, ok := o.resource[r]
-	if !ok {
-		rs := o.td.ResourceSpans().At(int(r))
+	ro := o.resource[r.resource]
+	if ro == nil {
+		rs := o.td.ResourceSpans().At(int(r.resource))
 		res := pcommon.NewResource()
 		rs.Resource().CopyTo(res)
 		ro = &resourceOrigin{request: o.request, resource: res, schemaURL: rs.SchemaUrl()}
-		o.resource[r] = ro
+		o.resource[r.resource] = ro
 	}
-	ss := o.td.ResourceSpans().At(int(r)).ScopeSpans().At(int(s))
+	ss := o.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope))
 	scope := pcommon.NewInstrumentationScope()
 	ss.Scope().CopyTo(scope)
 	so := &scopeOrigin{resource: ro, scope: scope, schemaURL: ss.SchemaUrl()}
-	o.scope[key] = so
+	o.scope[r.scopeAt] = so
 	return so
+}
+
+// newHeld is an empty span for a span of the batch to move into and be held.
+func (o *origins) newHeld() ptrace.Span {
+	if o.held == (ptrace.SpanSlice{}) {
+		o.held = ptrace.NewSpanSlice()
+	}
+	return o.held.AppendEmpty()
 }
 
 // Admit records every span of td in its trace's memory and settles each kept span: it goes on
@@ -167,15 +181,19 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	refs := sc.refs[:0]
 	shardOf := sc.shardOf[:0]
 	rss := td.ResourceSpans()
+	scopes := int32(0)
 	for i := 0; i < rss.Len(); i++ {
 		sss := rss.At(i).ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
+			awaits := m.joins && m.join.ScopeAwaitsContent(sss.At(j).Scope())
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
 				shardOf = append(shardOf, int32(m.shardOf(span.TraceID())))
-				refs = append(refs, spanRef{span: span, resource: int32(i), scope: int32(j), decision: decisions[len(refs)]})
+				refs = append(refs, spanRef{span: span, resource: int32(i), scope: int32(j), scopeAt: scopes,
+					decision: decisions[len(refs)], scopeAwaits: awaits})
 			}
+			scopes++
 		}
 	}
 	// The spans' indexes grouped by shard (a counting sort), so each shard is locked once.
@@ -192,7 +210,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		order[fill[s]] = int32(i)
 		fill[s]++
 	}
-	og := &origins{td: td, request: req}
+	og := &origins{td: td, request: req, resource: make([]*resourceOrigin, rss.Len()), scope: make([]*scopeOrigin, scopes)}
 	var copies *heldCopy
 	if m.cfg.Journaled {
 		copies = newHeldCopy()
@@ -355,7 +373,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	}
 	// Content that waits for this span is joined at once when it is complete or the span expects
 	// no more; a candidate with part of its content waits for the rest, gathering what came.
-	awaits := m.joins && m.join.AwaitsContent(span, og.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope)).Scope())
+	awaits := r.scopeAwaits && m.join.AwaitsContent(span)
 	gather, joined := false, false
 	var contentRefs []*RecordRef
 	if cs, ok := t.content[id]; ok {
@@ -392,8 +410,8 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	if reason == 0 && !joined {
 		return
 	}
-	origin := og.get(r.resource, r.scope)
-	it := &item{span: ptrace.NewSpan(), origin: origin, trace: t, heldAt: now, reason: reason, ref: adm.ref, contentRefs: contentRefs}
+	origin := og.get(r)
+	it := &item{span: og.newHeld(), origin: origin, trace: t, heldAt: now, reason: reason, ref: adm.ref, contentRefs: contentRefs}
 	span.MoveTo(it.span)
 	if reason == 0 || joined {
 		// It goes on at once, or it is held carrying content joined just now, which left the
@@ -472,7 +490,7 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	}
 	// The connector is journaled with the batch until it is handed on: a refusal by the next
 	// consumer followed by a crash does not lose it.
-	origin := og.get(r.resource, r.scope)
+	origin := og.get(r)
 	out.items = append(out.items, &item{span: conn, origin: origin, trace: t, ref: adm.ref, bytes: spanSize(conn) + itemCost, sized: true})
 	adm.unrefd++
 	adm.Journaled++
