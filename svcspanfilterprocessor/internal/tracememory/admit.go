@@ -92,6 +92,9 @@ type spanRef struct {
 	decision Decision
 	kept     bool
 	held     bool
+	// fresh: the batch made the span known to its trace (no record before): only then may held
+	// spans wait on it (a parent walk waits only at a span its trace does not know).
+	fresh bool
 	// scopeAwaits: spans of its scope may wait for content (Join.ScopeAwaitsContent, asked once per
 	// scope).
 	scopeAwaits bool
@@ -325,7 +328,9 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		if r.kept {
 			st = stateKept
 		}
-		m.addBytes(r.trace, r.trace.setRecord(r.span.SpanID(), r.span.ParentSpanID(), st))
+		added := r.trace.setRecord(r.span.SpanID(), r.span.ParentSpanID(), st)
+		m.addBytes(r.trace, added)
+		r.fresh = added != 0
 	}
 	for _, i := range idx {
 		r := &refs[i]
@@ -341,7 +346,9 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		} else {
 			sh.admitDropped(m, adm, r, og, copies, out)
 		}
-		sh.arrived(m, r.trace, r.span.SpanID(), out)
+		if r.fresh {
+			sh.arrived(m, r.trace, r.span.SpanID(), out)
+		}
 	}
 	sh.sizeIfMany(m)
 }
@@ -596,13 +603,18 @@ func (a *Admission) Abort() {
 			out.done = append(out.done, old.ref.contentDoneWhenWritten(old.contentRefs)...)
 		default:
 			sh.hold(m, t, old)
-			m.addBytes(t, t.setRecord(id, old.span.ParentSpanID(), stateKept)) // forgetKept took it
+			added := t.setRecord(id, old.span.ParentSpanID(), stateKept) // forgetKept took it
+			m.addBytes(t, added)
 			sh.takeWaitingContent(m, t, old, &out)
 			if old.reason&WaitParent != 0 {
 				t.addWaiting(old, old.waitOn)
 				if _, known := t.records[old.waitOn]; known {
 					sh.arrived(m, t, old.waitOn, &out) // its parent came meanwhile
 				}
+			}
+			if added != 0 {
+				// Spans that arrived while its record was gone may wait on it: it is known again.
+				sh.arrived(m, t, id, &out)
 			}
 			if old.held && old.reason == 0 {
 				// Settled while its own batch's append was still to come (deferRelease): that batch

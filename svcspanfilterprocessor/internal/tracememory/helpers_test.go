@@ -390,6 +390,11 @@ func checkCounts(t *testing.T, m *Memory) {
 		unsized := 0
 		for _, tr := range sh.traces {
 			bytes += tr.bytes
+			for on := range tr.waitingOn {
+				// Admit settles the spans waiting on a span only when the span becomes known.
+				_, known := tr.records[on]
+				require.False(t, known, "held spans wait on a span their trace knows")
+			}
 			for _, it := range tr.held {
 				require.True(t, it.held)
 				heldBytes += it.bytes
