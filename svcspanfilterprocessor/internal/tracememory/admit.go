@@ -424,7 +424,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		// It goes on at once, or it is held carrying content joined just now, which left the
 		// budget's content count: the span is sized exactly, so the budget keeps counting that
 		// content (the join just wrote those values: no cold reads to save).
-		it.bytes, it.sized = spanSize(it.span)+itemCost, true
+		it.bytes, it.sized = itemSize(it.span), true
 	} else {
 		it.bytes = sh.spanEstimate(it.span) // sized exactly only if still held later (lazysize.go)
 	}
@@ -498,7 +498,7 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	// The connector is journaled with the batch until it is handed on: a refusal by the next
 	// consumer followed by a crash does not lose it.
 	origin := og.get(r)
-	out.items = append(out.items, &item{span: conn, origin: origin, trace: t, ref: adm.ref, bytes: spanSize(conn) + itemCost, sized: true})
+	out.items = append(out.items, &item{span: conn, origin: origin, trace: t, ref: adm.ref, bytes: itemSize(conn), sized: true})
 	adm.unrefd++
 	adm.Journaled++
 	if copies != nil {

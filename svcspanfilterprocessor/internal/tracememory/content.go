@@ -208,7 +208,7 @@ func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	for _, c := range it.content {
 		m.addBytes(t, -(c.content.Size() + contentCost))
 	}
-	sh.resize(m, it, spanSize(it.span)+itemCost)
+	sh.resize(m, it, itemSize(it.span))
 	it.contentRefs = append(it.contentRefs, refsOf(it.content)...) // done when it is delivered
 	it.content = nil
 }
