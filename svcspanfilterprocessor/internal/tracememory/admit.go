@@ -105,14 +105,19 @@ type spanRef struct {
 type origins struct {
 	td      ptrace.Traces
 	request *requestOrigin
-	// By resource index and by spanRef.scopeAt: a batch has few of each.
-	resource []*resourceOrigin
-	scope    []*scopeOrigin
+	// By resource index and by spanRef.scopeAt (a batch has few of each), made on first use: a
+	// batch of which nothing is held or delivered from the memory needs none.
+	resources, scopes int32
+	resource          []*resourceOrigin
+	scope             []*scopeOrigin
 	// held has the batch's held spans: one pdata state for all of them, not one per span.
 	held ptrace.SpanSlice
 }
 
 func (o *origins) get(r *spanRef) *scopeOrigin {
+	if o.scope == nil {
+		o.resource, o.scope = make([]*resourceOrigin, o.resources), make([]*scopeOrigin, o.scopes)
+	}
 	if so := o.scope[r.scopeAt]; so != nil {
 		return so
 	}
@@ -213,7 +218,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		order[fill[s]] = int32(i)
 		fill[s]++
 	}
-	og := &origins{td: td, request: req, resource: make([]*resourceOrigin, rss.Len()), scope: make([]*scopeOrigin, scopes)}
+	og := &origins{td: td, request: req, resources: int32(rss.Len()), scopes: scopes}
 	var copies *heldCopy
 	if m.cfg.Journaled {
 		copies = newHeldCopy()
@@ -334,12 +339,18 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 	}
 	for _, i := range idx {
 		r := &refs[i]
+		id := r.span.SpanID() // admitKept may move the span out of r.span
 		if r.kept {
-			old := r.trace.held[r.span.SpanID()]
+			old := r.trace.held[id]
 			if old != nil && old.tenant() != og.request.tenant {
 				// Another tenant's span with the ids of a span held for its own tenant (pass-through
 				// gateways: a trace crossing teams, or copied ids). It is no resend of the held one:
 				// it goes on as it came, in its own request, and the held span stays held.
+				if r.fresh {
+					// (Its record was gone: Abort's forgetKept.) Spans that came to wait on it meanwhile
+					// are settled below it as they would be below the held one.
+					sh.arrived(m, r.trace, id, out)
+				}
 				continue
 			}
 			sh.admitKept(m, adm, r, old, og, copies, now, out)
@@ -347,7 +358,7 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 			sh.admitDropped(m, adm, r, og, copies, out)
 		}
 		if r.fresh {
-			sh.arrived(m, r.trace, r.span.SpanID(), out)
+			sh.arrived(m, r.trace, id, out)
 		}
 	}
 	sh.sizeIfMany(m)
@@ -583,6 +594,9 @@ func (a *Admission) Abort() {
 	// None of its spans is held any more; none is held again or delivered (a deferred one that a
 	// copy replaced stays out when that copy's batch is refused too: the client sends it again).
 	a.ref.state.Store(refAborted)
+	if abortUnheldHook != nil {
+		abortUnheldHook()
+	}
 	// The copies this batch replaced are still acknowledged and journaled: they are held again.
 	for _, old := range a.replaced {
 		if old.ref == a.ref {
@@ -598,9 +612,13 @@ func (a *Admission) Abort() {
 		case sh.traces[t.id] != t:
 			// Its trace was evicted meanwhile (the new copy went on by rule 1): the old record stays
 			// and is delivered again after a restart (at least once, never lost).
-		case t.held[id] != nil:
+		case t.held[id] != nil && t.held[id].tenant() == old.tenant():
 			out.done = append(out.done, old.ref) // a later batch's copy took its place
 			out.done = append(out.done, old.ref.contentDoneWhenWritten(old.contentRefs)...)
+		case t.held[id] != nil:
+			// Another tenant's span with its ids came meanwhile and is held under them: the copy
+			// cannot be held beside it, and it is acknowledged, so it goes on now.
+			sh.goOnUnheld(m, t, old, &out)
 		default:
 			sh.hold(m, t, old)
 			added := t.setRecord(id, old.span.ParentSpanID(), stateKept) // forgetKept took it
@@ -635,6 +653,37 @@ func (a *Admission) Abort() {
 	m.finish(&out)
 	a.settle()
 	m.Enforce() // after the batch's held spans are gone: none of them is released by eviction
+}
+
+// abortUnheldHook, when set (tests), runs in Abort after the batch's spans were unheld and before
+// the copies they replaced are held again, with no lock held: other calls may run there.
+var abortUnheldHook func()
+
+// goOnUnheld hands on it, an acknowledged copy that cannot be held again (another tenant's span
+// holds its ids), as when its wait ends: rule 1, its parent id is changed only through spans known
+// to be dropped, and a parent still unknown becomes open.
+func (sh *shard) goOnUnheld(m *Memory, t *trace, it *item, out *released) {
+	id, parent := it.span.SpanID(), it.span.ParentSpanID()
+	switch end, at := t.walk(id, parent); end {
+	case endRoot:
+		if !parent.IsEmpty() {
+			setParent(it.span, pcommon.SpanID{})
+			out.stats.Reparented[ReparentNoKeptAncestor]++
+		}
+	case endDelivered:
+		if at != parent {
+			setParent(it.span, at)
+			out.stats.Reparented[ReparentDroppedParent]++
+		}
+	case endUnknown:
+		out.open(m, t, at)
+		if at != parent {
+			setParent(it.span, at)
+			out.stats.Reparented[ReparentOpenAncestor]++
+		}
+	}
+	it.reason, it.waitOn = 0, pcommon.SpanID{}
+	out.items = append(out.items, it)
 }
 
 // HandsOnFirst releases the admission's hold on eviction before a batch that holds nothing (Held

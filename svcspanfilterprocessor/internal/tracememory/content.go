@@ -17,8 +17,8 @@ type Content interface {
 	Tenant() string
 }
 
-// Join is the content join's hook into the memory. Both methods are called under a shard lock:
-// they must be pure and quick (no I/O, no locks).
+// Join is the content join's hook into the memory. Its methods are called under a shard lock (all
+// but ScopeAwaitsContent) and on every batch: they must be pure and quick (no I/O, no locks).
 type Join interface {
 	// ScopeAwaitsContent reports whether any span of scope may wait for its content: asked once per
 	// scope of a batch, so that AwaitsContent runs only for the spans of such scopes.
