@@ -683,6 +683,12 @@ func (sh *shard) goOnUnheld(m *Memory, t *trace, it *item, out *released) {
 		}
 	}
 	it.reason, it.waitOn = 0, pcommon.SpanID{}
+	if it.ref.deferRelease() {
+		// Its own batch's journal write is still to come: it goes on at that batch's commit
+		// (releaseDeferred), and not at all if the write fails (the client sends it again).
+		it.deferred, it.unheldGoesOn = true, true
+		return
+	}
 	out.items = append(out.items, it)
 }
 

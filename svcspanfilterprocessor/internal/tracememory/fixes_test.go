@@ -484,3 +484,51 @@ func TestAbortDeliversCopyWhoseIDsAnotherTenantHolds(t *testing.T) {
 	assert.Zero(t, d.m.HeldSpans())
 	assert.Empty(t, d.journal.records(), "every acknowledged record was delivered and removed")
 }
+
+// The same, when the copy's own batch is still being written: it goes on only once that write
+// succeeds, and not at all when it fails (the client sends that batch again).
+func TestAbortDefersCopyWhoseIDsAnotherTenantHoldsUntilItsOwnWrite(t *testing.T) {
+	for _, written := range []bool{true, false} {
+		t.Run(fmt.Sprintf("own write succeeds: %v", written), func(t *testing.T) {
+			d := newDriver(t, nil)
+			tenant := func(key string) client.Info {
+				return client.Info{Metadata: client.NewMetadata(map[string][]string{"authorization": {"Basic " + key}})}
+			}
+			admit := func(info client.Info, s sp) *Admission {
+				td, decisions := buildBatch([]sp{s})
+				adm, err := d.m.Admit(info, td, decisions)
+				require.NoError(t, err)
+				return adm
+			}
+			var delivered []string
+			count := func(ds []*Delivery) {
+				for _, dl := range ds {
+					spans := dl.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+					for i := 0; i < spans.Len(); i++ {
+						delivered = append(delivered, TenantOf(dl.Info)+"/"+spans.At(i).Name())
+					}
+					d.m.Delivered(dl)
+				}
+			}
+			first := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true}) // its write is still to come
+			resend := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true})
+			abortUnheldHook = func() {
+				d.commitOnly(admit(tenant("b"), sp{name: "chat", parent: "agent", kept: true}))
+			}
+			t.Cleanup(func() { abortUnheldHook = nil })
+			resend.Abort()
+			abortUnheldHook = nil
+			count(d.m.TakeReady())
+			assert.Empty(t, delivered, "nothing of a batch goes on before its write")
+			if written {
+				d.commitOnly(first)
+				count(first.Deliveries)
+				assert.Equal(t, []string{"Basic a/chat"}, delivered, "it goes on at its batch's commit")
+			} else {
+				first.Abort()
+				count(d.m.TakeReady())
+				assert.Empty(t, delivered, "its batch was refused: the client sends it again")
+			}
+		})
+	}
+}
