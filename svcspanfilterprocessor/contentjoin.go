@@ -38,9 +38,14 @@ func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
 // noResource stands for the resource IsCandidate does not read (the memory's hook passes none).
 var noResource = pcommon.NewResource()
 
+// ScopeAwaitsContent: the scope is one of the content candidates' (genaicontent.Candidates).
+func (j *contentJoin) ScopeAwaitsContent(scope pcommon.InstrumentationScope) bool {
+	return j.candidates.InScope(scope)
+}
+
 // AwaitsContent: a content candidate (genaicontent.Candidates) may still receive content.
-func (j *contentJoin) AwaitsContent(span ptrace.Span, scope pcommon.InstrumentationScope) bool {
-	return j.candidates.IsCandidate(noResource, scope, span)
+func (j *contentJoin) AwaitsContent(span ptrace.Span) bool {
+	return j.candidates.IsCandidateSpan(span)
 }
 
 // Complete: the output of the call arrived, so nothing more is expected.

@@ -55,9 +55,17 @@ func IsCandidate(resource pcommon.Resource, scope pcommon.InstrumentationScope, 
 // text_completion or generate_content) of a scope that emits content events, carrying no content of
 // its own (gen_ai.system_instructions alone does not count).
 func (c *Candidates) IsCandidate(_ pcommon.Resource, scope pcommon.InstrumentationScope, span ptrace.Span) bool {
-	if !c.matchScope(scope.Name()) {
-		return false
-	}
+	return c.InScope(scope) && c.IsCandidateSpan(span)
+}
+
+// InScope reports whether spans of scope may be candidates at all: a caller with many spans of one
+// scope asks once, then IsCandidateSpan for each span.
+func (c *Candidates) InScope(scope pcommon.InstrumentationScope) bool {
+	return c.matchScope(scope.Name())
+}
+
+// IsCandidateSpan is IsCandidate for a span of a scope for which InScope holds.
+func (c *Candidates) IsCandidateSpan(span ptrace.Span) bool {
 	// One pass over the attributes (this runs for every kept span of these scopes).
 	inference, content := false, false
 	span.Attributes().Range(func(k string, v pcommon.Value) bool {

@@ -98,7 +98,11 @@ func (a *Admission) releaseDeferred() {
 	for _, it := range a.items {
 		sh := m.shards[m.shardOf(it.trace.id)] // it.trace never changes (hold does not write it)
 		sh.mu.Lock()
-		if it.deferred && it.held && it.trace.held[it.span.SpanID()] == it {
+		switch {
+		case it.deferred && it.unheldGoesOn:
+			it.deferred, it.unheldGoesOn = false, false
+			out.items = append(out.items, it)
+		case it.deferred && it.held && it.trace.held[it.span.SpanID()] == it:
 			it.deferred = false
 			sh.release(m, it.trace, it, it.deferredWhy, &out)
 		}

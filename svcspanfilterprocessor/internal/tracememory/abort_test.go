@@ -102,7 +102,9 @@ func (j *flakyJournal) Append(ctx context.Context, kind journal.Kind, heldAt tim
 // chatJoin is fakeJoin for every span named "... chat".
 type chatJoin struct{ fakeJoin }
 
-func (chatJoin) AwaitsContent(span ptrace.Span, _ pcommon.InstrumentationScope) bool {
+func (chatJoin) ScopeAwaitsContent(pcommon.InstrumentationScope) bool { return true }
+
+func (chatJoin) AwaitsContent(span ptrace.Span) bool {
 	return strings.HasSuffix(span.Name(), "chat")
 }
 

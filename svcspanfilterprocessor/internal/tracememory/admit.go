@@ -87,40 +87,62 @@ type spanRef struct {
 	span            ptrace.Span
 	trace           *trace
 	resource, scope int32
-	decision        Decision
-	kept, held      bool
+	// scopeAt numbers the span's ScopeSpans across the batch (origins.get).
+	scopeAt  int32
+	decision Decision
+	kept     bool
+	held     bool
+	// fresh: the batch made the span known to its trace (no record before): only then may held
+	// spans wait on it (a parent walk waits only at a span its trace does not know).
+	fresh bool
+	// scopeAwaits: spans of its scope may wait for content (Join.ScopeAwaitsContent, asked once per
+	// scope).
+	scopeAwaits bool
 }
 
-// origins creates the shared resource and scope copies of a batch once, on first use.
+// origins creates the shared resource and scope copies of a batch once, on first use, and the
+// held copies of its spans.
 type origins struct {
-	td       ptrace.Traces
-	request  *requestOrigin
-	resource map[int32]*resourceOrigin
-	scope    map[[2]int32]*scopeOrigin
+	td      ptrace.Traces
+	request *requestOrigin
+	// By resource index and by spanRef.scopeAt (a batch has few of each), made on first use: a
+	// batch of which nothing is held or delivered from the memory needs none.
+	resources, scopes int32
+	resource          []*resourceOrigin
+	scope             []*scopeOrigin
+	// held has the batch's held spans: one pdata state for all of them, not one per span.
+	held ptrace.SpanSlice
 }
 
-func (o *origins) get(r, s int32) *scopeOrigin {
+func (o *origins) get(r *spanRef) *scopeOrigin {
 	if o.scope == nil {
-		o.resource, o.scope = map[int32]*resourceOrigin{}, map[[2]int32]*scopeOrigin{}
+		o.resource, o.scope = make([]*resourceOrigin, o.resources), make([]*scopeOrigin, o.scopes)
 	}
-	key := [2]int32{r, s}
-	if so, ok := o.scope[key]; ok {
+	if so := o.scope[r.scopeAt]; so != nil {
 		return so
 	}
-	ro, ok := o.resource[r]
-	if !ok {
-		rs := o.td.ResourceSpans().At(int(r))
+	ro := o.resource[r.resource]
+	if ro == nil {
+		rs := o.td.ResourceSpans().At(int(r.resource))
 		res := pcommon.NewResource()
 		rs.Resource().CopyTo(res)
 		ro = &resourceOrigin{request: o.request, resource: res, schemaURL: rs.SchemaUrl()}
-		o.resource[r] = ro
+		o.resource[r.resource] = ro
 	}
-	ss := o.td.ResourceSpans().At(int(r)).ScopeSpans().At(int(s))
+	ss := o.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope))
 	scope := pcommon.NewInstrumentationScope()
 	ss.Scope().CopyTo(scope)
 	so := &scopeOrigin{resource: ro, scope: scope, schemaURL: ss.SchemaUrl()}
-	o.scope[key] = so
+	o.scope[r.scopeAt] = so
 	return so
+}
+
+// newHeld is an empty span for a span of the batch to move into and be held.
+func (o *origins) newHeld() ptrace.Span {
+	if o.held == (ptrace.SpanSlice{}) {
+		o.held = ptrace.NewSpanSlice()
+	}
+	return o.held.AppendEmpty()
 }
 
 // Admit records every span of td in its trace's memory and settles each kept span: it goes on
@@ -167,15 +189,19 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	refs := sc.refs[:0]
 	shardOf := sc.shardOf[:0]
 	rss := td.ResourceSpans()
+	scopes := int32(0)
 	for i := 0; i < rss.Len(); i++ {
 		sss := rss.At(i).ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
+			awaits := m.joins && m.join.ScopeAwaitsContent(sss.At(j).Scope())
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
 				shardOf = append(shardOf, int32(m.shardOf(span.TraceID())))
-				refs = append(refs, spanRef{span: span, resource: int32(i), scope: int32(j), decision: decisions[len(refs)]})
+				refs = append(refs, spanRef{span: span, resource: int32(i), scope: int32(j), scopeAt: scopes,
+					decision: decisions[len(refs)], scopeAwaits: awaits})
 			}
+			scopes++
 		}
 	}
 	// The spans' indexes grouped by shard (a counting sort), so each shard is locked once.
@@ -192,7 +218,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		order[fill[s]] = int32(i)
 		fill[s]++
 	}
-	og := &origins{td: td, request: req}
+	og := &origins{td: td, request: req, resources: int32(rss.Len()), scopes: scopes}
 	var copies *heldCopy
 	if m.cfg.Journaled {
 		copies = newHeldCopy()
@@ -307,23 +333,33 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		if r.kept {
 			st = stateKept
 		}
-		m.addBytes(r.trace, r.trace.setRecord(r.span.SpanID(), r.span.ParentSpanID(), st))
+		added := r.trace.setRecord(r.span.SpanID(), r.span.ParentSpanID(), st)
+		m.addBytes(r.trace, added)
+		r.fresh = added != 0
 	}
 	for _, i := range idx {
 		r := &refs[i]
+		id := r.span.SpanID() // admitKept may move the span out of r.span
 		if r.kept {
-			old := r.trace.held[r.span.SpanID()]
+			old := r.trace.held[id]
 			if old != nil && old.tenant() != og.request.tenant {
 				// Another tenant's span with the ids of a span held for its own tenant (pass-through
 				// gateways: a trace crossing teams, or copied ids). It is no resend of the held one:
 				// it goes on as it came, in its own request, and the held span stays held.
+				if r.fresh {
+					// (Its record was gone: Abort's forgetKept.) Spans that came to wait on it meanwhile
+					// are settled below it as they would be below the held one.
+					sh.arrived(m, r.trace, id, out)
+				}
 				continue
 			}
 			sh.admitKept(m, adm, r, old, og, copies, now, out)
 		} else {
 			sh.admitDropped(m, adm, r, og, copies, out)
 		}
-		sh.arrived(m, r.trace, r.span.SpanID(), out)
+		if r.fresh {
+			sh.arrived(m, r.trace, id, out)
+		}
 	}
 	sh.sizeIfMany(m)
 }
@@ -355,7 +391,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	}
 	// Content that waits for this span is joined at once when it is complete or the span expects
 	// no more; a candidate with part of its content waits for the rest, gathering what came.
-	awaits := m.joins && m.join.AwaitsContent(span, og.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope)).Scope())
+	awaits := r.scopeAwaits && m.join.AwaitsContent(span)
 	gather, joined := false, false
 	var contentRefs []*RecordRef
 	if cs, ok := t.content[id]; ok {
@@ -392,14 +428,14 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	if reason == 0 && !joined {
 		return
 	}
-	origin := og.get(r.resource, r.scope)
-	it := &item{span: ptrace.NewSpan(), origin: origin, trace: t, heldAt: now, reason: reason, ref: adm.ref, contentRefs: contentRefs}
+	origin := og.get(r)
+	it := &item{span: og.newHeld(), origin: origin, trace: t, heldAt: now, reason: reason, ref: adm.ref, contentRefs: contentRefs}
 	span.MoveTo(it.span)
 	if reason == 0 || joined {
 		// It goes on at once, or it is held carrying content joined just now, which left the
 		// budget's content count: the span is sized exactly, so the budget keeps counting that
 		// content (the join just wrote those values: no cold reads to save).
-		it.bytes, it.sized = spanSize(it.span)+itemCost, true
+		it.bytes, it.sized = itemSize(it.span), true
 	} else {
 		it.bytes = sh.spanEstimate(it.span) // sized exactly only if still held later (lazysize.go)
 	}
@@ -472,8 +508,8 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	}
 	// The connector is journaled with the batch until it is handed on: a refusal by the next
 	// consumer followed by a crash does not lose it.
-	origin := og.get(r.resource, r.scope)
-	out.items = append(out.items, &item{span: conn, origin: origin, trace: t, ref: adm.ref, bytes: spanSize(conn) + itemCost, sized: true})
+	origin := og.get(r)
+	out.items = append(out.items, &item{span: conn, origin: origin, trace: t, ref: adm.ref, bytes: itemSize(conn), sized: true})
 	adm.unrefd++
 	adm.Journaled++
 	if copies != nil {
@@ -558,6 +594,9 @@ func (a *Admission) Abort() {
 	// None of its spans is held any more; none is held again or delivered (a deferred one that a
 	// copy replaced stays out when that copy's batch is refused too: the client sends it again).
 	a.ref.state.Store(refAborted)
+	if abortUnheldHook != nil {
+		abortUnheldHook()
+	}
 	// The copies this batch replaced are still acknowledged and journaled: they are held again.
 	for _, old := range a.replaced {
 		if old.ref == a.ref {
@@ -573,18 +612,27 @@ func (a *Admission) Abort() {
 		case sh.traces[t.id] != t:
 			// Its trace was evicted meanwhile (the new copy went on by rule 1): the old record stays
 			// and is delivered again after a restart (at least once, never lost).
-		case t.held[id] != nil:
+		case t.held[id] != nil && t.held[id].tenant() == old.tenant():
 			out.done = append(out.done, old.ref) // a later batch's copy took its place
 			out.done = append(out.done, old.ref.contentDoneWhenWritten(old.contentRefs)...)
+		case t.held[id] != nil:
+			// Another tenant's span with its ids came meanwhile and is held under them: the copy
+			// cannot be held beside it, and it is acknowledged, so it goes on now.
+			sh.goOnUnheld(m, t, old, &out)
 		default:
 			sh.hold(m, t, old)
-			m.addBytes(t, t.setRecord(id, old.span.ParentSpanID(), stateKept)) // forgetKept took it
+			added := t.setRecord(id, old.span.ParentSpanID(), stateKept) // forgetKept took it
+			m.addBytes(t, added)
 			sh.takeWaitingContent(m, t, old, &out)
 			if old.reason&WaitParent != 0 {
 				t.addWaiting(old, old.waitOn)
 				if _, known := t.records[old.waitOn]; known {
 					sh.arrived(m, t, old.waitOn, &out) // its parent came meanwhile
 				}
+			}
+			if added != 0 {
+				// Spans that arrived while its record was gone may wait on it: it is known again.
+				sh.arrived(m, t, id, &out)
 			}
 			if old.held && old.reason == 0 {
 				// Settled while its own batch's append was still to come (deferRelease): that batch
@@ -605,6 +653,43 @@ func (a *Admission) Abort() {
 	m.finish(&out)
 	a.settle()
 	m.Enforce() // after the batch's held spans are gone: none of them is released by eviction
+}
+
+// abortUnheldHook, when set (tests), runs in Abort after the batch's spans were unheld and before
+// the copies they replaced are held again, with no lock held: other calls may run there.
+var abortUnheldHook func()
+
+// goOnUnheld hands on it, an acknowledged copy that cannot be held again (another tenant's span
+// holds its ids), as when its wait ends: rule 1, its parent id is changed only through spans known
+// to be dropped, and a parent still unknown becomes open.
+func (sh *shard) goOnUnheld(m *Memory, t *trace, it *item, out *released) {
+	id, parent := it.span.SpanID(), it.span.ParentSpanID()
+	switch end, at := t.walk(id, parent); end {
+	case endRoot:
+		if !parent.IsEmpty() {
+			setParent(it.span, pcommon.SpanID{})
+			out.stats.Reparented[ReparentNoKeptAncestor]++
+		}
+	case endDelivered:
+		if at != parent {
+			setParent(it.span, at)
+			out.stats.Reparented[ReparentDroppedParent]++
+		}
+	case endUnknown:
+		out.open(m, t, at)
+		if at != parent {
+			setParent(it.span, at)
+			out.stats.Reparented[ReparentOpenAncestor]++
+		}
+	}
+	it.reason, it.waitOn = 0, pcommon.SpanID{}
+	if it.ref.deferRelease() {
+		// Its own batch's journal write is still to come: it goes on at that batch's commit
+		// (releaseDeferred), and not at all if the write fails (the client sends it again).
+		it.deferred, it.unheldGoesOn = true, true
+		return
+	}
+	out.items = append(out.items, it)
 }
 
 // HandsOnFirst releases the admission's hold on eviction before a batch that holds nothing (Held

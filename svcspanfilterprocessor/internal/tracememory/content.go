@@ -17,12 +17,15 @@ type Content interface {
 	Tenant() string
 }
 
-// Join is the content join's hook into the memory. Both methods are called under a shard lock:
-// they must be pure and quick (no I/O, no locks).
+// Join is the content join's hook into the memory. Its methods are called under a shard lock (all
+// but ScopeAwaitsContent) and on every batch: they must be pure and quick (no I/O, no locks).
 type Join interface {
-	// AwaitsContent reports whether a kept span without waiting content should be held until its
-	// content arrives (or ContentWait ends).
-	AwaitsContent(span ptrace.Span, scope pcommon.InstrumentationScope) bool
+	// ScopeAwaitsContent reports whether any span of scope may wait for its content: asked once per
+	// scope of a batch, so that AwaitsContent runs only for the spans of such scopes.
+	ScopeAwaitsContent(scope pcommon.InstrumentationScope) bool
+	// AwaitsContent reports whether a kept span without waiting content, of a scope for which
+	// ScopeAwaitsContent holds, should be held until its content arrives (or ContentWait ends).
+	AwaitsContent(span ptrace.Span) bool
 	// Complete reports whether content (every piece that arrived for one span) is all a waiting span
 	// needs: the call's output arrived. A span waiting for content gathers pieces until then.
 	Complete(content []Content) bool
@@ -33,9 +36,10 @@ type Join interface {
 
 type noJoin struct{}
 
-func (noJoin) AwaitsContent(ptrace.Span, pcommon.InstrumentationScope) bool { return false }
-func (noJoin) Complete([]Content) bool                                      { return true }
-func (noJoin) Apply(ptrace.Span, []Content) bool                            { panic("tracememory: no content join") }
+func (noJoin) ScopeAwaitsContent(pcommon.InstrumentationScope) bool { return false }
+func (noJoin) AwaitsContent(ptrace.Span) bool                       { return false }
+func (noJoin) Complete([]Content) bool                              { return true }
+func (noJoin) Apply(ptrace.Span, []Content) bool                    { panic("tracememory: no content join") }
 
 type waitingContent struct {
 	content Content
@@ -204,7 +208,7 @@ func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	for _, c := range it.content {
 		m.addBytes(t, -(c.content.Size() + contentCost))
 	}
-	sh.resize(m, it, spanSize(it.span)+itemCost)
+	sh.resize(m, it, itemSize(it.span))
 	it.contentRefs = append(it.contentRefs, refsOf(it.content)...) // done when it is delivered
 	it.content = nil
 }

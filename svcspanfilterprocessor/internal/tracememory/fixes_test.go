@@ -352,3 +352,183 @@ func TestConnectorSpansJournaled(t *testing.T) {
 		})
 	}
 }
+
+// A kept span that is itself held (its parent unknown, or waiting for its content) settles the spans
+// that arrived before it and wait on it, at once: they go on with it when its own wait ends, not a
+// wait_duration later (review of 2026-11-23: the arrival was looked up with the id of the span
+// already moved into its held item, i.e. none).
+func TestHeldSpanSettlesItsWaitingChildren(t *testing.T) {
+	tests := []struct {
+		name    string
+		join    Join
+		batches [][]sp
+	}{
+		{
+			name: "the middle span waits for its own parent",
+			batches: [][]sp{
+				{{name: "grandchild", parent: "child", kept: true}},
+				{{name: "child", parent: "parent", kept: true}},
+				{{name: "parent", kept: true}},
+			},
+		},
+		{
+			name: "the middle span waits for its content",
+			join: fakeJoin{},
+			batches: [][]sp{
+				{{name: "tool", parent: "chat", kept: true}},
+				{{name: "agent", kept: true}, {name: "chat", parent: "agent", kept: true}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDriver(t, nil)
+			if tt.join != nil {
+				cfg := testConfig(d.clock)
+				cfg.Journaled = true
+				d.m = New(cfg, d.journal, tt.join, d.observe)
+			}
+			for _, b := range tt.batches {
+				require.NoError(t, d.send(b...))
+				checkCounts(t, d.m) // no held span waits on a span its trace knows
+			}
+			if tt.join != nil {
+				assert.Equal(t, ContentJoined, d.m.AddContent(testTrace, idOf("chat"), fakeContent("hi"), nil))
+			}
+			d.deliver(d.m.TakeReady())
+			assert.Zero(t, d.m.HeldSpans(), "nothing waits once every span arrived")
+			d.checkInvariants(t, true, false)
+		})
+	}
+}
+
+// Another tenant's span with the ids of a held span goes on as it came; when the trace had lost the
+// held span's record (an Abort's forgetKept, before its own unhold), that span makes it known again,
+// so the spans that came to wait on it meanwhile are settled then, not a wait_duration later
+// (review of 2026-11-23).
+func TestOtherTenantsSpanSettlesSpansWaitingOnItsIDs(t *testing.T) {
+	d := newDriver(t, nil)
+	tenant := func(key string) client.Info {
+		return client.Info{Metadata: client.NewMetadata(map[string][]string{"authorization": {"Basic " + key}})}
+	}
+	admit := func(info client.Info, s sp) *Admission {
+		td, decisions := buildBatch([]sp{s})
+		adm, err := d.m.Admit(info, td, decisions)
+		require.NoError(t, err)
+		return adm
+	}
+	refused := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true})
+	require.Equal(t, 1, refused.Held)
+	refused.forgetKept() // the first step of its Abort; another call runs before the rest
+	tool := admit(tenant("a"), sp{name: "tool", parent: "chat", kept: true})
+	require.Equal(t, 1, tool.Held, "tool waits on chat, whose record is gone")
+	d.commitOnly(tool)
+	other := admit(tenant("b"), sp{name: "chat", parent: "agent", kept: true})
+	other.Commit(0)
+	refused.Abort()
+	checkCounts(t, d.m) // no held span waits on a span its trace knows
+	resend := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true})
+	d.commitOnly(resend)
+	agent := admit(tenant("a"), sp{name: "agent", kept: true})
+	agent.Commit(0)
+	d.deliver(d.m.TakeReady())
+	assert.Zero(t, d.m.HeldSpans(), "tool went on below chat when chat's parent arrived")
+	checkCounts(t, d.m)
+}
+
+// An acknowledged held copy that a refused resend had replaced is held again by the resend's Abort;
+// when another tenant's span with the same ids came meanwhile and is held under them, the copy goes
+// on instead of being taken for a later copy of its own and forgotten (review of 2026-11-23: it was
+// marked done, its journal record removed, and it was never delivered).
+func TestAbortDeliversCopyWhoseIDsAnotherTenantHolds(t *testing.T) {
+	d := newDriver(t, nil)
+	tenant := func(key string) client.Info {
+		return client.Info{Metadata: client.NewMetadata(map[string][]string{"authorization": {"Basic " + key}})}
+	}
+	admit := func(info client.Info, s sp) *Admission {
+		td, decisions := buildBatch([]sp{s})
+		adm, err := d.m.Admit(info, td, decisions)
+		require.NoError(t, err)
+		return adm
+	}
+	delivered := map[string]int{} // tenant/name → times
+	count := func(ds []*Delivery) {
+		for _, dl := range ds {
+			spans := dl.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+			for i := 0; i < spans.Len(); i++ {
+				delivered[TenantOf(dl.Info)+"/"+spans.At(i).Name()]++
+			}
+			d.m.Delivered(dl)
+		}
+	}
+	takeReady := func() { count(d.m.TakeReady()) }
+	first := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true})
+	d.commitOnly(first)
+	resend := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true}) // refused below
+	require.Equal(t, 1, resend.Held)
+	abortUnheldHook = func() {
+		other := admit(tenant("b"), sp{name: "chat", parent: "agent", kept: true})
+		require.Equal(t, 1, other.Held, "b's chat is held under the ids a's resend no longer holds")
+		d.commitOnly(other)
+	}
+	t.Cleanup(func() { abortUnheldHook = nil })
+	resend.Abort()
+	abortUnheldHook = nil
+	takeReady()
+	assert.Equal(t, map[string]int{"Basic a/chat": 1}, delivered, "a's acknowledged chat goes on at once")
+	agent := admit(tenant("a"), sp{name: "agent", kept: true})
+	agent.Commit(0) // nothing of it is journaled: it goes on in its own batch
+	count(agent.Deliveries)
+	takeReady()
+	assert.Equal(t, map[string]int{"Basic a/chat": 1, "Basic b/chat": 1}, delivered, "each tenant's chat once")
+	assert.Zero(t, d.m.HeldSpans())
+	assert.Empty(t, d.journal.records(), "every acknowledged record was delivered and removed")
+}
+
+// The same, when the copy's own batch is still being written: it goes on only once that write
+// succeeds, and not at all when it fails (the client sends that batch again).
+func TestAbortDefersCopyWhoseIDsAnotherTenantHoldsUntilItsOwnWrite(t *testing.T) {
+	for _, written := range []bool{true, false} {
+		t.Run(fmt.Sprintf("own write succeeds: %v", written), func(t *testing.T) {
+			d := newDriver(t, nil)
+			tenant := func(key string) client.Info {
+				return client.Info{Metadata: client.NewMetadata(map[string][]string{"authorization": {"Basic " + key}})}
+			}
+			admit := func(info client.Info, s sp) *Admission {
+				td, decisions := buildBatch([]sp{s})
+				adm, err := d.m.Admit(info, td, decisions)
+				require.NoError(t, err)
+				return adm
+			}
+			var delivered []string
+			count := func(ds []*Delivery) {
+				for _, dl := range ds {
+					spans := dl.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+					for i := 0; i < spans.Len(); i++ {
+						delivered = append(delivered, TenantOf(dl.Info)+"/"+spans.At(i).Name())
+					}
+					d.m.Delivered(dl)
+				}
+			}
+			first := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true}) // its write is still to come
+			resend := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true})
+			abortUnheldHook = func() {
+				d.commitOnly(admit(tenant("b"), sp{name: "chat", parent: "agent", kept: true}))
+			}
+			t.Cleanup(func() { abortUnheldHook = nil })
+			resend.Abort()
+			abortUnheldHook = nil
+			count(d.m.TakeReady())
+			assert.Empty(t, delivered, "nothing of a batch goes on before its write")
+			if written {
+				d.commitOnly(first)
+				count(first.Deliveries)
+				assert.Equal(t, []string{"Basic a/chat"}, delivered, "it goes on at its batch's commit")
+			} else {
+				first.Abort()
+				count(d.m.TakeReady())
+				assert.Empty(t, delivered, "its batch was refused: the client sends it again")
+			}
+		})
+	}
+}

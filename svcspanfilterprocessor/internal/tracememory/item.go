@@ -87,6 +87,8 @@ type item struct {
 	// it (for deferredWhy), Abort discards it (Admission.releaseDeferred).
 	deferred    bool
 	deferredWhy ReleaseReason
+	// unheldGoesOn: deferred, but not held (goOnUnheld): its batch's commit hands it on as it is.
+	unheldGoesOn bool
 	// content gathered while it waits for the rest of its content (WaitContent).
 	content []waitingContent
 	// contentRefs are the journal records of the content joined onto it: done only when the span

@@ -110,7 +110,7 @@ func (sh *shard) sizeHeld(m *Memory) {
 	var extra, entries int64
 	for sh.unsized.head != nil {
 		it := sh.unsized.head
-		exact := spanSize(it.span) + itemCost
+		exact := itemSize(it.span)
 		if sizedHook != nil {
 			sizedHook(it.span)
 		}
@@ -144,7 +144,7 @@ func (m *Memory) sizeDeliveries(ds []*Delivery) {
 			for j := 0; j < sss.Len(); j++ {
 				spans := sss.At(j).Spans()
 				for k := 0; k < spans.Len(); k++ {
-					exact += spanSize(spans.At(k)) + itemCost
+					exact += itemSize(spans.At(k))
 				}
 			}
 		}

@@ -26,7 +26,7 @@ func exactHeld(m *Memory) int64 {
 		sh.mu.Lock()
 		for _, tr := range sh.traces {
 			for _, it := range tr.held {
-				n += spanSize(it.span) + itemCost
+				n += itemSize(it.span)
 			}
 		}
 		sh.mu.Unlock()
@@ -140,7 +140,7 @@ func TestReleasedBeforeTickNeverSized(t *testing.T) {
 			if tc.refuse {
 				ready := d.m.TakeReady()
 				require.Len(t, ready, 1)
-				want := spanSize(ready[0].Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)) + itemCost
+				want := itemSize(ready[0].Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0))
 				assert.Equal(t, want, d.m.ReadyBytes(), "a refused delivery is counted exactly")
 				d.m.Requeue(ready...)
 				assert.Equal(t, want, d.m.ReadyBytes(), "and once")

@@ -366,7 +366,9 @@ func (c fakeContent) Tenant() string { return "" }
 
 type fakeJoin struct{}
 
-func (fakeJoin) AwaitsContent(span ptrace.Span, _ pcommon.InstrumentationScope) bool {
+func (fakeJoin) ScopeAwaitsContent(pcommon.InstrumentationScope) bool { return true }
+
+func (fakeJoin) AwaitsContent(span ptrace.Span) bool {
 	return span.Name() == "chat"
 }
 

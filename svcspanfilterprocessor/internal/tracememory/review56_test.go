@@ -18,7 +18,9 @@ import (
 // outJoin: "chat" waits for content; its content is complete once an "out" piece came.
 type outJoin struct{}
 
-func (outJoin) AwaitsContent(span ptrace.Span, _ pcommon.InstrumentationScope) bool {
+func (outJoin) ScopeAwaitsContent(pcommon.InstrumentationScope) bool { return true }
+
+func (outJoin) AwaitsContent(span ptrace.Span) bool {
 	return span.Name() == "chat"
 }
 

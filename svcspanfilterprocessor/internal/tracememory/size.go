@@ -5,6 +5,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
+// itemSize is what a span counts in the budget while the memory has it (held, or released and not
+// yet handed on): the span and its item.
+func itemSize(span ptrace.Span) int64 { return spanSize(span) + itemCost }
+
 // spanSize estimates the heap a span takes in pdata: its strings and attribute values plus the
 // structs around them (calibrated with benchmarks/BenchmarkOpenLongRunningTraces so that the heap in
 // use stays near memory_limit_mib). It is cheap: no marshalling on the hot path.
