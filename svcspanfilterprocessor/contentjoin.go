@@ -35,9 +35,6 @@ func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
 	return &contentJoin{candidates: genaicontent.NewCandidates(cfg.InstrumentationScopes)}
 }
 
-// noResource stands for the resource IsCandidate does not read (the memory's hook passes none).
-var noResource = pcommon.NewResource()
-
 // ScopeAwaitsContent: the scope is one of the content candidates' (genaicontent.Candidates).
 func (j *contentJoin) ScopeAwaitsContent(scope pcommon.InstrumentationScope) bool {
 	return j.candidates.InScope(scope)

@@ -408,28 +408,20 @@ func TestHeldSpanSettlesItsWaitingChildren(t *testing.T) {
 // (review of 2026-11-23).
 func TestOtherTenantsSpanSettlesSpansWaitingOnItsIDs(t *testing.T) {
 	d := newDriver(t, nil)
-	tenant := func(key string) client.Info {
-		return client.Info{Metadata: client.NewMetadata(map[string][]string{"authorization": {"Basic " + key}})}
-	}
-	admit := func(info client.Info, s sp) *Admission {
-		td, decisions := buildBatch([]sp{s})
-		adm, err := d.m.Admit(info, td, decisions)
-		require.NoError(t, err)
-		return adm
-	}
-	refused := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true})
+	admit := func(info client.Info, s sp) *Admission { return d.admitAs(t, info, s) }
+	refused := admit(tenantInfo("a"), sp{name: "chat", parent: "agent", kept: true})
 	require.Equal(t, 1, refused.Held)
 	refused.forgetKept() // the first step of its Abort; another call runs before the rest
-	tool := admit(tenant("a"), sp{name: "tool", parent: "chat", kept: true})
+	tool := admit(tenantInfo("a"), sp{name: "tool", parent: "chat", kept: true})
 	require.Equal(t, 1, tool.Held, "tool waits on chat, whose record is gone")
 	d.commitOnly(tool)
-	other := admit(tenant("b"), sp{name: "chat", parent: "agent", kept: true})
+	other := admit(tenantInfo("b"), sp{name: "chat", parent: "agent", kept: true})
 	other.Commit(0)
 	refused.Abort()
 	checkCounts(t, d.m) // no held span waits on a span its trace knows
-	resend := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true})
+	resend := admit(tenantInfo("a"), sp{name: "chat", parent: "agent", kept: true})
 	d.commitOnly(resend)
-	agent := admit(tenant("a"), sp{name: "agent", kept: true})
+	agent := admit(tenantInfo("a"), sp{name: "agent", kept: true})
 	agent.Commit(0)
 	d.deliver(d.m.TakeReady())
 	assert.Zero(t, d.m.HeldSpans(), "tool went on below chat when chat's parent arrived")
@@ -442,32 +434,20 @@ func TestOtherTenantsSpanSettlesSpansWaitingOnItsIDs(t *testing.T) {
 // marked done, its journal record removed, and it was never delivered).
 func TestAbortDeliversCopyWhoseIDsAnotherTenantHolds(t *testing.T) {
 	d := newDriver(t, nil)
-	tenant := func(key string) client.Info {
-		return client.Info{Metadata: client.NewMetadata(map[string][]string{"authorization": {"Basic " + key}})}
-	}
-	admit := func(info client.Info, s sp) *Admission {
-		td, decisions := buildBatch([]sp{s})
-		adm, err := d.m.Admit(info, td, decisions)
-		require.NoError(t, err)
-		return adm
-	}
+	admit := func(info client.Info, s sp) *Admission { return d.admitAs(t, info, s) }
 	delivered := map[string]int{} // tenant/name → times
 	count := func(ds []*Delivery) {
-		for _, dl := range ds {
-			spans := dl.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-			for i := 0; i < spans.Len(); i++ {
-				delivered[TenantOf(dl.Info)+"/"+spans.At(i).Name()]++
-			}
-			d.m.Delivered(dl)
+		for _, s := range d.tenantSpans(ds) {
+			delivered[s]++
 		}
 	}
 	takeReady := func() { count(d.m.TakeReady()) }
-	first := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true})
+	first := admit(tenantInfo("a"), sp{name: "chat", parent: "agent", kept: true})
 	d.commitOnly(first)
-	resend := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true}) // refused below
+	resend := admit(tenantInfo("a"), sp{name: "chat", parent: "agent", kept: true}) // refused below
 	require.Equal(t, 1, resend.Held)
 	abortUnheldHook = func() {
-		other := admit(tenant("b"), sp{name: "chat", parent: "agent", kept: true})
+		other := admit(tenantInfo("b"), sp{name: "chat", parent: "agent", kept: true})
 		require.Equal(t, 1, other.Held, "b's chat is held under the ids a's resend no longer holds")
 		d.commitOnly(other)
 	}
@@ -476,7 +456,7 @@ func TestAbortDeliversCopyWhoseIDsAnotherTenantHolds(t *testing.T) {
 	abortUnheldHook = nil
 	takeReady()
 	assert.Equal(t, map[string]int{"Basic a/chat": 1}, delivered, "a's acknowledged chat goes on at once")
-	agent := admit(tenant("a"), sp{name: "agent", kept: true})
+	agent := admit(tenantInfo("a"), sp{name: "agent", kept: true})
 	agent.Commit(0) // nothing of it is journaled: it goes on in its own batch
 	count(agent.Deliveries)
 	takeReady()
@@ -491,29 +471,13 @@ func TestAbortDefersCopyWhoseIDsAnotherTenantHoldsUntilItsOwnWrite(t *testing.T)
 	for _, written := range []bool{true, false} {
 		t.Run(fmt.Sprintf("own write succeeds: %v", written), func(t *testing.T) {
 			d := newDriver(t, nil)
-			tenant := func(key string) client.Info {
-				return client.Info{Metadata: client.NewMetadata(map[string][]string{"authorization": {"Basic " + key}})}
-			}
-			admit := func(info client.Info, s sp) *Admission {
-				td, decisions := buildBatch([]sp{s})
-				adm, err := d.m.Admit(info, td, decisions)
-				require.NoError(t, err)
-				return adm
-			}
+			admit := func(info client.Info, s sp) *Admission { return d.admitAs(t, info, s) }
 			var delivered []string
-			count := func(ds []*Delivery) {
-				for _, dl := range ds {
-					spans := dl.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-					for i := 0; i < spans.Len(); i++ {
-						delivered = append(delivered, TenantOf(dl.Info)+"/"+spans.At(i).Name())
-					}
-					d.m.Delivered(dl)
-				}
-			}
-			first := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true}) // its write is still to come
-			resend := admit(tenant("a"), sp{name: "chat", parent: "agent", kept: true})
+			count := func(ds []*Delivery) { delivered = append(delivered, d.tenantSpans(ds)...) }
+			first := admit(tenantInfo("a"), sp{name: "chat", parent: "agent", kept: true}) // its write is still to come
+			resend := admit(tenantInfo("a"), sp{name: "chat", parent: "agent", kept: true})
 			abortUnheldHook = func() {
-				d.commitOnly(admit(tenant("b"), sp{name: "chat", parent: "agent", kept: true}))
+				d.commitOnly(admit(tenantInfo("b"), sp{name: "chat", parent: "agent", kept: true}))
 			}
 			t.Cleanup(func() { abortUnheldHook = nil })
 			resend.Abort()
@@ -531,4 +495,31 @@ func TestAbortDefersCopyWhoseIDsAnotherTenantHoldsUntilItsOwnWrite(t *testing.T)
 			}
 		})
 	}
+}
+
+// tenantInfo is the client context of a request of the tenant with this key (pass-through gateways).
+func tenantInfo(key string) client.Info {
+	return client.Info{Metadata: client.NewMetadata(map[string][]string{"authorization": {"Basic " + key}})}
+}
+
+// admitAs admits a batch of one span for info's tenant, leaving its commit to the test.
+func (d *driver) admitAs(t *testing.T, info client.Info, s sp) *Admission {
+	t.Helper()
+	td, decisions := buildBatch([]sp{s})
+	adm, err := d.m.Admit(info, td, decisions)
+	require.NoError(t, err)
+	return adm
+}
+
+// tenantSpans hands on deliveries and returns their spans as tenant/name, in order.
+func (d *driver) tenantSpans(ds []*Delivery) []string {
+	var out []string
+	for _, dl := range ds {
+		spans := dl.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		for i := 0; i < spans.Len(); i++ {
+			out = append(out, TenantOf(dl.Info)+"/"+spans.At(i).Name())
+		}
+		d.m.Delivered(dl)
+	}
+	return out
 }
