@@ -54,9 +54,12 @@ export function setupOTel({ serviceName, withLogs }) {
       await tracerProvider.forceFlush();
       if (loggerProvider) await loggerProvider.forceFlush();
     },
-    async resend() {
-      await spans.resend();
+    // resend exports the log records and the spans again, in the order given ('logs-first' or
+    // 'spans-first'): the two exporters retry on their own, either may come back first.
+    async resend(order = 'logs-first') {
+      if (order === 'spans-first') await spans.resend();
       if (records) await records.resend();
+      if (order !== 'spans-first') await spans.resend();
     },
     async shutdown() {
       await tracerProvider.shutdown();

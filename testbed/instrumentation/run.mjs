@@ -6,7 +6,8 @@
 // of the application, and exports. `node run.mjs list` lists the libraries. README.md has more.
 //
 // Options: --manifest FILE writes what was exported (spans, call tags, package versions) as JSON;
-// --resend-after-ms N exports the same spans and log records a second time N ms after the first.
+// --resend-after-ms N exports the same spans and log records a second time N ms after the first,
+// the log records first unless --resend-order spans-first.
 import { createRequire } from 'node:module';
 import { writeFileSync, readFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -32,10 +33,11 @@ export const promptFor = (tag) => `Ticket ${tag}: I am ${PII.email}, call me on 
   `Refund card ${PII.card} to IBAN ${PII.iban}; my key is ${PII.apiKey}.`;
 
 function parseArgs(argv) {
-  const args = { library: argv[0], manifest: '', resendAfterMs: 0 };
+  const args = { library: argv[0], manifest: '', resendAfterMs: 0, resendOrder: 'logs-first' };
   for (let i = 1; i < argv.length; i++) {
     if (argv[i] === '--manifest') args.manifest = argv[++i];
     else if (argv[i] === '--resend-after-ms') args.resendAfterMs = Number(argv[++i]);
+    else if (argv[i] === '--resend-order') args.resendOrder = argv[++i];
     else throw new Error(`unknown option ${argv[i]}`);
   }
   return args;
@@ -98,7 +100,7 @@ async function main() {
   await otel.flush();
   if (args.resendAfterMs > 0) {
     await new Promise((r) => setTimeout(r, args.resendAfterMs));
-    await otel.resend();
+    await otel.resend(args.resendOrder);
   }
   const exported = otel.exportedSpans();
   const records = otel.exportedRecords();

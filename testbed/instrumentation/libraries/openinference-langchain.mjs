@@ -4,6 +4,10 @@ import { LangChainInstrumentation } from '@arizeai/openinference-instrumentation
 
 export default {
   packages: ['@arizeai/openinference-instrumentation-langchain', '@langchain/core', '@langchain/openai'],
+  // LangChain runs callbacks in a background queue by default; the queue keeps the OpenTelemetry
+  // context of the request that started it, so OpenInference puts the spans of every later call
+  // into the first request's trace. Callbacks in the foreground keep each call in its own trace.
+  env: () => ({ LANGCHAIN_CALLBACKS_BACKGROUND: 'false' }),
   instrumentations: () => [new LangChainInstrumentation()],
   async run({ require, mockURL, call, SYSTEM, instrumentations }) {
     // The documented way for LangChain.js: instrument the callback manager module itself.
