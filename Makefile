@@ -106,12 +106,23 @@ unit-test:
 ## e2e-test: the built binary against the local svc platform (testbed/e2e, including the short
 ## fault tests), the load-run machinery on a small run (testbed/bench), and the configs the
 ## Kubernetes manifests mount, loaded by the binary (distribution/kubernetes).
-e2e-test:
+e2e-test: instrumentation-deps
 	mkdir -p $(BUILD_DIR)
 	cd distribution/kubernetes && SVC_OTELCOL_BIN=$(BIN) $(GO) test $(GO_TEST_FLAGS) ./...
 	cd testbed && status=0 && { SVC_OTELCOL_BIN=$(BIN) $(GO) test $(GO_TEST_FLAGS) -timeout 30m -v ./e2e/... ./bench/... > $(BUILD_DIR)/e2e.log 2>&1 || status=$$?; }; \
 	  grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok|panic)|fault ' $(BUILD_DIR)/e2e.log || true; \
 	  if [ $$status -ne 0 ]; then tail -n 200 $(BUILD_DIR)/e2e.log; fi; exit $$status
+
+## instrumentation-deps: the real JavaScript instrumentations of the matrix test (testbed/instrumentation),
+## installed from its package-lock.json with npm ci (node_modules is not in git). Reinstalled only when
+## the lock file changes.
+INSTRUMENTATION_DIR := testbed/instrumentation
+.PHONY: instrumentation-deps
+instrumentation-deps: $(INSTRUMENTATION_DIR)/node_modules/.package-lock.json
+
+$(INSTRUMENTATION_DIR)/node_modules/.package-lock.json: $(INSTRUMENTATION_DIR)/package-lock.json $(INSTRUMENTATION_DIR)/package.json
+	cd $(INSTRUMENTATION_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 ## bench: Go benchmarks of the components beside contrib, then the load runs of builds A (svc-otelcol),
 ## M (A with nothing on disk), B (forwarding floor), C and C2 (contrib OTTL peers), collector and

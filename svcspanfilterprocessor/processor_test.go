@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/svc/svc-collector/pkg/scopematch"
 	"github.com/svc/svc-collector/pkg/svcattr"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -106,8 +107,11 @@ func goldenCases() []goldenCase {
 				want := map[string]string{}
 				for _, s := range knownScopes {
 					want["span of "+s.name] = ""
-					if !s.exactOnly {
+					if s.rule != scopematch.Exact {
 						want["span of "+s.name+".sub"] = ""
+					}
+					if s.rule == scopematch.Prefix {
+						want["span of "+s.name+"x"] = ""
 					}
 				}
 				return want

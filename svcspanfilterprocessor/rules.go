@@ -7,11 +7,24 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/svc/svc-collector/pkg/sampling"
+	"github.com/svc/svc-collector/pkg/scopematch"
 	"github.com/svc/svc-collector/pkg/svcattr"
 )
 
 // genAIAttributePrefix: SPEC.md 9.2.7, the dot is part of it (`gen_ai_custom` is not GenAI).
 const genAIAttributePrefix = "gen_ai."
+
+// openInferenceSpanKind marks every span of an OpenInference instrumentation (LLM, CHAIN, TOOL, ...),
+// in any language and under any scope name; the platform maps it to the observation type. The
+// default filter keeps such spans as it keeps gen_ai. ones (reason gen_ai_attribute), beyond the
+// svc SDKs' filter (README, "Known instrumentation scopes").
+const openInferenceSpanKind = "openinference.span.kind"
+
+// isGenAIAttribute reports whether the attribute name alone makes the span an LLM span for the
+// default filter.
+func isGenAIAttribute(k string) bool {
+	return strings.HasPrefix(k, genAIAttributePrefix) || k == openInferenceSpanKind
+}
 
 // decision is the outcome of the filter for one span, and the reason the metrics report.
 type decision uint8
@@ -47,10 +60,10 @@ func (d decision) reason() string {
 type spanFilter struct {
 	defaultFilter bool
 
-	keepScopes        scopeMatcher
+	keepScopes        *scopematch.Matcher
 	keepAttrPrefixes  []string
 	keepSpanNames     map[string]struct{}
-	dropScopes        scopeMatcher
+	dropScopes        *scopematch.Matcher
 	dropAttrPrefixes  []string
 	dropSpanNames     map[string]struct{}
 	dropScopeSpanName []scopeSpanNameRule
@@ -59,7 +72,7 @@ type spanFilter struct {
 }
 
 type scopeSpanNameRule struct {
-	scope    scopeMatcher
+	scope    *scopematch.Matcher
 	spanName string
 }
 
@@ -109,18 +122,18 @@ type scopeVerdict struct {
 func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdict) {
 	name := scope.Name()
 	*v = scopeVerdict{dropSpanNames: v.dropSpanNames[:0]}
-	v.dropAll = f.dropScopes.match(name)
+	v.dropAll = f.dropScopes.Match(name)
 	for _, r := range f.dropScopeSpanName {
-		if r.scope.match(name) {
+		if r.scope.Match(name) {
 			v.dropSpanNames = append(v.dropSpanNames, r.spanName)
 		}
 	}
 	switch {
 	case f.defaultFilter && name == svcattr.SDKScopeName:
 		v.keep, v.hasKeep = keptSvcSDKScope, true
-	case f.defaultFilter && defaultScopes.match(name):
+	case f.defaultFilter && defaultScopes.Match(name):
 		v.keep, v.hasKeep = keptKnownScope, true
-	case f.keepScopes.match(name):
+	case f.keepScopes.Match(name):
 		v.keep, v.hasKeep = keptKeepRule, true
 	}
 }
@@ -193,7 +206,7 @@ func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
 
 type attrScan struct {
 	drop       bool // an attribute matches a drop prefix
-	genAI      bool // an attribute name starts with gen_ai.
+	genAI      bool // an attribute name starts with gen_ai., or is openinference.span.kind
 	keepPrefix bool // an attribute matches a keep prefix
 	experiment bool // the span belongs to an experiment
 }
@@ -207,7 +220,7 @@ func (f *spanFilter) scanAttributes(attrs pcommon.Map, wantGenAI, wantKeepPrefix
 			return attrScan{drop: true}
 		}
 		if wantGenAI && !s.genAI {
-			s.genAI = strings.HasPrefix(k, genAIAttributePrefix)
+			s.genAI = isGenAIAttribute(k)
 		}
 		if wantKeepPrefix && !s.keepPrefix {
 			s.keepPrefix = hasAnyPrefix(k, f.keepAttrPrefixes)

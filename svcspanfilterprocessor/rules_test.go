@@ -37,6 +37,35 @@ func TestDecide(t *testing.T) {
 		{name: "gen_ai_custom attribute", span: testSpan{scope: "x", attrs: map[string]any{"gen_ai_custom": 1}}, want: droppedNotGenAI},
 		{name: "gen_ai. resource-like value does not count", span: testSpan{scope: "x", attrs: map[string]any{"note": "gen_ai.system"}}, want: droppedNotGenAI},
 		{name: "no scope, no attribute", span: testSpan{scope: ""}, want: droppedNotGenAI},
+		// Beyond the svc SDKs' filter: OpenInference JS scopes, and openinference.span.kind anywhere.
+		{name: "openinference JS openai scope", span: testSpan{scope: "@arizeai/openinference-instrumentation-openai"}, want: keptKnownScope},
+		{name: "openinference JS langchain scope", span: testSpan{scope: "@arizeai/openinference-instrumentation-langchain"}, want: keptKnownScope},
+		{name: "openinference JS core is no instrumentation", span: testSpan{scope: "@arizeai/openinference-core"}, want: droppedNotGenAI},
+		{name: "openinference python scope", span: testSpan{scope: "openinference.instrumentation.openai"}, want: keptKnownScope},
+		{name: "openinference.span.kind in any scope", span: testSpan{scope: "my-agent", attrs: map[string]any{"openinference.span.kind": "CHAIN"}}, want: keptGenAIAttribute},
+		{name: "other openinference attributes alone do not count", span: testSpan{scope: "my-agent", attrs: map[string]any{"llm.model_name": "m", "input.value": "hi"}}, want: droppedNotGenAI},
+		{
+			name: "drop scope narrows the openinference JS default",
+			config: func(c *Config) {
+				c.Drop.InstrumentationScopes = []string{"@arizeai/openinference-instrumentation-langchain"}
+			},
+			span: testSpan{scope: "@arizeai/openinference-instrumentation-langchain", attrs: map[string]any{"openinference.span.kind": "CHAIN"}}, want: droppedDropRule,
+		},
+		{
+			name:   "drop span name narrows openinference.span.kind",
+			config: func(c *Config) { c.Drop.SpanNames = []string{"RunnableSequence"} },
+			span:   testSpan{name: "RunnableSequence", scope: "my-agent", attrs: map[string]any{"openinference.span.kind": "CHAIN"}}, want: droppedDropRule,
+		},
+		{
+			name:   "drop attribute prefix narrows openinference.span.kind",
+			config: func(c *Config) { c.Drop.AttributePrefixes = []string{"openinference.span.kind"} },
+			span:   testSpan{scope: "@arizeai/openinference-instrumentation-openai", attrs: map[string]any{"openinference.span.kind": "LLM"}}, want: droppedDropRule,
+		},
+		{
+			name:   "default off: openinference.span.kind alone is not kept",
+			config: func(c *Config) { c.DefaultFilter = false; c.Keep.SpanNames = []string{"x"} },
+			span:   testSpan{scope: "@arizeai/openinference-instrumentation-openai", attrs: map[string]any{"openinference.span.kind": "LLM"}}, want: droppedNotGenAI,
+		},
 		{
 			name:   "keep scope",
 			config: func(c *Config) { c.Keep.InstrumentationScopes = []string{"acme"} },
@@ -159,25 +188,22 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-func TestScopeMatcher(t *testing.T) {
+// The keep and drop rules' scopes match boundary-aware (pkg/scopematch has the matcher's table).
+func TestRuleScopesMatchBoundaryAware(t *testing.T) {
 	m := newScopeMatcher([]string{"acme", "org.team.agents"})
 	for scope, want := range map[string]bool{
 		"acme":                true,
-		"acme.sub":            true,
 		"acme.sub.deeper":     true,
 		"acmex":               false,
 		"acme-sub":            false,
-		"org.team.agents":     true,
 		"org.team.agents.x":   true,
 		"org.team":            false,
 		"org.team.agentsmith": false,
-		"":                    false,
-		".acme":               false,
 		"x.acme":              false,
 	} {
-		assert.Equal(t, want, m.match(scope), "scope %q", scope)
+		assert.Equal(t, want, m.Match(scope), "scope %q", scope)
 	}
-	assert.False(t, newScopeMatcher(nil).match("acme"), "no rules match nothing")
+	assert.False(t, newScopeMatcher(nil).Match("acme"), "no rules match nothing")
 }
 
 // The default filter decides each span without allocating: it is on the path of every span.

@@ -7,18 +7,27 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/svc/svc-collector/pkg/scopematch"
 )
 
 // The known scopes are the svc SDKs' list (DESIGN.md 2.2); this pins the table's size and shape so
 // that an edit to it is deliberate.
 func TestKnownScopesTable(t *testing.T) {
-	assert.Len(t, knownScopes, 39)
+	assert.Len(t, knownScopes, 40)
 	seen := map[string]bool{}
 	for _, s := range knownScopes {
 		assert.False(t, seen[s.name], "scope %q is listed twice", s.name)
 		seen[s.name] = true
 		assert.NoError(t, validateScope("knownScopes", s.name))
-		assert.Equal(t, s.name == "ai", s.exactOnly, "only `ai` matches exactly: %q", s.name)
+		switch s.name {
+		case "ai":
+			assert.Equal(t, scopematch.Exact, s.rule, "`ai` matches exactly")
+		case openInferenceJSPrefix:
+			assert.Equal(t, scopematch.Prefix, s.rule, "the OpenInference JS scopes match by prefix")
+		default:
+			assert.Equal(t, scopematch.Boundary, s.rule, "%q matches boundary-aware", s.name)
+		}
 	}
 }
 

@@ -3,6 +3,8 @@ package genaicontent
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/pkg/scopematch"
 )
 
 // DefaultScopes are the instrumentation scopes known to send prompts and completions as log events
@@ -29,19 +31,16 @@ var inferenceOperations = map[string]bool{
 
 // Candidates decides which spans may still receive content from log records.
 type Candidates struct {
-	scopes map[string]struct{}
+	scopes *scopematch.Matcher
 }
 
 // NewCandidates returns the predicate over DefaultScopes plus extra scopes.
 func NewCandidates(extra []string) *Candidates {
-	c := &Candidates{scopes: map[string]struct{}{}}
-	for _, s := range DefaultScopes {
-		c.scopes[s] = struct{}{}
-	}
+	m := scopematch.New(scopematch.Boundary, DefaultScopes...)
 	for _, s := range extra {
-		c.scopes[s] = struct{}{}
+		m.Add(s, scopematch.Boundary)
 	}
-	return c
+	return &Candidates{scopes: m}
 }
 
 var defaultCandidates = NewCandidates(nil)
@@ -101,19 +100,4 @@ func hasContentEvent(span ptrace.Span) bool {
 	return false
 }
 
-func (c *Candidates) matchScope(name string) bool {
-	if name == "" {
-		return false
-	}
-	if _, ok := c.scopes[name]; ok {
-		return true
-	}
-	for i := 0; i < len(name); i++ {
-		if name[i] == '.' {
-			if _, ok := c.scopes[name[:i]]; ok {
-				return true
-			}
-		}
-	}
-	return false
-}
+func (c *Candidates) matchScope(name string) bool { return c.scopes.Match(name) }

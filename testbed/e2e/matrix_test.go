@@ -1,0 +1,360 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svc/svc-collector/testbed/collector"
+	"github.com/svc/svc-collector/testbed/platform"
+)
+
+// Issue 27: real JavaScript instrumentations (testbed/instrumentation, installed by `npm ci`) make
+// LLM calls against a mock LLM server, each inside the application's HTTP server span, and export
+// plain OTLP to the gateway with the shipped config. For each library: every LLM span reaches the
+// platform once and nothing else does; each observation sits below its nearest delivered
+// ancestor; each call's input and output show as the platform maps them, masked, with the call's
+// own words around the masked data and no other call's content; type, model and usage are what a
+// direct export would show. The run writes the coverage table (testbed/instrumentation/COVERAGE.md)
+// and copies it into the svcspanfilter README.
+
+// matrixManifest is what `node run.mjs <library> --manifest FILE` writes.
+type matrixManifest struct {
+	Library  string            `json:"library"`
+	Packages map[string]string `json:"packages"`
+	Node     string            `json:"node"`
+	Calls    []matrixCall      `json:"calls"`
+	Spans    []matrixSpan      `json:"spans"`
+	Records  int               `json:"records"`
+	Resent   bool              `json:"resent"`
+	Failures []string          `json:"failures"`
+	Errors   []string          `json:"errors"`
+}
+
+type matrixCall struct {
+	Tag          string `json:"tag"`
+	Kind         string `json:"kind"`
+	Model        string `json:"model"`
+	TraceID      string `json:"traceId"`
+	ServerSpanID string `json:"serverSpanId"`
+}
+
+type matrixSpan struct {
+	TraceID      string         `json:"traceId"`
+	SpanID       string         `json:"spanId"`
+	ParentSpanID string         `json:"parentSpanId"`
+	Name         string         `json:"name"`
+	Scope        string         `json:"scope"`
+	ScopeVersion string         `json:"scopeVersion"`
+	Attributes   map[string]any `json:"attributes"`
+	Events       []spanEvent    `json:"events"`
+}
+
+// matrixAppScope is the scope of the application's own HTTP server spans: not GenAI, dropped.
+const matrixAppScope = "matrix-app"
+
+// matrixPII is what run.mjs puts in every prompt (and the mock in every answer), and
+// maskedPrompt/maskedAnswer are the words a user must see instead.
+var matrixPII = []string{"jane.doe@example.com", "+44 20 7946 0958", "7946 0958", "4111 1111 1111 1111",
+	"DE89 3704 0044 0532 0130 00", "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"}
+
+func maskedPrompt(tag string) []string {
+	return []string{"Ticket " + tag + ": I am [EMAIL], call me on [PHONE].", "Refund card [CARD] to IBAN [IBAN]; my key is [API_KEY]."}
+}
+
+func maskedAnswer(tag string) []string {
+	return []string{"Ticket " + tag + " done: refund to card [CARD] confirmed, receipt sent to [EMAIL]."}
+}
+
+// matrixLibrary is one row of the matrix: the node client's name and what the table says of it.
+type matrixLibrary struct {
+	name string
+	// label is the library as users know it.
+	label string
+	// note is what a user of the library should know, in the table.
+	note string
+}
+
+var matrixLibraries = []matrixLibrary{
+	{name: "openinference-openai", label: "OpenInference OpenAI (JS)"},
+	{name: "openinference-langchain", label: "OpenInference LangChain (JS), a chain",
+		note: "needs `LANGCHAIN_CALLBACKS_BACKGROUND=false`: with LangChain's default background callbacks, a later call's spans land in the first request's trace (client side, before any export)"},
+	{name: "traceloop-openai", label: "Traceloop (OpenLLMetry JS) OpenAI"},
+	{name: "traceloop-anthropic", label: "Traceloop (OpenLLMetry JS) Anthropic",
+		note: "the Anthropic SDK also writes its own `anthropic.messages.create` span (scope `com.anthropic.sdk.typescript`, gen_ai.* without content): kept, a second generation per call, as in a direct export"},
+	{name: "otel-openai", label: "OpenTelemetry OpenAI (JS contrib), content as log events",
+		note: "content arrives as log records; a direct export shows no input/output, the gateway joins it"},
+	{name: "elastic-openai", label: "Elastic OpenAI (EDOT JS), content as log events",
+		note: "instruments openai 4.x only (openai 4.104.0 from testbed/instrumentation/openai-v4); content as log records, joined by the gateway"},
+	{name: "vercel-ai", label: "Vercel AI SDK (`ai` + `@ai-sdk/openai`), experimental_telemetry"},
+	{name: "langsmith", label: "LangSmith OpenTelemetry mode (`traceable` + `wrapOpenAI`)"},
+	{name: "svc-sdk-v3", label: "svc JS SDK shape, old major (hand-written, scope `svc-sdk` 3.38.0)"},
+	{name: "svc-sdk-v6", label: "svc JS SDK shape, new major (hand-written, scope `svc-sdk` 6.0.0)"},
+}
+
+// instrumentationDir is testbed/instrumentation, whose node_modules `make e2e-test` installs with npm ci.
+func instrumentationDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(collector.RepoRoot(), "testbed", "instrumentation")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatalf("%s has no node_modules: run `make instrumentation-deps` (npm ci) first", dir)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node is not installed: the instrumentation matrix runs the real JavaScript libraries")
+	}
+	return dir
+}
+
+// runClient runs `node run.mjs <library>` against the gateway's OTLP/HTTP endpoint and reads its manifest.
+func runClient(t *testing.T, dir, otlpHTTP, library string, extraArgs ...string) (matrixManifest, error) {
+	manifestPath := filepath.Join(t.TempDir(), library+".json")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args := append([]string{"run.mjs", library, "--manifest", manifestPath}, extraArgs...)
+	cmd := exec.CommandContext(ctx, "node", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+otlpHTTP,
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=", "OTEL_EXPORTER_OTLP_HEADERS=", "MOCK_LLM_URL=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return matrixManifest{}, fmt.Errorf("node run.mjs %s: %v\n%s", library, err, out)
+	}
+	raw, err := os.ReadFile(manifestPath)
+	if err != nil {
+		return matrixManifest{}, fmt.Errorf("node run.mjs %s wrote no manifest: %v\n%s", library, err, out)
+	}
+	var m matrixManifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return matrixManifest{}, fmt.Errorf("manifest of %s: %v", library, err)
+	}
+	return m, nil
+}
+
+// coverageRow is one line of the coverage table.
+type coverageRow struct {
+	library, versions, scopes, kept, source, masked, tree string
+}
+
+func TestInstrumentationMatrix(t *testing.T) {
+	dir := instrumentationDir(t)
+	g := startGateway(t, gatewayOptions{})
+	start := time.Now()
+
+	// The clients run three at a time; each makes its calls and exports once.
+	manifests := make([]matrixManifest, len(matrixLibraries))
+	errs := make([]error, len(matrixLibraries))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 3)
+	for i, lib := range matrixLibraries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			manifests[i], errs[i] = runClient(t, dir, g.collector.OTLPHTTPEndpoint, lib.name)
+		}()
+	}
+	wg.Wait()
+	want := 0
+	for i, m := range manifests {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		for _, s := range m.Spans {
+			if s.Scope != matrixAppScope {
+				want++
+			}
+		}
+	}
+	// A span that never comes is named by the library's checks below.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	if err := g.platform.WaitForSpans(ctx, want); err != nil {
+		t.Errorf("%v: %d of the %d LLM spans arrived", err, g.platform.Stats().UniqueSpans, want)
+	}
+	// Nothing more comes: the platform holds exactly the LLM spans.
+	time.Sleep(time.Second)
+	if got := g.platform.Stats(); got.UniqueSpans != want || got.SpansReceived != want {
+		t.Errorf("the platform received %d spans (%d distinct), want the %d LLM spans of the clients once each", got.SpansReceived, got.UniqueSpans, want)
+	}
+
+	rows := make([]coverageRow, len(matrixLibraries))
+	for i, lib := range matrixLibraries {
+		t.Run(lib.name, func(t *testing.T) {
+			rows[i] = checkLibrary(t, g.platform, lib, manifests[i])
+		})
+	}
+	t.Logf("matrix: %d libraries, %d LLM spans, %.1fs from the first client to the last check", len(matrixLibraries), want, time.Since(start).Seconds())
+	if !t.Failed() && !testing.Short() {
+		writeCoverage(t, rows)
+	}
+}
+
+// checkLibrary makes every check of one library and returns its row of the coverage table.
+func checkLibrary(t *testing.T, p *platform.Platform, lib matrixLibrary, m matrixManifest) coverageRow {
+	require := func(cond bool, format string, args ...any) {
+		t.Helper()
+		if !cond {
+			t.Errorf(format, args...)
+		}
+	}
+	require(len(m.Calls) > 0, "%s made no call", lib.name)
+	sent := map[string]matrixSpan{}
+	for _, s := range m.Spans {
+		sent[s.SpanID] = s
+	}
+	isKept := func(s matrixSpan) bool { return s.Scope != matrixAppScope }
+
+	row := coverageRow{library: lib.label, versions: versionsOf(m), masked: "yes", tree: "yes"}
+	scopes := map[string]bool{}
+	keptNames := map[string]int{}
+	sources := map[string]bool{}
+	keptCount := 0
+	for _, call := range m.Calls {
+		delivered := p.ObservationsByTrace(call.TraceID)
+		byID := map[string]platform.Observation{}
+		for _, o := range delivered {
+			byID[o.ID] = o
+		}
+		// Every LLM span of the call once, nothing else.
+		for _, s := range m.Spans {
+			if s.TraceID != call.TraceID {
+				continue
+			}
+			o, ok := byID[s.SpanID]
+			switch {
+			case !isKept(s):
+				require(!ok, "%s: the application's span %q reached the platform", call.Tag, s.Name)
+			case !ok:
+				require(false, "%s: the LLM span %q (scope %s) did not reach the platform", call.Tag, s.Name, s.Scope)
+			default:
+				require(o.Deliveries == 1, "%s: %q delivered %d times", call.Tag, s.Name, o.Deliveries)
+				keptCount++
+				scopes[s.Scope+" "+s.ScopeVersion] = true
+			}
+		}
+		for _, o := range delivered {
+			s, ok := sent[o.ID]
+			require(ok, "%s: the platform holds a span the client did not send: %q", call.Tag, o.Name)
+			if !ok {
+				continue
+			}
+			// Below its nearest delivered ancestor.
+			wantParent := s.ParentSpanID
+			for wantParent != "" {
+				if a, ok := sent[wantParent]; !ok || isKept(a) {
+					break
+				}
+				wantParent = sent[wantParent].ParentSpanID
+			}
+			if o.ParentObservationID != wantParent {
+				row.tree = "no"
+				t.Errorf("%s: %q has parent %q, want its nearest delivered ancestor %q", call.Tag, o.Name, o.ParentObservationID, wantParent)
+			}
+			// Nothing personal, anywhere.
+			all := jsonOf(o.Attributes) + o.Name + o.StatusMessage + o.Input + o.Output
+			for _, pii := range matrixPII {
+				if strings.Contains(all, pii) {
+					row.masked = "no"
+					t.Errorf("%s: %q carries %q", call.Tag, o.Name, pii)
+				}
+			}
+			// Type, model and usage as a direct export shows them; input and output at least as much.
+			direct := viewOf(s.Scope, s.Attributes, s.Events)
+			got := viewOf(o.ScopeName, o.Attributes, s.Events)
+			require(got.Type == direct.Type, "%s: %q type %s, a direct export shows %s", call.Tag, o.Name, got.Type, direct.Type)
+			require(got.Model == direct.Model, "%s: %q model %q, a direct export shows %q", call.Tag, o.Name, got.Model, direct.Model)
+			require(jsonOf(got.Usage) == jsonOf(direct.Usage), "%s: %q usage %v, a direct export shows %v", call.Tag, o.Name, got.Usage, direct.Usage)
+			require(direct.Input == "" || got.Input != "", "%s: %q lost its input (direct: from %s)", call.Tag, o.Name, direct.InputFrom)
+			require(direct.Output == "" || got.Output != "", "%s: %q lost its output (direct: from %s)", call.Tag, o.Name, direct.OutputFrom)
+			keptNames[fmt.Sprintf("%s `%s`", strings.ToLower(got.Type), o.Name)]++
+			// No other call's content.
+			for _, other := range m.Calls {
+				if other.Tag != call.Tag && (strings.Contains(got.Input, other.Tag+":") || strings.Contains(got.Output, other.Tag+" ")) {
+					t.Errorf("%s: %q shows the content of %s", call.Tag, o.Name, other.Tag)
+				}
+			}
+		}
+		// The call's generation shows its input and output, masked, with its own words.
+		var shown bool
+		var gens []string
+		for _, o := range delivered {
+			v := viewOf(o.ScopeName, o.Attributes, sent[o.ID].Events)
+			if v.Type != "GENERATION" {
+				continue
+			}
+			gens = append(gens, fmt.Sprintf("%q model=%q usage=%v in(%s)=%.120q out(%s)=%.120q", o.Name, v.Model, v.Usage, v.InputFrom, v.Input, v.OutputFrom, v.Output))
+			if containsAll(v.Input, maskedPrompt(call.Tag)) && containsAll(v.Output, maskedAnswer(call.Tag)) {
+				shown = true
+				require(v.Model == call.Model, "%s: %q shows model %q, the call used %q", call.Tag, o.Name, v.Model, call.Model)
+				sources[fmt.Sprintf("%s / %s", v.InputFrom, v.OutputFrom)] = true
+			}
+		}
+		if !shown {
+			row.masked = "no"
+			t.Errorf("%s (%s): no generation shows the call's masked input %q and output %q; generations: %s",
+				call.Tag, call.Kind, maskedPrompt(call.Tag), maskedAnswer(call.Tag), strings.Join(gens, "; "))
+		}
+	}
+	row.scopes = joinSorted(scopes, "`", ", ")
+	row.source = joinSorted(sources, "`", "; ")
+	if m.Records > 0 {
+		row.source += fmt.Sprintf(" (joined from %d log records)", m.Records)
+	}
+	parts := make([]string, 0, len(keptNames))
+	for n, c := range keptNames {
+		parts = append(parts, fmt.Sprintf("%d× %s", c, n))
+	}
+	sort.Strings(parts)
+	row.kept = fmt.Sprintf("%d call(s) (%s): %s; `POST /chat` dropped", len(m.Calls), callKinds(m), strings.Join(parts, ", "))
+	if lib.note != "" {
+		row.kept += "; " + lib.note
+	}
+	return row
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func callKinds(m matrixManifest) string {
+	var kinds []string
+	for _, c := range m.Calls {
+		kinds = append(kinds, c.Kind)
+	}
+	return strings.Join(kinds, ", ")
+}
+
+func versionsOf(m matrixManifest) string {
+	var out []string
+	for name, v := range m.Packages {
+		out = append(out, fmt.Sprintf("`%s` %s", name, v))
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "(no package: spans written with `@opentelemetry/api`)"
+	}
+	return strings.Join(out, ", ")
+}
+
+func joinSorted(set map[string]bool, quote, sep string) string {
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, quote+strings.TrimSpace(s)+quote)
+	}
+	sort.Strings(out)
+	return strings.Join(out, sep)
+}
