@@ -164,3 +164,19 @@ lint: fmt-check vet versions
 
 clean:
 	rm -rf $(BUILD_DIR) bin
+
+## chlog-new: a new changelog entry, .chloggen/$(NAME).yaml, from the template (CONTRIBUTING.md).
+## chlog-validate: every .chloggen entry is well formed.
+## chlog-update: render the .chloggen entries into CHANGELOG.md: as `## Unreleased`, or with
+## VERSION=vX.Y.Z as that release (the entries' files are then deleted).
+.PHONY: chlog-new chlog-validate chlog-update
+chlog-new:
+	@[ -n "$(NAME)" ] || { echo "usage: make chlog-new NAME=short-name"; exit 1; }
+	@[ ! -e .chloggen/$(NAME).yaml ] || { echo ".chloggen/$(NAME).yaml exists"; exit 1; }
+	cp .chloggen/TEMPLATE.yaml .chloggen/$(NAME).yaml
+
+chlog-validate:
+	$(GO) run ./tools/chlog validate
+
+chlog-update:
+	$(GO) run ./tools/chlog update $(if $(VERSION),-version $(VERSION))
