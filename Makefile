@@ -20,7 +20,7 @@ GO_TEST_FLAGS ?= -count=1
 # Unit tests run under the race detector: the collector calls each component from many goroutines.
 UNIT_TEST_FLAGS ?= $(GO_TEST_FLAGS) -race
 
-.PHONY: all tools build peer run demo test fmt-check vet versions unit-test e2e-test generate bench faults lint clean image image-test
+.PHONY: all tools build peer run demo test fmt-check vet versions unit-test e2e-test generate bench faults lint clean image image-test refs staticcheck generate-check tidy-check tidy
 
 # Container image (`make image`): FROM scratch, built offline by Debian's buildah with storage of
 # its own under build/image (vfs: no kernel overlay needed), written out as an oci-archive.
@@ -83,9 +83,9 @@ run: build
 demo: build
 	$(GO) run ./testbed/cmd/demo --collector $(BIN)
 
-## test: formatting, vet, one release per module family, unit tests (-race) of every module, the
-## distribution build, the end-to-end tests and the container image with its test.
-test: fmt-check vet versions unit-test build e2e-test image-test
+## test: lint (formatting, vet, versions, references, staticcheck, changelog, generate, tidy), unit
+## tests (-race) of every module, the distribution build, the end-to-end tests and the container image with its test.
+test: lint unit-test build e2e-test image-test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './build/*')); \
@@ -93,6 +93,7 @@ fmt-check:
 
 vet:
 	for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
+	$(GO) vet ./tools/...
 
 ## versions: every core module at one core release, every contrib module at one contrib release, in
 ## every go.mod, the ocb manifests and OCB_VERSION; the exceptions the module proxy forces, with their
@@ -102,6 +103,7 @@ versions:
 
 unit-test:
 	for m in $(MODULES); do (cd $$m && $(GO) test $(UNIT_TEST_FLAGS) ./...); done
+	$(GO) test $(UNIT_TEST_FLAGS) ./tools/...
 
 ## e2e-test: the built binary against the local svc platform (testbed/e2e, including the short
 ## fault tests), the load-run machinery on a small run (testbed/bench), and the configs the
@@ -160,7 +162,38 @@ image: build
 image-test: image
 	cd testbed && SVC_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test $(GO_TEST_FLAGS) -v -run 'TestImage' ./image/...
 
-lint: fmt-check vet versions
+## lint: gofmt, vet, one release per module family, references to files in the repository,
+## staticcheck, the changelog entries, generated files current, every go.mod tidy.
+lint: fmt-check vet versions staticcheck chlog-validate generate-check tidy-check
+
+## refs: every file and docs/ section that a comment or document cites is in the repository.
+refs:
+	.ci/check-refs.sh
+
+# staticcheck 2026.2.2 (v0.8.2) builds with Go 1.26; installed into .tools/ like ocb, outside the
+# workspace so that its dependencies do not touch the modules'. Default checks, none disabled.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK         := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)
+$(STATICCHECK):
+	mkdir -p $(TOOLS_DIR)/staticcheck-build
+	cd / && GOWORK=off GOBIN=$(TOOLS_DIR)/staticcheck-build $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(TOOLS_DIR)/staticcheck-build/staticcheck $@
+
+staticcheck: $(STATICCHECK)
+	for m in $(MODULES); do (cd $$m && $(STATICCHECK) ./...); done
+	$(STATICCHECK) ./tools/...
+
+## generate-check: `make generate` would leave no diff (mdatagen run on a copy of each component).
+generate-check:
+	.ci/check-generate.sh $(COMPONENTS)
+
+## tidy-check: every go.mod and go.sum is tidy, each module on its own (GOWORK=off: as a user who
+## adds one module to an ocb build resolves it). tidy: make them so.
+tidy-check:
+	for m in . $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff >/dev/null) || { echo "$$m/go.mod is not tidy: run make tidy"; exit 1; }; done
+
+tidy:
+	for m in . $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy); done
 
 clean:
 	rm -rf $(BUILD_DIR) bin

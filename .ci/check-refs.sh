@@ -2,11 +2,11 @@
 # check-refs.sh: every file that the repository's comments and documents cite is in the repository.
 #
 # - Markdown links `[text](path)` in *.md files: path (without #anchor) exists, relative to the file.
-# - File references `name.md` / `dir/name.md` in Go, YAML, shell, text files, the Makefile and
+# - File references `<file>.md` / `<dir>/<file>.md` in Go, YAML, shell, text files, the Makefile and
 #   markdown: the file exists relative to the citing file's directory, one of its parents, or the
 #   repository root, or (a bare name) anywhere in it. So a citation of a document that lives
 #   outside the repository fails.
-# - Section references `docs/NAME.md §N` (and `§N, §M` lists after it): docs/NAME.md has a
+# - Section references `docs/<name>.md §N` (and `§N, §M` lists after it): the document has a
 #   heading numbered N (`## N.` or `### N.M`).
 # Exits 1 naming each broken reference as FILE:LINE.
 set -euo pipefail
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 files() {
   git ls-files -- '*.go' '*.md' '*.yaml' '*.yml' '*.txt' '*.sh' 'Makefile' '*Dockerfile' 2>/dev/null \
-    | grep -v -e '^build/' -e '/testdata/' -e '^testbed/instrumentation/node_modules/' || true
+    | grep -v -e '^build/' -e '/node_modules/' || true
 }
 
 # exists_from DIR PATH: PATH exists relative to DIR, one of DIR's parents, or the root; a bare
