@@ -20,7 +20,7 @@ GO_TEST_FLAGS ?= -count=1
 # Unit tests run under the race detector: the collector calls each component from many goroutines.
 UNIT_TEST_FLAGS ?= $(GO_TEST_FLAGS) -race
 
-.PHONY: all tools build peer run demo test fmt-check vet versions unit-test e2e-test generate bench faults lint clean image image-test refs staticcheck generate-check tidy-check tidy
+.PHONY: all tools build peer run demo test fmt-check vet versions unit-test e2e-test generate bench faults lint clean image image-test
 
 # Container image (`make image`): FROM scratch, built offline by Debian's buildah with storage of
 # its own under build/image (vfs: no kernel overlay needed), written out as an oci-archive.
@@ -32,6 +32,9 @@ BUILDAH       := buildah --root $(IMAGE_DIR)/storage --runroot $(IMAGE_DIR)/run 
 SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 all: build
+
+# `make test` runs all of `make lint` first (this line adds it before the prerequisites below).
+test: lint
 
 $(OCB):
 	mkdir -p $(TOOLS_DIR)
@@ -83,9 +86,9 @@ run: build
 demo: build
 	$(GO) run ./testbed/cmd/demo --collector $(BIN)
 
-## test: lint (formatting, vet, versions, references, staticcheck, changelog, generate, tidy), unit
-## tests (-race) of every module, the distribution build, the end-to-end tests and the container image with its test.
-test: lint unit-test build e2e-test image-test
+## test: formatting, vet, one release per module family, unit tests (-race) of every module, the
+## distribution build, the end-to-end tests and the container image with its test.
+test: fmt-check vet versions unit-test build e2e-test image-test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './build/*')); \
@@ -162,6 +165,7 @@ image: build
 image-test: image
 	cd testbed && SVC_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test $(GO_TEST_FLAGS) -v -run 'TestImage' ./image/...
 
+.PHONY: refs staticcheck generate-check tidy-check tidy
 ## lint: gofmt, vet, one release per module family, references to files in the repository,
 ## staticcheck, the changelog entries, generated files current, every go.mod tidy.
 lint: fmt-check vet versions staticcheck chlog-validate generate-check tidy-check
