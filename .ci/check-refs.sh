@@ -13,8 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 files() {
-  git ls-files -- '*.go' '*.md' '*.yaml' '*.yml' '*.txt' '*.sh' 'Makefile' '*Dockerfile' 2>/dev/null \
-    | grep -v -e '^build/' -e '/node_modules/' || true
+  { git ls-files -- '*.go' '*.md' '*.yaml' '*.yml' '*.txt' '*.sh' 'Makefile' '*Dockerfile' 2>/dev/null ||
+    find . -type f \( -name '*.go' -o -name '*.md' -o -name '*.yaml' -o -name '*.yml' -o -name '*.txt' \
+      -o -name '*.sh' -o -name Makefile -o -name '*Dockerfile' \) -not -path './.git/*' | sed 's|^\./||'
+  } | grep -v -e '^build/' -e '^\.tools/' -e '/node_modules/' || true
 }
 
 # exists_from DIR PATH: PATH exists relative to DIR, one of DIR's parents, or the root; a bare
@@ -35,7 +37,7 @@ report() { echo "broken reference: $1: $2" >&2; broken=1; }
 
 mapfile -t all < <(files)
 declare -A basenames
-while IFS= read -r f; do basenames[${f##*/}]=1; done < <(git ls-files 2>/dev/null)
+while IFS= read -r f; do basenames[${f##*/}]=1; done < <(git ls-files 2>/dev/null || find . -type f -not -path './.git/*')
 
 # 1. Markdown links.
 while IFS= read -r hit; do
