@@ -10,6 +10,7 @@
 #   heading numbered N (`## N.` or `### N.M`).
 # Exits 1 naming each broken reference as FILE:LINE.
 set -euo pipefail
+trap 'echo "check-refs: failed at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
 
 files() {
@@ -68,7 +69,7 @@ done < <(
 # 3. Sections of docs/*.md.
 declare -A sections
 for doc in docs/*.md; do
-  sections[$doc]=" $(grep -oE '^#{2,4} [0-9]+(\.[0-9]+)*\.? ' "$doc" | awk '{ sub(/\.$/, "", $2); printf "%s ", $2 }')"
+  sections[$doc]=" $({ grep -oE '^#{2,4} [0-9]+(\.[0-9]+)*\.? ' "$doc" || true; } | awk '{ sub(/\.$/, "", $2); printf "%s ", $2 }')"
 done
 while IFS= read -r hit; do
   file=${hit%%:*}; rest=${hit#*:}; line=${rest%%:*}; ref=${rest#*:}
