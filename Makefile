@@ -216,4 +216,4 @@ chlog-validate:
 	$(GO) run ./tools/chlog validate
 
 chlog-update:
-	$(GO) run ./tools/chlog update $(if $(VERSION),-version $(VERSION))
+	$(GO) run ./tools/chlog update $(if $(VERSION),-version $(VERSION)) $(if $(FORCE),-force)

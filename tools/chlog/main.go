@@ -65,6 +65,7 @@ func run(args []string) error {
 	dir := fs.String("dir", ".chloggen", "directory of the entry files")
 	changelog := fs.String("changelog", "CHANGELOG.md", "the changelog to update")
 	version := fs.String("version", "", "release heading (e.g. v0.2.0); empty: the Unreleased section")
+	force := fs.Bool("force", false, "replace the Unreleased section even if it has entries no .chloggen file renders")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func run(args []string) error {
 		if *version != "" {
 			title = *version
 		}
-		updated, err := update(string(old), title, entries)
+		updated, err := update(string(old), title, entries, *force)
 		if err != nil {
 			return err
 		}
@@ -216,18 +217,22 @@ func render(title string, entries []Entry) string {
 
 // update puts the section of title below the marker, in place of the Unreleased section when
 // there is one. With no entries, the Unreleased section is removed.
-func update(changelog, title string, entries []Entry) (string, error) {
+func update(changelog, title string, entries []Entry, force bool) (string, error) {
 	at := strings.Index(changelog, marker)
 	if at < 0 {
 		return "", fmt.Errorf("the changelog has no %q line to insert below", marker)
 	}
 	head, rest := changelog[:at+len(marker)], strings.TrimLeft(changelog[at+len(marker):], "\n")
 	if strings.HasPrefix(rest, "## "+unreleased+"\n") {
+		section := rest
 		next := strings.Index(rest[1:], "\n## ")
 		if next < 0 {
 			rest = ""
 		} else {
-			rest = rest[next+2:]
+			section, rest = rest[:next+1], rest[next+2:]
+		}
+		if lost := notRendered(section, render(title, entries)); len(lost) > 0 && !force {
+			return "", fmt.Errorf("the Unreleased section has entries that no .chloggen file renders (written by hand, or from a branch merged without its entry files); add them as .chloggen entries, or run with -force to drop them:\n%s", strings.Join(lost, "\n"))
 		}
 	}
 	if title != unreleased && (strings.HasPrefix(rest, "## "+title+"\n") || strings.Contains(rest, "\n## "+title+"\n")) {
@@ -240,4 +245,19 @@ func update(changelog, title string, entries []Entry) (string, error) {
 		return "", errors.New("no entries to release")
 	}
 	return head + "\n\n" + section + rest, nil
+}
+
+// notRendered lists the entry lines ("- ...") of section that rendered does not have.
+func notRendered(section, rendered string) []string {
+	have := map[string]bool{}
+	for _, line := range strings.Split(rendered, "\n") {
+		have[line] = true
+	}
+	var lost []string
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "- ") && !have[line] {
+			lost = append(lost, line)
+		}
+	}
+	return lost
 }

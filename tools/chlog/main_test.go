@@ -26,7 +26,7 @@ func TestUpdateRendersBreakingFirstAndReplacesUnreleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := changelogHead + "## Unreleased\n\n- stale\n\n## v0.1.0\n\n- released\n"
-	got, err := update(old, unreleased, entries)
+	got, err := update(old, unreleased, entries, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestUpdateRendersBreakingFirstAndReplacesUnreleased(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	// Running it again gives the same file.
-	again, err := update(got, unreleased, entries)
+	again, err := update(got, unreleased, entries, false)
 	if err != nil || again != got {
 		t.Errorf("second update changed the changelog (err %v):\n%s", err, again)
 	}
@@ -47,18 +47,31 @@ func TestUpdateRendersBreakingFirstAndReplacesUnreleased(t *testing.T) {
 func TestUpdateReleaseReplacesUnreleasedAndRefusesADuplicate(t *testing.T) {
 	entries := []Entry{{ChangeType: "enhancement", Component: "pkg/masking", Note: "faster", Issues: []int{9}}}
 	old := changelogHead + "## Unreleased\n\n- pending\n\n## v0.1.0\n\n- released\n"
-	got, err := update(old, "v0.2.0", entries)
+	got, err := update(old, "v0.2.0", entries, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(got, "Unreleased") || !strings.Contains(got, "## v0.2.0\n\n### 💡 Enhancements 💡\n\n- `pkg/masking`: faster (#9)\n\n## v0.1.0") {
 		t.Errorf("release section not in place of Unreleased:\n%s", got)
 	}
-	if _, err := update(got, "v0.2.0", entries); err == nil {
+	if _, err := update(got, "v0.2.0", entries, false); err == nil {
 		t.Error("a second v0.2.0 section was accepted")
 	}
-	if _, err := update(old, "v0.3.0", nil); err == nil {
+	if _, err := update(old, "v0.3.0", nil, false); err == nil {
 		t.Error("a release without entries was accepted")
+	}
+}
+
+func TestUpdateRefusesToDropAHandWrittenEntry(t *testing.T) {
+	entries := []Entry{{ChangeType: "bug_fix", Component: "exporter/svc", Note: "a fix", Issues: []int{3}}}
+	old := changelogHead + "## Unreleased\n\n### 🧰 Bug fixes 🧰\n\n- `exporter/svc`: a fix (#3)\n- `svcscore`: written by hand (#7)\n\n## v0.1.0\n\n- released\n"
+	_, err := update(old, unreleased, entries, false)
+	if err == nil || !strings.Contains(err.Error(), "- `svcscore`: written by hand (#7)") {
+		t.Fatalf("error %v does not name the hand-written entry", err)
+	}
+	got, err := update(old, unreleased, entries, true)
+	if err != nil || strings.Contains(got, "written by hand") {
+		t.Errorf("-force kept the hand-written entry or failed (%v):\n%s", err, got)
 	}
 }
 
