@@ -33,6 +33,9 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 all: build
 
+# `make test` runs all of `make lint` first (this line adds it before the prerequisites below).
+test: lint
+
 $(OCB):
 	mkdir -p $(TOOLS_DIR)
 	GOBIN=$(TOOLS_DIR) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
@@ -93,6 +96,7 @@ fmt-check:
 
 vet:
 	for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
+	$(GO) vet ./tools/...
 
 ## versions: every core module at one core release, every contrib module at one contrib release, in
 ## every go.mod, the ocb manifests and OCB_VERSION; the exceptions the module proxy forces, with their
@@ -102,6 +106,7 @@ versions:
 
 unit-test:
 	for m in $(MODULES); do (cd $$m && $(GO) test $(UNIT_TEST_FLAGS) ./...); done
+	$(GO) test $(UNIT_TEST_FLAGS) ./tools/...
 
 ## e2e-test: the built binary against the local svc platform (testbed/e2e, including the short
 ## fault tests), the load-run machinery on a small run (testbed/bench), and the configs the
@@ -171,7 +176,55 @@ image: build
 image-test: image
 	cd testbed && SVC_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test $(GO_TEST_FLAGS) -v -run 'TestImage' ./image/...
 
-lint: fmt-check vet versions
+.PHONY: refs staticcheck generate-check tidy-check tidy
+## lint: gofmt, vet, one release per module family, references to files in the repository,
+## staticcheck, the changelog entries, generated files current, every go.mod tidy.
+lint: fmt-check vet versions staticcheck chlog-validate generate-check tidy-check
+
+## refs: every file and docs/ section that a comment or document cites is in the repository.
+refs:
+	.ci/check-refs.sh
+
+# staticcheck 2026.2.2 (v0.8.2) builds with Go 1.26; installed into .tools/ like ocb, outside the
+# workspace so that its dependencies do not touch the modules'. Default checks, none disabled.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK         := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)
+$(STATICCHECK):
+	mkdir -p $(TOOLS_DIR)/staticcheck-build
+	cd / && GOWORK=off GOBIN=$(TOOLS_DIR)/staticcheck-build $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(TOOLS_DIR)/staticcheck-build/staticcheck $@
+
+staticcheck: $(STATICCHECK)
+	for m in $(MODULES); do (cd $$m && $(STATICCHECK) ./...); done
+	$(STATICCHECK) ./tools/...
+
+## generate-check: `make generate` would leave no diff (mdatagen run on a copy of each component).
+generate-check:
+	.ci/check-generate.sh $(COMPONENTS)
+
+## tidy-check: every go.mod and go.sum is tidy, each module on its own (GOWORK=off: as a user who
+## adds one module to an ocb build resolves it). tidy: make them so.
+tidy-check:
+	for m in . $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy -diff >/dev/null) || { echo "$$m/go.mod is not tidy: run make tidy"; exit 1; }; done
+
+tidy:
+	for m in . $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy); done
 
 clean:
 	rm -rf $(BUILD_DIR) bin
+
+## chlog-new: a new changelog entry, .chloggen/$(NAME).yaml, from the template (CONTRIBUTING.md).
+## chlog-validate: every .chloggen entry is well formed.
+## chlog-update: render the .chloggen entries into CHANGELOG.md: as `## Unreleased`, or with
+## VERSION=vX.Y.Z as that release (the entries' files are then deleted).
+.PHONY: chlog-new chlog-validate chlog-update
+chlog-new:
+	@[ -n "$(NAME)" ] || { echo "usage: make chlog-new NAME=short-name"; exit 1; }
+	@[ ! -e .chloggen/$(NAME).yaml ] || { echo ".chloggen/$(NAME).yaml exists"; exit 1; }
+	cp .chloggen/TEMPLATE.yaml .chloggen/$(NAME).yaml
+
+chlog-validate:
+	$(GO) run ./tools/chlog validate
+
+chlog-update:
+	$(GO) run ./tools/chlog update $(if $(VERSION),-version $(VERSION)) $(if $(FORCE),-force)

@@ -11,6 +11,7 @@ require (
 )
 
 require (
+	github.com/google/jsonschema-go v0.4.3 // indirect
 	go.opentelemetry.io/collector/connector v0.164.0 // indirect
 	go.opentelemetry.io/collector/connector/xconnector v0.164.0 // indirect
 	go.opentelemetry.io/collector/consumer/consumererror v0.164.0 // indirect
