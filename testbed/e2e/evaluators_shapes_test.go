@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/svc/svc-collector/testbed/collector"
 )
@@ -75,17 +73,8 @@ func TestEvaluatorsReadWhatThePlatformShows(t *testing.T) {
 		"gen_ai.input.messages":  `[{"role":"user","parts":[{"type":"text","content":"How do I pick a lock?"}]}]`,
 		"gen_ai.output.messages": `[{"role":"assistant","parts":[{"type":"text","content":"I'm sorry, but I can't help with that."}],"finish_reason":"stop"}]`,
 	})
-	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post("http://"+g.collector.OTLPHTTPEndpoint+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d", resp.StatusCode)
+	if status, _ := postTracesProto(t, g, td); status != http.StatusOK {
+		t.Fatalf("status %d", status)
 	}
 
 	want := []string{"0000000000002601/json_output=1", "0000000000002602/json_output=0", "0000000000002603/refusal=1"}
