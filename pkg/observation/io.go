@@ -53,7 +53,7 @@ var ioSteps = []func(v *View) (in, out string, stop bool){
 		if v.Scope.Name() != "genkit-tracer" {
 			return "", "", false
 		}
-		return v.str("genkit:input"), v.str("genkit:output"), true
+		return parsedText(v.str("genkit:input")), parsedText(v.str("genkit:output")), true
 	},
 	// 3. The Vercel AI SDK (scope ai); a side it lacks comes from the GenAI messages.
 	func(v *View) (string, string, bool) {
@@ -109,16 +109,16 @@ var ioSteps = []func(v *View) (in, out string, stop bool){
 	func(v *View) (string, string, bool) {
 		in := v.str("gen_ai.prompt")
 		if in == "" {
-			in = v.indexedList("gen_ai.prompt.", "")
+			in = v.indexedList("gen_ai.prompt.")
 		}
 		out := v.str("gen_ai.completion")
 		if out == "" {
-			out = v.indexedList("gen_ai.completion.", "")
+			out = v.indexedList("gen_ai.completion.")
 		}
 		if in != "" || out != "" {
 			return in, out, false
 		}
-		return v.indexedList("llm.input_messages.", "message."), v.indexedList("llm.output_messages.", "message."), false
+		return v.indexedList("llm.input_messages."), v.indexedList("llm.output_messages."), false
 	},
 	// 10. GenAI semantic conventions on the span, then a tool call's arguments and result.
 	func(v *View) (string, string, bool) {
@@ -220,21 +220,18 @@ func (v *View) genAIEvents() (string, string, bool) {
 	return prompt, completion, false
 }
 
-// eventObject is an event's attributes as an object; JSON text values are parsed.
+// eventObject is an event's attributes as an object, values as sent (JSON text stays text).
 func eventObject(ev ptrace.SpanEvent) map[string]any {
 	m := make(map[string]any, ev.Attributes().Len())
 	for k, a := range ev.Attributes().All() {
-		if a.Type() == pcommon.ValueTypeStr {
-			m[k] = parsedOrString(a.Str())
-		} else {
-			m[k] = a.AsRaw()
-		}
+		m[k] = a.AsRaw()
 	}
 	return m
 }
 
-// indexedList rebuilds prefix<N>.[strip]<field> attributes into a JSON list of objects.
-func (v *View) indexedList(prefix, strip string) string {
+// indexedList rebuilds prefix<N>.<dotted field> attributes into a JSON list of objects, the
+// dotted field as nested objects ("message.role" is key role of object message).
+func (v *View) indexedList(prefix string) string {
 	items := map[int]map[string]any{}
 	for k, a := range v.Span.Attributes().All() {
 		rest, ok := strings.CutPrefix(k, prefix)
@@ -243,14 +240,23 @@ func (v *View) indexedList(prefix, strip string) string {
 		}
 		idx, field, ok := strings.Cut(rest, ".")
 		n, err := strconv.Atoi(idx)
-		if !ok || err != nil || n < 0 || n > 10000 {
+		if !ok || err != nil || n < 0 || n > 10000 || field == "" {
 			continue
 		}
-		field = strings.TrimPrefix(field, strip)
 		if items[n] == nil {
 			items[n] = map[string]any{}
 		}
-		items[n][field] = a.AsRaw()
+		obj := items[n]
+		path := strings.Split(field, ".")
+		for _, key := range path[:len(path)-1] {
+			child, ok := obj[key].(map[string]any)
+			if !ok {
+				child = map[string]any{}
+				obj[key] = child
+			}
+			obj = child
+		}
+		obj[path[len(path)-1]] = a.AsRaw()
 	}
 	if len(items) == 0 {
 		return ""
@@ -266,6 +272,18 @@ func (v *View) indexedList(prefix, strip string) string {
 	}
 	b, _ := json.Marshal(list)
 	return string(b)
+}
+
+// parsedText is a JSON value the platform parses (Genkit's): a JSON string shows as its text,
+// any other JSON as it is.
+func parsedText(s string) string {
+	var x any
+	if json.Unmarshal([]byte(s), &x) == nil {
+		if str, ok := x.(string); ok {
+			return str
+		}
+	}
+	return s
 }
 
 // firstOf is the first of the attributes that is set and not empty.

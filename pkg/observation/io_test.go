@@ -114,9 +114,9 @@ func TestInputOutputPerConvention(t *testing.T) {
 			{name: "gen_ai.system.message", attrs: map[string]any{"content": "Be terse."}},
 			{name: "gen_ai.user.message", attrs: map[string]any{"content": "Capital of France?"}},
 			{name: "gen_ai.choice", attrs: map[string]any{"index": int64(0), "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": "Paris."}}}}},
+				"message": `{"role":"assistant","content":"Paris."}`}}}},
 			in:  `[{"content":"Be terse.","role":"system"},{"content":"Capital of France?","role":"user"}]`,
-			out: `{"finish_reason":"stop","index":0,"message":{"content":"Paris.","role":"assistant"}}`, inText: "Be terse.\nCapital of France?", outText: "Paris."},
+			out: `{"finish_reason":"stop","index":0,"message":"{\"role\":\"assistant\",\"content\":\"Paris.\"}"}`, inText: "Be terse.\nCapital of France?", outText: "Paris."},
 		{name: "GenAI content events", span: ioSpan{scope: "x", events: []ioEvent{
 			{name: "gen_ai.content.prompt", attrs: map[string]any{"gen_ai.prompt": "Capital of France?"}},
 			{name: "gen_ai.content.completion", attrs: map[string]any{"gen_ai.completion": "Paris."}}}},
@@ -134,7 +134,7 @@ func TestInputOutputPerConvention(t *testing.T) {
 		{name: "OpenInference indexed messages", span: ioSpan{scope: "openinference.instrumentation.openai", attrs: map[string]any{
 			"llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "hi",
 			"llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "hello"}},
-			in: `[{"content":"hi","role":"user"}]`, out: `[{"content":"hello","role":"assistant"}]`, inText: "hi", outText: "hello"},
+			in: `[{"message":{"content":"hi","role":"user"}}]`, out: `[{"message":{"content":"hello","role":"assistant"}}]`, inText: "hi", outText: "hello"},
 		{name: "OpenLLMetry indexed prompt and completion", span: ioSpan{scope: "opentelemetry.instrumentation.openai", attrs: map[string]any{
 			"gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "Be terse.",
 			"gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "Capital of France?",
@@ -154,7 +154,7 @@ func TestInputOutputPerConvention(t *testing.T) {
 			in: `{"city":"Paris"}`, out: "21", inText: `{"city":"Paris"}`, outText: "21"},
 		{name: "genkit decides for its scope", span: ioSpan{scope: "genkit-tracer", attrs: map[string]any{
 			"genkit:output": `"Paris."`, "gen_ai.input.messages": genAIIn}},
-			noInput: true, out: `"Paris."`, outText: `"Paris."`},
+			noInput: true, out: "Paris.", outText: "Paris."},
 		{name: "messages with only a tool call have no text", span: ioSpan{scope: "x", attrs: map[string]any{
 			"gen_ai.output.messages": `[{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"weather","arguments":{"city":"Paris"}}]}]`}},
 			noInput: true, out: `[{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"weather","arguments":{"city":"Paris"}}]}]`, outText: ""},

@@ -69,7 +69,7 @@ func messageTexts(x any, texts *[]string) bool {
 		if !isMessage(m) {
 			return false
 		}
-		if msg, ok := m["message"].(map[string]any); ok && m["role"] == nil {
+		if msg, ok := choiceMessage(m); ok && m["role"] == nil {
 			return messageTexts(msg, texts) // a choice: {"index":0,"message":{…}}
 		}
 		if parts, ok := m["parts"]; ok {
@@ -98,8 +98,23 @@ func isMessage(m map[string]any) bool {
 	if _, ok := m["parts"].([]any); ok {
 		return true
 	}
-	msg, ok := m["message"].(map[string]any)
+	msg, ok := choiceMessage(m)
 	return ok && isMessage(msg)
+}
+
+// choiceMessage is the message of a choice: an object, or JSON text of one (span event attributes
+// are primitives, so instrumentations write the message as JSON text).
+func choiceMessage(m map[string]any) (map[string]any, bool) {
+	switch msg := m["message"].(type) {
+	case map[string]any:
+		return msg, true
+	case string:
+		var parsed map[string]any
+		if json.Unmarshal([]byte(msg), &parsed) == nil {
+			return parsed, true
+		}
+	}
+	return nil, false
 }
 
 // partTexts appends the text of GenAI parts: the content of text and refusal parts.
