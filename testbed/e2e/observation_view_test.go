@@ -117,10 +117,10 @@ func TestEvaluatorsReadTheInputAndOutputThePlatformShows(t *testing.T) {
 			o, v := obs[0], views[tid.String()]
 			in, _ := v.Input()
 			out, _ := v.Output()
-			if !sameValue(derefOrEmpty(o.Input), in) {
+			if !sameRawValue(derefOrEmpty(o.Input), in) {
 				t.Errorf("input: platform %q, evaluators %q", derefOrEmpty(o.Input), in)
 			}
-			if !sameValue(derefOrEmpty(o.Output), out) {
+			if !sameRawValue(derefOrEmpty(o.Output), out) {
 				t.Errorf("output: platform %q, evaluators %q", derefOrEmpty(o.Output), out)
 			}
 			if o.Type != v.Type() || o.Name != v.Name() || derefOrEmpty(o.Model) != v.Model() {
@@ -130,8 +130,8 @@ func TestEvaluatorsReadTheInputAndOutputThePlatformShows(t *testing.T) {
 	}
 }
 
-// sameValue compares two raw values as JSON when both are JSON, else as text.
-func sameValue(a, b string) bool {
+// sameRawValue compares two raw values as JSON when both are JSON, else as text.
+func sameRawValue(a, b string) bool {
 	var x, y any
 	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
 		return a == b
