@@ -74,8 +74,9 @@ func TestThirdPartyMetadataArrivesAsSent(t *testing.T) {
 		"temperature": 0.25,
 		"tags":        []any{"a", "b"},
 		"contact":     "[EMAIL]",
-		// The bare JSON object, flattened per key into raw OTLP values (a map of typed values).
-		"plan": map[string]any{"tier": "gold", "seats": float64(3), "trial": false},
+		// The bare JSON object reaches the platform as sent; the platform parses it, and its
+		// storage flattens nested objects to dotted keys (needs the platform of issue 26).
+		"plan.tier": "gold", "plan.seats": float64(3), "plan.trial": false,
 	})
 	assertMetadata(t, "trace metadata", obs[0].TraceMetadata, map[string]any{
 		"tenant": "acme",

@@ -34,6 +34,11 @@ func (p *Platform) handleTraces(w http.ResponseWriter, r *http.Request, x *excha
 		p.reject(w, x, errorf(http.StatusBadRequest, "malformed OTLP %s payload: %v", mt, err))
 		return
 	}
+	if key := x.fault.RefuseSpansWithAttribute; key != "" && holdsSpanWith(req.Traces(), key) {
+		x.record.Fault = "refuseSpansWithAttribute"
+		p.reject(w, x, errorf(http.StatusBadRequest, "Invalid request data: a span has the attribute %q (testbed fault); no spans were ingested", key))
+		return
+	}
 
 	d := observationsFrom(req.Traces(), x.record.SDKName, x.record.SDKVersion, time.Now().UTC(), p.opts.StatsOnly)
 	d.arrived = arrived
