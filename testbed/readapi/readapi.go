@@ -72,6 +72,30 @@ func (c Client) Observations(ctx context.Context, traceID, fields string) ([]Obs
 	return out, err
 }
 
+// AllObservationFields are every field group of ObservationV2 (SPEC.md 2.3).
+const AllObservationFields = "core,basic,time,io,metadata,model,usage,prompt,metrics,trace_context"
+
+// ObservationRecords returns the observations of a trace as the API writes them, every field
+// (AllObservationFields when fields is empty) as a generic JSON value: for comparing platforms
+// field by field.
+func (c Client) ObservationRecords(ctx context.Context, traceID, fields string) ([]map[string]any, error) {
+	if fields == "" {
+		fields = AllObservationFields
+	}
+	var out []map[string]any
+	err := c.get(ctx, "/api/public/v2/observations", url.Values{
+		"traceId": {traceID}, "fields": {fields}, "limit": {"1000"},
+	}, &out)
+	return out, err
+}
+
+// Trace returns the trace record of GET /api/public/traces/{traceId} as a generic JSON value.
+func (c Client) Trace(ctx context.Context, traceID string) (map[string]any, error) {
+	var out map[string]any
+	err := c.getJSON(ctx, "/api/public/traces/"+url.PathEscape(traceID), nil, &out)
+	return out, err
+}
+
 // Scores returns the scores that match query (traceId, id, name, ...).
 func (c Client) Scores(ctx context.Context, query url.Values) ([]Score, error) {
 	q := url.Values{"limit": {"100"}}
@@ -85,6 +109,14 @@ func (c Client) Scores(ctx context.Context, query url.Values) ([]Score, error) {
 
 // get GETs path with the project's Basic credentials and decodes the answer's `data` into out.
 func (c Client) get(ctx context.Context, path string, query url.Values, out any) error {
+	page := struct {
+		Data any `json:"data"`
+	}{Data: out}
+	return c.getJSON(ctx, path, query, &page)
+}
+
+// getJSON GETs path with the project's Basic credentials and decodes the answer into out.
+func (c Client) getJSON(ctx context.Context, path string, query url.Values, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+path+"?"+query.Encode(), nil)
 	if err != nil {
 		return err
@@ -102,10 +134,7 @@ func (c Client) get(ctx context.Context, path string, query url.Values, out any)
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: HTTP %d", path, resp.StatusCode)
 	}
-	page := struct {
-		Data any `json:"data"`
-	}{Data: out}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("GET %s: %w", path, err)
 	}
 	return nil
