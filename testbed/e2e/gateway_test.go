@@ -40,7 +40,7 @@ func TestDeliversGenAISpansOfAnAgentTrace(t *testing.T) {
 	g.waitForSpans(t, len(sent.GenAISpans))
 
 	traceID := hex.EncodeToString(sent.TraceID[:])
-	obs := g.observations(t, traceID)
+	obs := withSpanNames(g.observations(t, traceID), sent.GenAISpans)
 	byName := map[string]readapi.Observation{}
 	for _, o := range obs {
 		byName[o.Name] = o

@@ -1,0 +1,613 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/svc/svc-collector/testbed/platform"
+	"github.com/svc/svc-collector/testbed/readapi"
+	"github.com/svc/svc-collector/testbed/workload"
+)
+
+// What users see in the platform, direct against through the gateway (docs/platform-view.md).
+// Every instrumentation case sends the same client traffic twice: once straight to a local
+// platform's OTLP endpoint (Basic auth), once through the gateway (the built binary with the
+// shipped distribution/config.yaml) to a second local platform. The two platforms' records are
+// compared field by field through their read APIs: every field must be equal, or differ in one
+// of the ways the gateway exists for (viewDifferences, the table of docs/platform-view.md).
+
+// viewTarget is where a case sends: an OTLP/HTTP traces endpoint, the headers it needs, and what
+// makes the two runs of a case send the same records: the id seed and the base time of its spans.
+type viewTarget struct {
+	endpoint string // full URL of the OTLP/HTTP traces endpoint
+	headers  map[string]string
+	seed     uint64
+	base     time.Time
+}
+
+// viewTraffic is what a case sent.
+type viewTraffic struct {
+	traceIDs []string
+	spans    int // spans sent
+	plain    int // of which ordinary (non-GenAI) spans, which the gateway does not forward
+	// legacyTraceIO are the values sent as svc.trace.input / svc.trace.output.
+	legacyTraceIO []string
+	// logContent: the case sends content as log events, which only the gateway joins.
+	logContent bool
+}
+
+// viewCase is one instrumentation: a function that sends its client traffic to an OTLP
+// endpoint. A case in another language (the Node libraries of testbed/instrumentation) is a
+// function that runs its program with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / _HEADERS set from the
+// target and makes its ids and times depend only on target.seed and target.base.
+type viewCase struct {
+	name string
+	send func(t *testing.T, to viewTarget) viewTraffic
+}
+
+// The documented differences: the only ways the gateway's records may differ from a direct
+// export's (docs/platform-view.md has the same table).
+const (
+	diffEqual      = "equal"
+	diffMasked     = "masked personal data"
+	diffJoined     = "content joined from log events"
+	diffReparented = "parents of spans whose ancestors were dropped"
+	diffLegacyIO   = "root input/output from legacy trace IO"
+	diffPromoted   = "metadata promoted from other conventions, beside the originals"
+	diffFiltered   = "ordinary (non-GenAI) spans not forwarded"
+	diffOtherwise  = "differing otherwise"
+)
+
+var viewDifferences = []string{diffMasked, diffJoined, diffReparented, diffLegacyIO, diffPromoted, diffFiltered}
+
+// viewEmail is the personal data the clients send; the default config masks it.
+const viewEmail = "jane.doe@example.com"
+
+func TestPlatformViewDirectAndThroughTheGateway(t *testing.T) {
+	direct := startPlatform(t, "")
+	g := startGateway(t, gatewayOptions{})
+	directRead := readapi.Client{BaseURL: direct.URL(), PublicKey: testPublicKey, SecretKey: testSecretKey}
+	gatewayRead := g.readAPI()
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(testPublicKey+":"+testSecretKey))
+	base := time.Now().UTC().Truncate(time.Second).Add(-time.Minute)
+
+	sentDirect, sentGateway := 0, 0
+	for i, c := range viewCases() {
+		t.Run(c.name, func(t *testing.T) {
+			seed := uint64(i+1) * 1_000_003
+			caseBase := base.Add(time.Duration(i) * time.Second)
+			d := c.send(t, viewTarget{endpoint: direct.URL() + platform.PathTraces, headers: map[string]string{"Authorization": basic},
+				seed: seed, base: caseBase})
+			gw := c.send(t, viewTarget{endpoint: "http://" + g.collector.OTLPHTTPEndpoint + "/v1/traces", seed: seed, base: caseBase})
+			if !reflect.DeepEqual(d.traceIDs, gw.traceIDs) {
+				t.Fatalf("the two runs sent different traces: %v and %v", d.traceIDs, gw.traceIDs)
+			}
+			sentDirect += d.spans
+			sentGateway += gw.spans - gw.plain
+			waitSpans(t, "direct platform", direct, sentDirect)
+			waitSpans(t, "gateway's platform", g.platform, sentGateway)
+
+			cmp := comparison{traffic: gw}
+			for _, traceID := range d.traceIDs {
+				cmp.trace(t, traceID, directRead, gatewayRead)
+			}
+			t.Logf("\n%s", cmp.table(c.name))
+			for _, r := range cmp.results {
+				if r.class == diffOtherwise {
+					t.Errorf("%s: direct %s, through the gateway %s", r.path, show(r.direct), show(r.gateway))
+				}
+			}
+		})
+	}
+}
+
+func waitSpans(t *testing.T, what string, p *platform.Platform, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := p.WaitForSpans(ctx, n); err != nil {
+		t.Fatalf("%s: %v (stats %+v)", what, err, p.Stats())
+	}
+}
+
+// viewCases are every instrumentation shape we test: the six of workload.Shapes, and the svc
+// SDK's old and new majors. (The real Node libraries of testbed/instrumentation are added as
+// cases of the same kind: see docs/platform-view.md.)
+func viewCases() []viewCase {
+	var cases []viewCase
+	for _, s := range workload.Shapes {
+		cases = append(cases, viewCase{name: s.Name, send: shapeTraffic(s)})
+	}
+	return append(cases,
+		viewCase{name: "svc-sdk-js-v5", send: svcSDKTraffic("nodejs", "5.4.0", false)},
+		viewCase{name: "svc-sdk-python-v4", send: svcSDKTraffic("python", "4.3.0", false)},
+		viewCase{name: "svc-sdk-js-v6", send: svcSDKTraffic("nodejs", "6.1.0", true)},
+	)
+}
+
+// viewCall is the LLM call every case records.
+func viewCall() workload.LLMCall {
+	return workload.LLMCall{
+		Model: "gpt-4o", Provider: "openai",
+		System: "You are a support agent.", Prompt: "Where is my order? Reach me at " + viewEmail + ".",
+		Answer: "It ships tomorrow.", InputTokens: 42, OutputTokens: 7,
+		Metadata: []attribute.KeyValue{
+			attribute.String("userId", "user-42"), attribute.String("sessionId", "session-7"),
+			attribute.StringSlice("tags", []string{"checkout", "beta"}),
+			attribute.String("team", "search"), attribute.Int("attempt", 2), attribute.Bool("cached", false),
+		},
+	}
+}
+
+// shapeTraffic sends, as an application instrumented with the shape would: an HTTP request span
+// (ordinary) with the LLM call under it and a tool call under that; and one LLM call alone.
+func shapeTraffic(shape workload.Shape) func(t *testing.T, to viewTarget) viewTraffic {
+	return func(t *testing.T, to viewTarget) viewTraffic {
+		lang := shape.SDKLanguage
+		if lang == "" {
+			lang = "go"
+		}
+		tp := viewProvider(t, to, "view-"+shape.Name, lang)
+		call := viewCall()
+		at := func(ms int) trace.SpanEventOption {
+			return trace.WithTimestamp(to.base.Add(time.Duration(ms) * time.Millisecond))
+		}
+		llmTracer := tp.Tracer(shape.Scope, trace.WithInstrumentationVersion(shape.ScopeVersion))
+		llmSpan := func(ctx context.Context, start int) (context.Context, trace.Span) {
+			ctx, s := llmTracer.Start(ctx, "chat "+call.Model, at(start), trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(shape.Attributes(call)...))
+			for i, e := range shape.Events(call) {
+				s.AddEvent(e.Name, trace.WithAttributes(e.Attrs...), trace.WithTimestamp(to.base.Add(time.Duration(start+i+1)*time.Millisecond)))
+			}
+			return ctx, s
+		}
+
+		ctx, root := tp.Tracer(workload.ScopeHTTPServer).Start(context.Background(), "POST /chat", at(0),
+			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attribute.String("http.request.method", "POST"), attribute.String("url.path", "/chat")))
+		lctx, llm := llmSpan(ctx, 10)
+		_, tool := llmTracer.Start(lctx, "execute_tool lookup_order", at(20), trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", "lookup_order"),
+			attribute.String("gen_ai.tool.call.id", "call_1"), attribute.String("gen_ai.tool.call.arguments", `{"order":"A-1"}`),
+			attribute.String("gen_ai.tool.call.result", `{"status":"shipped"}`)))
+		tool.End(at(30))
+		llm.End(at(40))
+		root.End(at(50))
+		_, alone := llmSpan(context.Background(), 100)
+		alone.End(at(140))
+		flush(t, tp)
+		return viewTraffic{traceIDs: []string{traceHex(root), traceHex(alone)}, spans: 4, plain: 1}
+	}
+}
+
+// svcSDKTraffic sends as the svc SDK would: an agent observation with a generation under it,
+// trace attributes propagated to both. The new majors JSON-encode metadata values; the old ones
+// send them as they are and set trace IO on a child (setTraceIO, removed in the new majors).
+func svcSDKTraffic(language, version string, newMajor bool) func(t *testing.T, to viewTarget) viewTraffic {
+	return func(t *testing.T, to viewTarget) viewTraffic {
+		tp := viewProvider(t, to, "view-svc-sdk-"+language, language)
+		tracer := tp.Tracer("svc-sdk", trace.WithInstrumentationVersion(version))
+		at := func(ms int) trace.SpanEventOption {
+			return trace.WithTimestamp(to.base.Add(time.Duration(ms) * time.Millisecond))
+		}
+		meta := func(prefix string, kvs ...attribute.KeyValue) []attribute.KeyValue {
+			var out []attribute.KeyValue
+			for _, kv := range kvs {
+				v := kv.Value
+				if newMajor {
+					b, _ := json.Marshal(v.AsInterface())
+					v = attribute.StringValue(string(b))
+				}
+				out = append(out, attribute.KeyValue{Key: attribute.Key(prefix + string(kv.Key)), Value: v})
+			}
+			return out
+		}
+		propagated := append([]attribute.KeyValue{
+			attribute.String("user.id", "user-42"), attribute.String("session.id", "session-7"),
+			attribute.StringSlice("svc.trace.tags", []string{"checkout", "beta"}), attribute.String("svc.trace.name", "support-run"),
+		}, meta("svc.trace.metadata.", attribute.String("tenant", "acme"))...)
+		question := "Where is my order? Reach me at " + viewEmail + "."
+
+		rootAttrs := append([]attribute.KeyValue{
+			attribute.String("svc.observation.type", "agent"),
+			attribute.String("svc.observation.input", `{"question":`+jsonString(question)+`}`),
+			attribute.String("svc.observation.output", `{"answer":"It ships tomorrow."}`),
+		}, propagated...)
+		rootAttrs = append(rootAttrs, meta("svc.observation.metadata.", attribute.String("team", "search"), attribute.Int("attempt", 2))...)
+		ctx, root := tracer.Start(context.Background(), "support-agent", at(0), trace.WithAttributes(rootAttrs...))
+
+		genAttrs := append([]attribute.KeyValue{
+			attribute.String("svc.observation.type", "generation"),
+			attribute.String("svc.observation.model.name", "gpt-4o"),
+			attribute.String("svc.observation.model.parameters", `{"temperature":0.2,"max_tokens":256}`),
+			attribute.String("svc.observation.usage_details", `{"input":42,"output":7,"total":49}`),
+			attribute.String("svc.observation.input", `[{"role":"user","content":`+jsonString(question)+`}]`),
+			attribute.String("svc.observation.output", `{"role":"assistant","content":"It ships tomorrow."}`),
+			attribute.String("svc.observation.completion_start_time", jsonString(to.base.Add(15*time.Millisecond).Format(time.RFC3339Nano))),
+			attribute.String("svc.observation.prompt.name", "support"), attribute.Int("svc.observation.prompt.version", 3),
+		}, propagated...)
+		genAttrs = append(genAttrs, meta("svc.observation.metadata.", attribute.Bool("cached", false), attribute.String("contact", viewEmail))...)
+		var legacy []string
+		if !newMajor {
+			legacy = []string{`{"question":"where is my order?"}`, `{"answer":"tomorrow"}`}
+			genAttrs = append(genAttrs, attribute.String("svc.trace.input", legacy[0]), attribute.String("svc.trace.output", legacy[1]))
+		}
+		_, gen := tracer.Start(ctx, "llm-call", at(10), trace.WithAttributes(genAttrs...))
+		gen.End(at(40))
+		root.End(at(50))
+		flush(t, tp)
+		return viewTraffic{traceIDs: []string{traceHex(root)}, spans: 2, legacyTraceIO: legacy}
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func traceHex(s trace.Span) string {
+	id := s.SpanContext().TraceID()
+	return hex.EncodeToString(id[:])
+}
+
+// viewProvider is an OpenTelemetry SDK exporting to the target over OTLP/HTTP, with ids drawn
+// from the target's seed.
+func viewProvider(t *testing.T, to viewTarget, service, language string) *sdktrace.TracerProvider {
+	t.Helper()
+	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(to.endpoint), otlptracehttp.WithHeaders(to.headers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(service), semconv.TelemetrySDKLanguageKey.String(language))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithIDGenerator(newSeededIDs(to.seed)),
+		sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(time.Hour)))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return tp
+}
+
+// seededIDs gives the same trace and span ids for the same seed: both runs of a case send the
+// same ids, so that records pair up.
+type seededIDs struct {
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func newSeededIDs(seed uint64) *seededIDs {
+	return &seededIDs{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+func (g *seededIDs) NewIDs(context.Context) (trace.TraceID, trace.SpanID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var tid trace.TraceID
+	binary.BigEndian.PutUint64(tid[:8], g.rng.Uint64())
+	binary.BigEndian.PutUint64(tid[8:], g.rng.Uint64())
+	return tid, g.spanIDLocked()
+}
+
+func (g *seededIDs) NewSpanID(context.Context, trace.TraceID) trace.SpanID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.spanIDLocked()
+}
+
+func (g *seededIDs) spanIDLocked() trace.SpanID {
+	var sid trace.SpanID
+	binary.BigEndian.PutUint64(sid[:], g.rng.Uint64()|1)
+	return sid
+}
+
+// comparison holds the field results of one case.
+type comparison struct {
+	traffic viewTraffic
+	results []fieldResult
+}
+
+type fieldResult struct {
+	path            string
+	class           string
+	direct, gateway any
+}
+
+// trace compares one trace: its observations by id, field by field (metadata key by key), then
+// its trace record.
+func (c *comparison) trace(t *testing.T, traceID string, direct, gateway readapi.Client) {
+	t.Helper()
+	ctx := context.Background()
+	dObs, err := direct.ObservationRecords(ctx, traceID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gObs, err := gateway.ObservationRecords(ctx, traceID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dByID, gByID := byID(dObs), byID(gObs)
+	// The direct trace's root is not forwarded: the gateway's trace has another root, whose
+	// fields make the trace's (name, input and output, metadata).
+	rerooted := false
+	for _, o := range dObs {
+		if o["parentObservationId"] == nil && gByID[o["id"].(string)] == nil {
+			rerooted = true
+		}
+	}
+	for _, d := range dObs {
+		id := d["id"].(string)
+		where := fmt.Sprintf("trace %s observation %q", traceID[:8], d["name"])
+		g := gByID[id]
+		if g == nil {
+			class := diffOtherwise
+			if ordinarySpan(d) {
+				class = diffFiltered
+			}
+			c.add(where, class, d["name"], nil)
+			continue
+		}
+		for _, key := range unionKeys(d, g) {
+			switch key {
+			case "createdAt":
+				continue // arrival time
+			case "metadata", "traceMetadata":
+				// An observation's own metadata does not depend on which span is the root.
+				c.compareMaps(where+" "+key, asMap(d[key]), asMap(g[key]), d, false)
+				continue
+			}
+			path := where + " " + key
+			dv, gv := d[key], g[key]
+			class := c.classify(dv, gv)
+			switch {
+			case class != diffOtherwise:
+			case key == "parentObservationId" && gv == nearestKept(dByID, gByID, dv):
+				class = diffReparented
+			case key == "traceName" && rerooted:
+				class = diffReparented
+			case (key == "input" || key == "output") && isEmpty(dv) && c.traffic.logContent:
+				class = diffJoined
+			case (key == "input" || key == "output") && isEmpty(dv) && c.isLegacyIO(gv):
+				class = diffLegacyIO
+			}
+			c.add(path, class, dv, gv)
+		}
+	}
+	for _, g := range gObs {
+		if dByID[g["id"].(string)] == nil {
+			c.add(fmt.Sprintf("trace %s observation %q", traceID[:8], g["name"]), diffOtherwise, nil, g["name"])
+		}
+	}
+
+	dTrace, err := direct.Trace(ctx, traceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gTrace, err := gateway.Trace(ctx, traceID)
+	if err != nil {
+		t.Fatalf("trace %s through the gateway: %v", traceID, err)
+	}
+	where := fmt.Sprintf("trace %s", traceID[:8])
+	for _, key := range unionKeys(dTrace, gTrace) {
+		dv, gv := dTrace[key], gTrace[key]
+		if key == "metadata" {
+			c.compareMaps(where+" metadata", asMap(dv), asMap(gv), dTrace, rerooted)
+			continue
+		}
+		class := c.classify(dv, gv)
+		switch {
+		case class != diffOtherwise:
+		case rerooted && (key == "name" || key == "input" || key == "output" || key == "timestamp" || key == "environment" ||
+			key == "release" || key == "version"):
+			class = diffReparented
+		case (key == "input" || key == "output") && c.isLegacyIO(gv):
+			class = diffLegacyIO
+		}
+		c.add(where+" "+key, class, dv, gv)
+	}
+}
+
+// compareMaps compares metadata key by key. from is the direct record, where a promoted key's
+// original is looked for; rerooted says every key may come from another root (the trace record
+// of a trace whose root was not forwarded: its LLM-only sibling trace checks the same keys
+// strictly).
+func (c *comparison) compareMaps(where string, d, g, from map[string]any, rerooted bool) {
+	for _, key := range unionKeys(d, g) {
+		dv, gv := d[key], g[key]
+		class := c.classify(dv, gv)
+		switch {
+		case class != diffOtherwise:
+		case dv == nil && key == "attributes.svc.original_parent_span_id":
+			class = diffReparented
+		case dv == nil && c.promotedFrom(from, key, gv):
+			class = diffPromoted
+		case rerooted:
+			class = diffReparented
+		}
+		c.add(where+"."+key, class, dv, gv)
+	}
+}
+
+// classify is equal, masked or otherwise (the caller knows the other documented differences).
+func (c *comparison) classify(dv, gv any) string {
+	if reflect.DeepEqual(dv, gv) {
+		return diffEqual
+	}
+	if dv != nil && gv != nil && strings.Contains(show(dv), viewEmail) && maskedText(show(dv)) == show(gv) {
+		return diffMasked
+	}
+	return diffOtherwise
+}
+
+// promotedFrom: the direct record holds the same value (or its masked form) under another
+// convention's name for key: a field or nested key whose last name is key (or, for tags, the
+// trace's tags), at any depth, lists compared as sets.
+func (c *comparison) promotedFrom(from map[string]any, key string, gv any) bool {
+	found := false
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			for k, child := range m {
+				walk(prefix+"."+k, child)
+			}
+		}
+		last := prefix[strings.LastIndex(prefix, ".")+1:]
+		if (last == key || strings.EqualFold(strings.TrimPrefix(last, "trace"), key)) && sameValue(v, gv) {
+			found = true
+		}
+	}
+	for k, v := range from {
+		walk(k, v)
+	}
+	return found
+}
+
+// sameValue: equal, equal once masked, or lists with the same elements.
+func sameValue(dv, gv any) bool {
+	if reflect.DeepEqual(dv, gv) || maskedText(show(dv)) == show(gv) {
+		return true
+	}
+	dl, ok1 := dv.([]any)
+	gl, ok2 := gv.([]any)
+	if !ok1 || !ok2 || len(dl) != len(gl) {
+		return false
+	}
+	ds, gs := make([]string, len(dl)), make([]string, len(gl))
+	for i := range dl {
+		ds[i], gs[i] = show(dl[i]), show(gl[i])
+	}
+	sort.Strings(ds)
+	sort.Strings(gs)
+	return reflect.DeepEqual(ds, gs)
+}
+
+func (c *comparison) isLegacyIO(v any) bool {
+	s, _ := v.(string)
+	for _, l := range c.traffic.legacyTraceIO {
+		if s == l {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *comparison) add(path, class string, dv, gv any) {
+	c.results = append(c.results, fieldResult{path: path, class: class, direct: dv, gateway: gv})
+}
+
+// table is the case's summary: fields equal, differing as documented (by row), differing otherwise.
+func (c *comparison) table(name string) string {
+	counts := map[string]int{}
+	for _, r := range c.results {
+		counts[r.class]++
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "platform view of %s: %d fields compared\n", name, len(c.results))
+	fmt.Fprintf(&b, "  %-66s %4d\n", "fields equal", counts[diffEqual])
+	documented := 0
+	for _, d := range viewDifferences {
+		documented += counts[d]
+	}
+	fmt.Fprintf(&b, "  %-66s %4d\n", "differing as documented", documented)
+	for _, d := range viewDifferences {
+		if counts[d] > 0 {
+			fmt.Fprintf(&b, "    %-64s %4d\n", d, counts[d])
+		}
+	}
+	fmt.Fprintf(&b, "  %-66s %4d\n", "differing otherwise (must be none)", counts[diffOtherwise])
+	for _, r := range c.results {
+		if r.class == diffOtherwise || (os.Getenv("SVC_VIEW_ALL") != "" && r.class != diffEqual) {
+			fmt.Fprintf(&b, "    [%s] %s: direct %s, gateway %s\n", r.class, r.path, show(r.direct), show(r.gateway))
+		}
+	}
+	return b.String()
+}
+
+// nearestKept is the nearest ancestor (through the direct records) of a parent id that the
+// gateway's platform holds; nil when none is (the span became a root).
+func nearestKept(direct, gateway map[string]map[string]any, parent any) any {
+	for parent != nil {
+		id, _ := parent.(string)
+		if gateway[id] != nil {
+			return id
+		}
+		p := direct[id]
+		if p == nil {
+			return nil
+		}
+		parent = p["parentObservationId"]
+	}
+	return nil
+}
+
+// ordinarySpan: an observation without anything GenAI, as the span filter judges it.
+func ordinarySpan(o map[string]any) bool {
+	md := asMap(o["metadata"])
+	if name, _ := md["scope.name"].(string); name == "svc-sdk" || strings.HasPrefix(name, "svc-sdk.") {
+		return false
+	}
+	for k := range md {
+		if strings.HasPrefix(k, "attributes.gen_ai.") {
+			return false
+		}
+	}
+	return o["type"] == platform.TypeSpan
+}
+
+func byID(obs []map[string]any) map[string]map[string]any {
+	out := make(map[string]map[string]any, len(obs))
+	for _, o := range obs {
+		out[o["id"].(string)] = o
+	}
+	return out
+}
+
+func unionKeys(a, b map[string]any) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, m := range []map[string]any{a, b} {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func isEmpty(v any) bool { return v == nil || v == "" }
+
+func maskedText(s string) string { return strings.ReplaceAll(s, viewEmail, "[EMAIL]") }
+
+// show is a value as JSON text, for messages and for comparing masked values.
+func show(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
