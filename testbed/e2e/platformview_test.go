@@ -17,7 +17,10 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otellog "go.opentelemetry.io/otel/log"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
@@ -39,9 +42,12 @@ import (
 // makes the two runs of a case send the same records: the id seed and the base time of its spans.
 type viewTarget struct {
 	endpoint string // full URL of the OTLP/HTTP traces endpoint
-	headers  map[string]string
-	seed     uint64
-	base     time.Time
+	// logsEndpoint is the OTLP/HTTP logs endpoint, empty when the target takes no logs (the
+	// platform reads none).
+	logsEndpoint string
+	headers      map[string]string
+	seed         uint64
+	base         time.Time
 }
 
 // viewTraffic is what a case sent.
@@ -97,7 +103,8 @@ func TestPlatformViewDirectAndThroughTheGateway(t *testing.T) {
 			caseBase := base.Add(time.Duration(i) * time.Second)
 			d := c.send(t, viewTarget{endpoint: direct.URL() + platform.PathTraces, headers: map[string]string{"Authorization": basic},
 				seed: seed, base: caseBase})
-			gw := c.send(t, viewTarget{endpoint: "http://" + g.collector.OTLPHTTPEndpoint + "/v1/traces", seed: seed, base: caseBase})
+			gw := c.send(t, viewTarget{endpoint: "http://" + g.collector.OTLPHTTPEndpoint + "/v1/traces",
+				logsEndpoint: "http://" + g.collector.OTLPHTTPEndpoint + "/v1/logs", seed: seed, base: caseBase})
 			if !reflect.DeepEqual(d.traceIDs, gw.traceIDs) {
 				t.Fatalf("the two runs sent different traces: %v and %v", d.traceIDs, gw.traceIDs)
 			}
@@ -129,8 +136,8 @@ func waitSpans(t *testing.T, what string, p *platform.Platform, n int) {
 	}
 }
 
-// viewCases are every instrumentation shape we test: the six of workload.Shapes, and the svc
-// SDK's old and new majors. (The real Node libraries of testbed/instrumentation are added as
+// viewCases are every instrumentation shape we test: the six of workload.Shapes, content sent as
+// log events, and the svc SDK's old and new majors. (The real Node libraries of testbed/instrumentation are added as
 // cases of the same kind: see docs/platform-view.md.)
 func viewCases() []viewCase {
 	var cases []viewCase
@@ -138,6 +145,7 @@ func viewCases() []viewCase {
 		cases = append(cases, viewCase{name: s.Name, send: shapeTraffic(s)})
 	}
 	return append(cases,
+		viewCase{name: "genai-semconv-log-events", send: logContentTraffic},
 		viewCase{name: "svc-sdk-js-v5", send: svcSDKTraffic("nodejs", "5.4.0", false)},
 		viewCase{name: "svc-sdk-python-v4", send: svcSDKTraffic("python", "4.3.0", false)},
 		viewCase{name: "svc-sdk-js-v6", send: svcSDKTraffic("nodejs", "6.1.0", true)},
@@ -198,6 +206,41 @@ func shapeTraffic(shape workload.Shape) func(t *testing.T, to viewTarget) viewTr
 	}
 }
 
+// logContentTraffic sends as the OpenTelemetry JS openai instrumentation does: the chat span
+// without content, its messages and choice as log events (to a target that takes logs).
+func logContentTraffic(t *testing.T, to viewTarget) viewTraffic {
+	tp := viewProvider(t, to, "view-log-events", "nodejs")
+	at := func(ms int) trace.SpanEventOption {
+		return trace.WithTimestamp(to.base.Add(time.Duration(ms) * time.Millisecond))
+	}
+	ctx, span := tp.Tracer(scopeJSOpenAI, trace.WithInstrumentationVersion("0.5.0")).Start(context.Background(), "chat gpt-4o-mini", at(0),
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.system", "openai"),
+			attribute.String("gen_ai.request.model", "gpt-4o-mini"), attribute.String("gen_ai.response.model", "gpt-4o-mini-2024-07-18"),
+			attribute.Int("gen_ai.usage.input_tokens", 12), attribute.Int("gen_ai.usage.output_tokens", 9)))
+	if to.logsEndpoint != "" {
+		exp, err := otlploghttp.New(context.Background(), otlploghttp.WithEndpointURL(to.logsEndpoint))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewBatchProcessor(exp, sdklog.WithExportInterval(time.Hour))))
+		t.Cleanup(func() { _ = lp.Shutdown(context.Background()) })
+		logger := lp.Logger(scopeJSOpenAI)
+		for _, rec := range []otellog.Record{
+			olderEvent("gen_ai.user.message", true, attribute.MapValue(attribute.String("content", "Reset my password, my e-mail is "+viewEmail))),
+			olderEvent("gen_ai.choice", true, attribute.MapValue(attribute.String("finish_reason", "stop"), attribute.Int("index", 0),
+				attribute.Map("message", attribute.String("content", "I sent the reset link.")))),
+		} {
+			logger.Emit(ctx, rec)
+		}
+		flush(t, lp)
+		time.Sleep(time.Second) // the content waits at the gateway when the span arrives
+	}
+	span.End(at(30))
+	flush(t, tp)
+	return viewTraffic{traceIDs: []string{traceHex(span)}, spans: 1, logContent: true}
+}
+
 // svcSDKTraffic sends as the svc SDK would: an agent observation with a generation under it,
 // trace attributes propagated to both. The new majors JSON-encode metadata values; the old ones
 // send them as they are and set trace IO on a child (setTraceIO, removed in the new majors).
@@ -253,8 +296,21 @@ func svcSDKTraffic(language, version string, newMajor bool) func(t *testing.T, t
 		_, gen := tracer.Start(ctx, "llm-call", at(10), trace.WithAttributes(genAttrs...))
 		gen.End(at(40))
 		root.End(at(50))
+		traces := []string{traceHex(root)}
+		spans := 2
+		if !newMajor {
+			// setTraceIO on a root with no input or output of its own.
+			legacy = append(legacy, `{"ticket":"T-9"}`, `{"resolved":true}`)
+			_, io := tracer.Start(context.Background(), "triage", at(100), trace.WithAttributes(append([]attribute.KeyValue{
+				attribute.String("svc.observation.type", "span"),
+				attribute.String("svc.trace.input", legacy[2]), attribute.String("svc.trace.output", legacy[3]),
+			}, propagated...)...))
+			io.End(at(120))
+			traces = append(traces, traceHex(io))
+			spans++
+		}
 		flush(t, tp)
-		return viewTraffic{traceIDs: []string{traceHex(root)}, spans: 2, legacyTraceIO: legacy}
+		return viewTraffic{traceIDs: traces, spans: spans, legacyTraceIO: legacy}
 	}
 }
 
@@ -416,6 +472,8 @@ func (c *comparison) trace(t *testing.T, traceID string, direct, gateway readapi
 			class = diffReparented
 		case (key == "input" || key == "output") && c.isLegacyIO(gv):
 			class = diffLegacyIO
+		case (key == "input" || key == "output") && isEmpty(dv) && c.traffic.logContent:
+			class = diffJoined // a root's content is its trace's
 		}
 		c.add(where+" "+key, class, dv, gv)
 	}
