@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -26,6 +29,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/svc/svc-collector/testbed/collector"
 	"github.com/svc/svc-collector/testbed/platform"
 	"github.com/svc/svc-collector/testbed/readapi"
 	"github.com/svc/svc-collector/testbed/workload"
@@ -59,6 +63,10 @@ type viewTraffic struct {
 	legacyTraceIO []string
 	// logContent: the case sends content as log events, which only the gateway joins.
 	logContent bool
+	// byStructure: the case's ids and times are its own (a real library's program), so records
+	// pair up by trace order and, within a trace, by name and start order; times and whatever
+	// differs between two direct runs are not compared.
+	byStructure bool
 }
 
 // viewCase is one instrumentation: a function that sends its client traffic to an OTLP
@@ -81,6 +89,8 @@ const (
 	diffPromoted   = "metadata promoted from other conventions, beside the originals"
 	diffFiltered   = "ordinary (non-GenAI) spans not forwarded"
 	diffOtherwise  = "differing otherwise"
+	// diffVaries: differs between two direct runs of the same program too (not compared).
+	diffVaries = "differing between two direct runs too (not compared)"
 )
 
 var viewDifferences = []string{diffMasked, diffJoined, diffReparented, diffLegacyIO, diffPromoted, diffFiltered}
@@ -97,25 +107,63 @@ func TestPlatformViewDirectAndThroughTheGateway(t *testing.T) {
 	base := time.Now().UTC().Truncate(time.Second).Add(-time.Minute)
 
 	sentDirect, sentGateway := 0, 0
-	for i, c := range viewCases() {
+	for i, c := range append(viewCases(), nodeViewCases(t)...) {
 		t.Run(c.name, func(t *testing.T) {
 			seed := uint64(i+1) * 1_000_003
 			caseBase := base.Add(time.Duration(i) * time.Second)
-			d := c.send(t, viewTarget{endpoint: direct.URL() + platform.PathTraces, headers: map[string]string{"Authorization": basic},
-				seed: seed, base: caseBase})
+			directTarget := viewTarget{endpoint: direct.URL() + platform.PathTraces, headers: map[string]string{"Authorization": basic},
+				seed: seed, base: caseBase}
+			d := c.send(t, directTarget)
+			sentDirect += d.spans
+			waitSpans(t, "direct platform", direct, sentDirect)
+			var again viewTraffic // a second direct run says what differs from run to run
+			if d.byStructure {
+				again = c.send(t, directTarget)
+				sentDirect += again.spans
+				waitSpans(t, "direct platform", direct, sentDirect)
+			}
 			gw := c.send(t, viewTarget{endpoint: "http://" + g.collector.OTLPHTTPEndpoint + "/v1/traces",
 				logsEndpoint: "http://" + g.collector.OTLPHTTPEndpoint + "/v1/logs", seed: seed, base: caseBase})
-			if !reflect.DeepEqual(d.traceIDs, gw.traceIDs) {
+			if len(d.traceIDs) != len(gw.traceIDs) || (!d.byStructure && !reflect.DeepEqual(d.traceIDs, gw.traceIDs)) {
 				t.Fatalf("the two runs sent different traces: %v and %v", d.traceIDs, gw.traceIDs)
 			}
-			sentDirect += d.spans
-			sentGateway += gw.spans - gw.plain
-			waitSpans(t, "direct platform", direct, sentDirect)
-			waitSpans(t, "gateway's platform", g.platform, sentGateway)
+			if d.byStructure {
+				// Which of a program's spans go on is for the comparison to judge: wait until the
+				// gateway has delivered something of every call and then nothing more for a while.
+				sentGateway = waitQuiet(t, g.platform, sentGateway+len(gw.traceIDs))
+			} else {
+				sentGateway += gw.spans - gw.plain
+				waitSpans(t, "gateway's platform", g.platform, sentGateway)
+			}
 
 			cmp := comparison{traffic: gw}
-			for _, traceID := range d.traceIDs {
-				cmp.trace(t, traceID, directRead, gatewayRead)
+			var varies map[string]bool
+			if d.byStructure {
+				runs := comparison{traffic: d}
+				for n := range d.traceIDs {
+					first, second := alignedViews(readView(t, directRead, d.traceIDs[n]), readView(t, directRead, again.traceIDs[n]))
+					runs.trace(fmt.Sprintf("call %d", n+1), first, second)
+				}
+				varies = map[string]bool{}
+				for _, r := range runs.results {
+					if r.class != diffEqual {
+						varies[r.path] = true
+					}
+				}
+			}
+			for n, id := range d.traceIDs {
+				dv, gv := readView(t, directRead, id), readView(t, gatewayRead, gw.traceIDs[n])
+				if d.byStructure {
+					dv, gv = alignedViews(dv, gv)
+					cmp.trace(fmt.Sprintf("call %d", n+1), dv, gv)
+				} else {
+					cmp.trace("trace "+id[:8], dv, gv)
+				}
+			}
+			for i, r := range cmp.results {
+				if varies[r.path] && r.class != diffEqual {
+					cmp.results[i].class = diffVaries
+				}
 			}
 			t.Logf("\n%s", cmp.table(c.name))
 			for _, r := range cmp.results {
@@ -125,6 +173,22 @@ func TestPlatformViewDirectAndThroughTheGateway(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitQuiet waits for at least n spans on p, then until no more arrive for 3 seconds (the
+// gateway's content join holds a span up to its wait), and returns how many there are.
+func waitQuiet(t *testing.T, p *platform.Platform, n int) int {
+	t.Helper()
+	waitSpans(t, "gateway's platform", p, n)
+	last, since := p.Stats().UniqueSpans, time.Now()
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if now := p.Stats().UniqueSpans; now != last {
+			last, since = now, time.Now()
+		} else if time.Since(since) >= 3*time.Second {
+			break
+		}
+	}
+	return last
 }
 
 func waitSpans(t *testing.T, what string, p *platform.Platform, n int) {
@@ -150,6 +214,75 @@ func viewCases() []viewCase {
 		viewCase{name: "svc-sdk-python-v4", send: svcSDKTraffic("python", "4.3.0", false)},
 		viewCase{name: "svc-sdk-js-v6", send: svcSDKTraffic("nodejs", "6.1.0", true)},
 	)
+}
+
+// nodeViewCases are the real JavaScript libraries of testbed/instrumentation (issue 27), one
+// case per library, when their packages are installed (make instrumentation-deps); none
+// otherwise. SVC_INSTRUMENTATION_DIR points at another checkout's installed project.
+func nodeViewCases(t *testing.T) []viewCase {
+	dir := os.Getenv("SVC_INSTRUMENTATION_DIR")
+	if dir == "" {
+		dir = filepath.Join(collector.RepoRoot(), "testbed", "instrumentation")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
+		t.Logf("no real JavaScript libraries to compare: %s has no node_modules (make instrumentation-deps)", dir)
+		return nil
+	}
+	out, err := exec.Command("node", filepath.Join(dir, "run.mjs"), "list").Output()
+	if err != nil {
+		t.Fatalf("node run.mjs list: %v", err)
+	}
+	var cases []viewCase
+	for _, library := range strings.Fields(string(out)) {
+		cases = append(cases, viewCase{name: "node-" + library, send: nodeTraffic(dir, library)})
+	}
+	return cases
+}
+
+// nodeTraffic runs `node run.mjs <library>` with the standard OTLP environment pointing at the
+// target, and reads what it sent from its manifest. The platform takes no logs: a direct run
+// exports none.
+func nodeTraffic(dir, library string) func(t *testing.T, to viewTarget) viewTraffic {
+	return func(t *testing.T, to viewTarget) viewTraffic {
+		manifestPath := filepath.Join(t.TempDir(), "manifest.json")
+		cmd := exec.Command("node", "run.mjs", library, "--manifest", manifestPath)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+to.endpoint)
+		var headers []string
+		for k, v := range to.headers {
+			headers = append(headers, k+"="+v)
+		}
+		if len(headers) > 0 {
+			cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_HEADERS="+strings.Join(headers, ","))
+		}
+		if to.logsEndpoint != "" {
+			cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT="+to.logsEndpoint)
+		} else {
+			cmd.Env = append(cmd.Env, "OTEL_LOGS_EXPORTER=none")
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("node run.mjs %s: %v\n%s", library, err, out)
+		}
+		raw, err := os.ReadFile(manifestPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Calls []struct {
+				TraceID string `json:"traceId"`
+			} `json:"calls"`
+			Spans   []json.RawMessage `json:"spans"`
+			Records int               `json:"records"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		tr := viewTraffic{spans: len(m.Spans), byStructure: true, logContent: m.Records > 0}
+		for _, c := range m.Calls {
+			tr.traceIDs = append(tr.traceIDs, c.TraceID)
+		}
+		return tr
+	}
 }
 
 // viewCall is the LLM call every case records.
@@ -383,19 +516,91 @@ type fieldResult struct {
 	direct, gateway any
 }
 
+// traceView is one trace as a platform's read APIs return it.
+type traceView struct {
+	obs   []map[string]any
+	trace map[string]any
+}
+
+func readView(t *testing.T, c readapi.Client, traceID string) traceView {
+	t.Helper()
+	obs, err := c.ObservationRecords(context.Background(), traceID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := c.Trace(context.Background(), traceID)
+	if err != nil {
+		t.Fatalf("trace %s: %v", traceID, err)
+	}
+	return traceView{obs: obs, trace: tr}
+}
+
+// runTimes are the fields that depend on when a run happened.
+var runTimes = []string{"startTime", "endTime", "latency", "timeToFirstToken", "completionStartTime", "createdAt", "timestamp"}
+
+// alignedViews pairs the observations of two runs of a program whose ids and times are its own:
+// by name and start order. The second view's ids (and parents) are replaced by their partners'
+// in the first; times are left out of both.
+func alignedViews(d, g traceView) (traceView, traceView) {
+	key := func(obs []map[string]any) map[string]string {
+		sorted := append([]map[string]any(nil), obs...)
+		sort.SliceStable(sorted, func(i, j int) bool { return show(sorted[i]["startTime"]) < show(sorted[j]["startTime"]) })
+		seen := map[string]int{}
+		out := map[string]string{}
+		for _, o := range sorted {
+			name := show(o["name"])
+			seen[name]++
+			out[o["id"].(string)] = fmt.Sprintf("%s#%d", name, seen[name])
+		}
+		return out
+	}
+	dKeys, gKeys := key(d.obs), key(g.obs)
+	byKey := map[string]string{}
+	for id, k := range dKeys {
+		byKey[k] = id
+	}
+	strip := func(m map[string]any) map[string]any {
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			out[k] = v
+		}
+		for _, k := range runTimes {
+			delete(out, k)
+		}
+		return out
+	}
+	rekey := func(id any) any {
+		s, ok := id.(string)
+		if !ok {
+			return id
+		}
+		if partner, ok := byKey[gKeys[s]]; ok {
+			return partner
+		}
+		return "unpaired " + gKeys[s]
+	}
+	var dObs, gObs []map[string]any
+	traceID := d.trace["id"]
+	for _, o := range d.obs {
+		dObs = append(dObs, strip(o))
+	}
+	for _, o := range g.obs {
+		o = strip(o)
+		o["id"], o["traceId"] = rekey(o["id"]), traceID
+		if o["parentObservationId"] != nil {
+			o["parentObservationId"] = rekey(o["parentObservationId"])
+		}
+		gObs = append(gObs, o)
+	}
+	gTrace := strip(g.trace)
+	gTrace["id"] = traceID
+	return traceView{obs: dObs, trace: strip(d.trace)}, traceView{obs: gObs, trace: gTrace}
+}
+
 // trace compares one trace: its observations by id, field by field (metadata key by key), then
 // its trace record.
-func (c *comparison) trace(t *testing.T, traceID string, direct, gateway readapi.Client) {
-	t.Helper()
-	ctx := context.Background()
-	dObs, err := direct.ObservationRecords(ctx, traceID, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gObs, err := gateway.ObservationRecords(ctx, traceID, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+func (c *comparison) trace(label string, dv, gv traceView) {
+	dObs, gObs := dv.obs, gv.obs
 	dByID, gByID := byID(dObs), byID(gObs)
 	// The direct trace's root is not forwarded: the gateway's trace has another root, whose
 	// fields make the trace's (name, input and output, metadata).
@@ -407,7 +612,7 @@ func (c *comparison) trace(t *testing.T, traceID string, direct, gateway readapi
 	}
 	for _, d := range dObs {
 		id := d["id"].(string)
-		where := fmt.Sprintf("trace %s observation %q", traceID[:8], d["name"])
+		where := fmt.Sprintf("%s observation %q", label, d["name"])
 		g := gByID[id]
 		if g == nil {
 			class := diffOtherwise
@@ -445,19 +650,12 @@ func (c *comparison) trace(t *testing.T, traceID string, direct, gateway readapi
 	}
 	for _, g := range gObs {
 		if dByID[g["id"].(string)] == nil {
-			c.add(fmt.Sprintf("trace %s observation %q", traceID[:8], g["name"]), diffOtherwise, nil, g["name"])
+			c.add(fmt.Sprintf("%s observation %q", label, g["name"]), diffOtherwise, nil, g["name"])
 		}
 	}
 
-	dTrace, err := direct.Trace(ctx, traceID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gTrace, err := gateway.Trace(ctx, traceID)
-	if err != nil {
-		t.Fatalf("trace %s through the gateway: %v", traceID, err)
-	}
-	where := fmt.Sprintf("trace %s", traceID[:8])
+	dTrace, gTrace := dv.trace, gv.trace
+	where := label
 	for _, key := range unionKeys(dTrace, gTrace) {
 		dv, gv := dTrace[key], gTrace[key]
 		if key == "metadata" {
@@ -505,7 +703,7 @@ func (c *comparison) classify(dv, gv any) string {
 	if reflect.DeepEqual(dv, gv) {
 		return diffEqual
 	}
-	if dv != nil && gv != nil && strings.Contains(show(dv), viewEmail) && maskedText(show(dv)) == show(gv) {
+	if dv != nil && gv != nil && maskedForm(show(dv)).MatchString(show(gv)) {
 		return diffMasked
 	}
 	return diffOtherwise
@@ -586,6 +784,9 @@ func (c *comparison) table(name string) string {
 			fmt.Fprintf(&b, "    %-64s %4d\n", d, counts[d])
 		}
 	}
+	if counts[diffVaries] > 0 {
+		fmt.Fprintf(&b, "  %-66s %4d\n", diffVaries, counts[diffVaries])
+	}
 	fmt.Fprintf(&b, "  %-66s %4d\n", "differing otherwise (must be none)", counts[diffOtherwise])
 	for _, r := range c.results {
 		if r.class == diffOtherwise || (os.Getenv("SVC_VIEW_ALL") != "" && r.class != diffEqual) {
@@ -657,6 +858,28 @@ func asMap(v any) map[string]any {
 func isEmpty(v any) bool { return v == nil || v == "" }
 
 func maskedText(s string) string { return strings.ReplaceAll(s, viewEmail, "[EMAIL]") }
+
+// viewPII is the personal data the cases send (the Node programs send all of it), which the
+// shipped config masks.
+var viewPII = []string{viewEmail, "+44 20 7946 0958", "4111 1111 1111 1111", "DE89 3704 0044 0532 0130 00",
+	"sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"}
+
+// maskedForm matches the direct value with each piece of personal data it holds replaced by a
+// mask such as [EMAIL]; it matches nothing when the value holds none.
+func maskedForm(direct string) *regexp.Regexp {
+	pattern := regexp.QuoteMeta(direct)
+	found := false
+	for _, pii := range viewPII {
+		if q := regexp.QuoteMeta(pii); strings.Contains(pattern, q) {
+			pattern = strings.ReplaceAll(pattern, q, `\[[A-Z_]+\]`)
+			found = true
+		}
+	}
+	if !found {
+		return regexp.MustCompile(`^\b$`) // never matches
+	}
+	return regexp.MustCompile("^" + pattern + "$")
+}
 
 // show is a value as JSON text, for messages and for comparing masked values.
 func show(v any) string {
