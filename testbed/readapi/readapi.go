@@ -107,6 +107,14 @@ func (c Client) Scores(ctx context.Context, query url.Values) ([]Score, error) {
 	return out, err
 }
 
+// StatusError is an answer other than 200.
+type StatusError struct {
+	Path string
+	Code int
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("GET %s: HTTP %d", e.Path, e.Code) }
+
 // get GETs path with the project's Basic credentials and decodes the answer's `data` into out.
 func (c Client) get(ctx context.Context, path string, query url.Values, out any) error {
 	page := struct {
@@ -132,7 +140,7 @@ func (c Client) getJSON(ctx context.Context, path string, query url.Values, out 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: HTTP %d", path, resp.StatusCode)
+		return &StatusError{Path: path, Code: resp.StatusCode}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("GET %s: %w", path, err)
