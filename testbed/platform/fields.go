@@ -331,19 +331,8 @@ func cost(sp spanView) map[string]float64 {
 		return out
 	}
 	for _, key := range []string{"gen_ai.usage.cost", "llm.cost.total"} {
-		if v, ok := sp.attrs.Get(key); ok {
-			var f float64
-			switch v.Type() {
-			case pcommon.ValueTypeDouble:
-				f = v.Double()
-			case pcommon.ValueTypeInt:
-				f = float64(v.Int())
-			default:
-				continue
-			}
-			if f >= 0 {
-				return map[string]float64{"total": f}
-			}
+		if f, ok := numberAttr(sp.attrs, key); ok && f >= 0 {
+			return map[string]float64{"total": f}
 		}
 	}
 	return nil
@@ -366,16 +355,7 @@ func completionStart(sp spanView) *time.Time {
 		}
 	}
 	for _, key := range []string{"ai.response.msToFirstChunk", "ai.stream.msToFirstChunk"} {
-		if v, ok := sp.attrs.Get(key); ok {
-			var ms float64
-			switch v.Type() {
-			case pcommon.ValueTypeDouble:
-				ms = v.Double()
-			case pcommon.ValueTypeInt:
-				ms = float64(v.Int())
-			default:
-				continue
-			}
+		if ms, ok := numberAttr(sp.attrs, key); ok {
 			t := sp.span.StartTimestamp().AsTime().UTC().Add(time.Duration(ms * float64(time.Millisecond)))
 			return &t
 		}
@@ -404,4 +384,19 @@ func prompt(sp spanView) (name string, version any) {
 		}
 	}
 	return "", nil
+}
+
+// numberAttr is an int or double attribute as a number.
+func numberAttr(attrs pcommon.Map, name string) (float64, bool) {
+	v, ok := attrs.Get(name)
+	if !ok {
+		return 0, false
+	}
+	switch v.Type() {
+	case pcommon.ValueTypeDouble:
+		return v.Double(), true
+	case pcommon.ValueTypeInt:
+		return float64(v.Int()), true
+	}
+	return 0, false
 }
