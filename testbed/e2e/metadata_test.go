@@ -19,7 +19,7 @@ import (
 )
 
 // Tests of the svcmetadata processor in the built distribution (issues 4 and 16): metadata reaches
-// the platform in the encoding the platform decodes for that span (SPEC.md 9.2.2, DESIGN.md 2.3),
+// the platform in the encoding the platform decodes for that span (docs/contract.md §5.3),
 // and the default config's masking keeps e-mail addresses away from it.
 
 const e2eEmail = "jane.doe@example.com"
@@ -75,7 +75,7 @@ func TestThirdPartyMetadataArrivesAsSent(t *testing.T) {
 		"tags":        []any{"a", "b"},
 		"contact":     "[EMAIL]",
 		// The bare JSON object: the platform parses the blob and stores nested objects flattened
-		// to dotted keys, so a direct export shows these three keys (PLATFORM.md §3).
+		// to dotted keys, so a direct export shows these three keys (docs/contract.md §5.2).
 		"plan.tier": "gold", "plan.seats": float64(3), "plan.trial": false,
 	})
 	assertMetadata(t, "trace metadata", obs[0].TraceMetadata, map[string]any{
@@ -202,7 +202,7 @@ func TestMetadataEncodingFollowsThePlatformRule(t *testing.T) {
 
 // assertMetadata compares metadata read back through the API with want, values and JSON types.
 // The keys the platform adds to every observation's metadata (attributes, resourceAttributes,
-// scope: PLATFORM.md §3) are left out of the count.
+// scope: docs/contract.md §5.2) are left out of the count.
 func assertMetadata(t *testing.T, what string, got, want map[string]any) {
 	t.Helper()
 	for key, w := range want {

@@ -72,7 +72,7 @@ func firstTruthy(attrs pcommon.Map, names ...string) (pcommon.Value, bool) {
 }
 
 // plainValue is an attribute as the platform's decoder gives it to JavaScript: string, number,
-// bool, list; a kvlist or bytes value is the JSON text of its OTLP wrapper (PLATFORM.md §3).
+// bool, list; a kvlist or bytes value is the JSON text of its OTLP wrapper (docs/contract.md §5.2).
 func plainValue(v pcommon.Value) any {
 	switch v.Type() {
 	case pcommon.ValueTypeStr:

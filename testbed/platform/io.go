@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// Input and output (PLATFORM.md §2): the first step that yields either side returns both. Values
+// Input and output (docs/contract.md §14.1): the first step that yields either side returns both. Values
 // are kept as sent (a JSON string stays a string) unless a step parses them. Steps not modelled:
 // 4 (@flue/opentelemetry), and of step 8 the gcp.vertex.agent.*, lk.* and logfire `events` keys.
 

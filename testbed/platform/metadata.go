@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// Metadata, as PLATFORM.md §3 states it. These names and rules are spelled here on purpose: the
+// Metadata, as docs/contract.md §5.2 states it. These names and rules are spelled here on purpose: the
 // stand-in must not take them from the gateway, or a gateway bug would be confirmed by its own code.
 
 const (

@@ -6,7 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Observation is one stored span, as the platform shows it (PLATFORM.md §2, §3, §5). Maps are
+// Observation is one stored span, as the platform shows it (docs/contract.md §14.1, §5.2, §14.3). Maps are
 // shared with the store: read them, do not modify them.
 type Observation struct {
 	ID                  string // span id: hex of the bytes (protobuf), the string as sent (JSON)
@@ -67,7 +67,7 @@ type delivery struct {
 	observations []Observation // empty in StatsOnly mode
 	traceEvents  []traceEvent  // by position of keys; empty in StatsOnly mode
 	// dropped are spans the platform accepted (200) and then dropped alone: an empty id, or an
-	// observation its schema refuses (PLATFORM.md §1).
+	// observation its schema refuses (docs/contract.md §3).
 	dropped []DroppedSpan
 	// arrived is when the request's body had been read: the first arrival of its new spans.
 	arrived time.Time
@@ -124,7 +124,7 @@ func observationsFrom(td ptrace.Traces, ids []spanIDs, sdkName, sdkVersion strin
 	return d
 }
 
-// records builds one span's observation and trace event, field by field (PLATFORM.md §2-§6), and
+// records builds one span's observation and trace event, field by field (docs/contract.md §14), and
 // says why the legacy path's schema would drop the observation after the 200 ("" when it passes).
 func records(sp spanView, id spanIDs) (Observation, traceEvent, string) {
 	span := sp.span

@@ -73,7 +73,7 @@ func TestObservationFields(t *testing.T) {
 	}
 }
 
-// The platform has no SDK-name or SDK-version branch in metadata decoding (PLATFORM.md §3): the
+// The platform has no SDK-name or SDK-version branch in metadata decoding (docs/contract.md §5.2): the
 // same attributes read back the same from every sender; JSON-looking values are parsed on read.
 func TestMetadataHasNoSDKBranch(t *testing.T) {
 	attrs := map[string]any{

@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// Observation types the platform assigns (PLATFORM.md §5).
+// Observation types the platform assigns (docs/contract.md §14.3).
 const (
 	TypeSpan       = "SPAN"
 	TypeGeneration = "GENERATION"

@@ -195,7 +195,7 @@ type Stats struct {
 	UniqueSpans             int `json:"uniqueSpans"`
 	DuplicateSpanDeliveries int `json:"duplicateSpanDeliveries"`
 	// SpansRejected counts spans the platform answered 200 for and then dropped alone: an empty
-	// trace or span id, or an observation its schema refuses (PLATFORM.md §1; see Dropped).
+	// trace or span id, or an observation its schema refuses (docs/contract.md §3; see Dropped).
 	SpansRejected int `json:"spansRejected"`
 	// DuplicatedSpans maps "traceId/spanId" of every span delivered more than once to its
 	// delivery count.
@@ -288,8 +288,8 @@ func (p *Platform) WaitUntil(ctx context.Context, cond func() bool) error {
 	}
 }
 
-// Trace returns the trace record of a trace id, merged from its spans' trace events (PLATFORM.md
-// §4); false when no span of the trace is stored.
+// Trace returns the trace record of a trace id, merged from its spans' trace events (docs/contract.md
+// §14.2); false when no span of the trace is stored.
 func (p *Platform) Trace(traceID string) (Trace, bool) {
 	s := p.store
 	s.mu.Lock()

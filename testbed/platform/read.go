@@ -24,7 +24,7 @@ func (p *Platform) handleHealth(w http.ResponseWriter, _ *http.Request, _ *excha
 // request names none.
 const DefaultObservationFields = "core,basic"
 
-// observationGroups render the field groups of ObservationV2 (SPEC.md 2.3); see README.md for
+// observationGroups render the field groups of ObservationV2 (docs/contract.md §13); see README.md for
 // the table. "otel" is the testbed's own group: what arrived on the wire.
 var observationGroups = map[string]func(p *Platform, o *Observation, out map[string]any){
 	"core": func(_ *Platform, o *Observation, out map[string]any) {
@@ -284,7 +284,7 @@ func orEmptyList(l []string) []string {
 	return l
 }
 
-// handleTraceRead is GET /api/public/traces/{traceId}: the trace record (PLATFORM.md §4), 404
+// handleTraceRead is GET /api/public/traces/{traceId}: the trace record (docs/contract.md §14.2), 404
 // when no span of the trace is stored.
 func (p *Platform) handleTraceRead(w http.ResponseWriter, r *http.Request, x *exchange) {
 	id := strings.TrimPrefix(r.URL.Path, PathTraceRead)

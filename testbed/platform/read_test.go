@@ -26,7 +26,7 @@ func readPlatform(t *testing.T) *Platform {
 		}},
 		testSpan{traceID: 1, spanID: 3, parent: 1, name: "tool", attrs: map[string]any{"session.id": "s-1", "svc.observation.type": "tool"}},
 	)
-	// A third-party span: the same metadata rules (PLATFORM.md §3 has no SDK branch).
+	// A third-party span: the same metadata rules (docs/contract.md §5.2 has no SDK branch).
 	sendSpans(t, p, testResource{scopeName: "my-app"}, testSpan{traceID: 2, spanID: 9, name: "other", attrs: map[string]any{
 		"session.id": "s-2", "svc.observation.metadata.env": `"prod"`, "svc.observation.metadata.count": int64(7),
 		"svc.observation.metadata.plan": map[string]any{"seats": int64(3)},

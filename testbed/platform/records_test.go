@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Table-driven tests of the field rules of PLATFORM.md §2-§5, each on one span built in memory.
+// Table-driven tests of the field rules of docs/contract.md §14 and §5.2, each on one span built in memory.
 
 // spanIn is one span for records(): its attributes, resource, scope and events.
 type spanIn struct {

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// Trace is a trace record as the platform shows it (PLATFORM.md §4): the merge of the trace
+// Trace is a trace record as the platform shows it (docs/contract.md §14.2): the merge of the trace
 // events its spans produced, by span start.
 type Trace struct {
 	ID        string         `json:"id"`

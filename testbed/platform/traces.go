@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
 
-// handleTraces is POST /api/public/otel/v1/traces, checked in the platform's order (PLATFORM.md
-// §1): content type, decoding, the structure of every span (one malformed span rejects the whole
+// handleTraces is POST /api/public/otel/v1/traces, checked in the platform's order (docs/contract.md
+// §3): content type, decoding, the structure of every span (one malformed span rejects the whole
 // export with 400), the ingestion version header. Then 200 with a JSON body, to protobuf clients
 // too, and no partial success: a span with an empty id, or an observation the schema refuses, is
 // dropped alone after the 200 (Stats.SpansDropped, p.Dropped).

@@ -97,7 +97,7 @@ func TestTracesIngestionVersionHeader(t *testing.T) {
 	}
 }
 
-// Any id passes the door (PLATFORM.md §1): an all-zero id is an id like another; an empty id gets
+// Any id passes the door (docs/contract.md §3): an all-zero id is an id like another; an empty id gets
 // the observation dropped alone after the 200; a missing JSON id rejects the whole request.
 func TestTracesIDs(t *testing.T) {
 	zeroSpan := func(traceID, spanID []byte, name string) *tracepb.Span {

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// spanIDs are a span's ids as the platform reads them (PLATFORM.md §2, §6): the lowercase hex of
+// spanIDs are a span's ids as the platform reads them (docs/contract.md §14.1, §14.4): the lowercase hex of
 // protobuf bytes (empty bytes give ""), or the JSON string as sent, case kept.
 type spanIDs struct {
 	traceID, spanID, parentID string
