@@ -34,11 +34,8 @@ func protoSpanIDs(body []byte) ([]spanIDs, error) {
 	return out, nil
 }
 
-// jsonRequest is OTLP/JSON as the platform's route reads it: camelCase only, every list checked
-// to be an array.
-type jsonRequest struct {
-	ResourceSpans json.RawMessage `json:"resourceSpans"`
-}
+// OTLP/JSON is read as the platform's route reads it: camelCase only (no resourceSpans: an empty
+// request), every list checked to be an array.
 
 // jsonSpanIDs validates the structure of an OTLP/JSON request as the platform does (a failure
 // rejects the whole export) and reads its span ids. empty is true when resourceSpans is missing or
