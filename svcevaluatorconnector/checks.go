@@ -18,8 +18,12 @@ import (
 
 func latency(v *observation.View) (float64, bool) { return v.Latency(), true }
 
+// The checks on input and output read the text of the messages (observation.View.OutputText),
+// not the JSON that carries them: a refusal inside gen_ai.output.messages starts with its words,
+// and a Vercel AI SDK generation's JSON answer is checked as the model wrote it.
+
 func outputLength(v *observation.View) (float64, bool) {
-	out, ok := v.Output()
+	out, ok := v.OutputText()
 	return float64(utf8.RuneCountInString(out)), ok
 }
 
@@ -28,7 +32,7 @@ func outputLength(v *observation.View) (float64, bool) {
 // reading the rest of a long output.
 func boundedOutputLength(limit int) func(v *observation.View) (float64, bool) {
 	return func(v *observation.View) (float64, bool) {
-		out, ok := v.Output()
+		out, ok := v.OutputText()
 		if !ok {
 			return 0, false
 		}
@@ -56,7 +60,7 @@ func errorStatus(v *observation.View) (bool, bool) {
 }
 
 func validJSONOutput(v *observation.View) (bool, bool) {
-	out, ok := v.Output()
+	out, ok := v.OutputText()
 	if !ok {
 		return false, false
 	}
@@ -118,7 +122,7 @@ func compileJSONSchema(text string) (*jsonschema.Resolved, error) {
 // conformingJSONOutput holds when the output is valid JSON that conforms to schema.
 func conformingJSONOutput(schema *jsonschema.Resolved) func(*observation.View) (bool, bool) {
 	return func(v *observation.View) (bool, bool) {
-		out, ok := v.Output()
+		out, ok := v.OutputText()
 		if !ok {
 			return false, false
 		}

@@ -243,16 +243,16 @@ func (c CheckConfig) compile(ev *evaluator) error {
 		predicate("json_output", validJSONOutput)
 	}
 	if c.OutputMatches != "" {
-		errs = append(errs, pattern("output_matches", c.OutputMatches, (*observation.View).Output, true))
+		errs = append(errs, pattern("output_matches", c.OutputMatches, (*observation.View).OutputText, true))
 	}
 	if c.OutputNotMatches != "" {
-		errs = append(errs, pattern("output_not_matches", c.OutputNotMatches, (*observation.View).Output, false))
+		errs = append(errs, pattern("output_not_matches", c.OutputNotMatches, (*observation.View).OutputText, false))
 	}
 	if c.InputMatches != "" {
-		errs = append(errs, pattern("input_matches", c.InputMatches, (*observation.View).Input, true))
+		errs = append(errs, pattern("input_matches", c.InputMatches, (*observation.View).InputText, true))
 	}
 	if c.InputNotMatches != "" {
-		errs = append(errs, pattern("input_not_matches", c.InputNotMatches, (*observation.View).Input, false))
+		errs = append(errs, pattern("input_not_matches", c.InputNotMatches, (*observation.View).InputText, false))
 	}
 	if c.OutputLength != nil {
 		errs = append(errs, measure("output_length", c.OutputLength, outputLength))

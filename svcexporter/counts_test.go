@@ -25,7 +25,8 @@ type itemRules struct {
 	limit     int          // more items than this: 413
 	tooLarge  map[int]bool // a request holding one of these: 413, even alone
 	retryable map[int]bool // 503
-	refused   map[int]bool // 400, for good
+	refused   map[int]bool // 422, for good
+	malformed map[int]bool // 400: spans split on it, scores take it as refused for good
 }
 
 func (r itemRules) status(items []int) int {
@@ -36,6 +37,9 @@ func (r itemRules) status(items []int) int {
 		return http.StatusServiceUnavailable
 	}
 	if slices.ContainsFunc(items, func(i int) bool { return r.refused[i] }) {
+		return http.StatusUnprocessableEntity
+	}
+	if slices.ContainsFunc(items, func(i int) bool { return r.malformed[i] }) {
 		return http.StatusBadRequest
 	}
 	return http.StatusOK
@@ -90,6 +94,8 @@ var deliveryCases = []struct {
 		deliveryCounts{failedPermanent: 100, failedRetryable: 150}, deliveryCounts{failedRetryable: 250}},
 	{"nothing delivered", itemRules{retryable: set(0)},
 		deliveryCounts{failedRetryable: 250}, deliveryCounts{failedRetryable: 250}},
+	{"400: spans split, one malformed alone", itemRules{malformed: set(150)},
+		deliveryCounts{sent: 150, failedPermanent: 100}, deliveryCounts{sent: 249, failedPermanent: 1}},
 	{"413: split, one item too large alone", itemRules{limit: 40, tooLarge: set(33)},
 		deliveryCounts{sent: 249, failedPermanent: 1}, deliveryCounts{sent: 249, failedPermanent: 1}},
 	// Scores: [0,100) splits, [0,50) goes, [50,100) meets the 503. Spans: [0,31) and [31,62) go,
@@ -140,7 +146,8 @@ func TestSpansSentAndFailedCountEachSpan(t *testing.T) {
 			env := newTestEnv(t)
 			exp := startExporter(t, env, testConfig(p.srv.URL))
 			err := exp.pushTraces(context.Background(), makeTraces(1, 1, 250, 0))
-			assert.Equal(t, tt.spans.failedPermanent+tt.spans.failedRetryable > 0 && !tt.rules.onlyTooLarge(), err != nil, "error: %v", err)
+			onlyRefusedAlone := tt.rules.onlyTooLarge() || len(tt.rules.malformed) > 0 && len(tt.rules.retryable) == 0 && len(tt.rules.refused) == 0
+			assert.Equal(t, tt.spans.failedPermanent+tt.spans.failedRetryable > 0 && !onlyRefusedAlone, err != nil, "error: %v", err)
 			assert.Equal(t, tt.spans, readDeliveryCounts(t, env.telemetry, "spans"))
 		})
 	}

@@ -200,7 +200,8 @@ type response struct {
 
 // post sends body (compressed as contentEncoding says, "" for none) and returns the 2xx response, or an error classified for the exporterhelper:
 // retryable (network errors, 429, 5xx; with the Retry-After delay when the server gives one),
-// a *statusError with code 413 (the caller splits), or permanent (every other status).
+// a *statusError with code 413 (the caller splits), or permanent (every other status; the span
+// path also splits on a permanent 400).
 func (e *svcExporter) post(ctx context.Context, c requestCredentials, client *http.Client, url, contentType, contentEncoding string, body []byte) (response, error) {
 	req, err := e.newRequest(ctx, c, http.MethodPost, url, contentType, contentEncoding, body)
 	if err != nil {
@@ -336,7 +337,7 @@ const errorPermanentKey = "error.permanent"
 func (e *svcExporter) outcome(ctx context.Context, res deliveryResult, total int, what string,
 	sent, failed metric.Int64Counter, retryRest func(err error, from int) error,
 ) error {
-	dropped := res.permanentItems + len(res.tooLarge)
+	dropped := res.permanentItems + len(res.refusedAlone)
 	if delivered := res.undeliveredFrom - dropped; delivered > 0 {
 		sent.Add(ctx, int64(delivered))
 	}

@@ -41,13 +41,13 @@ func (e *svcExporter) pushScores(ctx context.Context, ld plog.Logs) error {
 
 	res := deliver(len(reqs), evenChunks(len(reqs), scorerecord.MaxBatchSize), func(r itemRange) error {
 		return e.sendScores(ctx, creds, reqs[r.lo:r.hi])
-	})
+	}, isTooLarge)
 	if res.splits > 0 {
 		e.telemetry.ExporterSvcRequestsSplit.Add(ctx, int64(res.splits))
 	}
-	if len(res.tooLarge) > 0 {
-		e.telemetry.ExporterSvcScoresDroppedTooLarge.Add(ctx, int64(len(res.tooLarge)))
-		for _, it := range res.tooLarge {
+	if len(res.refusedAlone) > 0 {
+		e.telemetry.ExporterSvcScoresDroppedTooLarge.Add(ctx, int64(len(res.refusedAlone)))
+		for _, it := range res.refusedAlone {
 			e.logger.Error("svc platform refused a score as too large even on its own; the score is dropped, the rest of its batch is delivered",
 				zap.String("score_id", reqs[it.index].ID),
 				zap.String("score_name", reqs[it.index].Name),

@@ -13,8 +13,9 @@ type itemRange struct{ lo, hi int }
 
 func (r itemRange) len() int { return r.hi - r.lo }
 
-// tooLargeItem is an item the platform refused with 413 even in a request of its own.
-type tooLargeItem struct {
+// refusedItem is an item the platform refused (413, or 400 where the caller splits on it) even in
+// a request of its own.
+type refusedItem struct {
 	index int
 	err   error
 }
@@ -27,21 +28,23 @@ type deliveryResult struct {
 	// the delivery ran to the end.
 	undeliveredFrom int
 	retryErr        error
-	// permanent holds the requests the platform refused for good (4xx other than 413 and 429),
-	// with the number of items each carried.
+	// permanent holds the requests the platform refused for good (4xx other than 429 and those
+	// the caller splits on), with the number of items each carried.
 	permanent      []error
 	permanentItems int
-	tooLarge       []tooLargeItem
-	splits         int
+	// refusedAlone are the items refused even in a request of their own.
+	refusedAlone []refusedItem
+	splits       int
 }
 
 // deliver sends the items of chunks (in order, covering [0, n) without gaps) through send.
-// A request the platform refuses as too large (413) is split in halves that are sent in its
-// place, recursively, so a 413 never loses more than the single items that are too large on
-// their own. Delivery stops at the first retryable error, so that a retry of
+// A request the platform refuses with an error splitOn holds for (413 too large; for spans also
+// 400, one malformed span refusing the whole request) is split in halves that are sent in its
+// place, recursively, so such an answer never loses more than the single items refused on their
+// own. Delivery stops at the first retryable error, so that a retry of
 // [undeliveredFrom, n) resends nothing the platform already has: requests go out left to
 // right, hence everything before the failed request has been handled.
-func deliver(n int, chunks []itemRange, send func(itemRange) error) deliveryResult {
+func deliver(n int, chunks []itemRange, send func(itemRange) error, splitOn func(error) bool) deliveryResult {
 	res := deliveryResult{undeliveredFrom: n}
 	// A stack, the next request on top.
 	pending := make([]itemRange, 0, len(chunks)+8)
@@ -54,9 +57,9 @@ func deliver(n int, chunks []itemRange, send func(itemRange) error) deliveryResu
 		err := send(r)
 		switch {
 		case err == nil:
-		case isTooLarge(err):
+		case splitOn(err):
 			if r.len() == 1 {
-				res.tooLarge = append(res.tooLarge, tooLargeItem{index: r.lo, err: err})
+				res.refusedAlone = append(res.refusedAlone, refusedItem{index: r.lo, err: err})
 				continue
 			}
 			mid := r.lo + r.len()/2
@@ -74,9 +77,17 @@ func deliver(n int, chunks []itemRange, send func(itemRange) error) deliveryResu
 	return res
 }
 
-func isTooLarge(err error) bool {
+func isTooLarge(err error) bool { return hasStatus(err, http.StatusRequestEntityTooLarge) }
+
+// isTooLargeOrMalformed holds for 413 and 400: the platform refuses a whole span request for one
+// span with a malformed id or structure, so halves find the spans it would accept.
+func isTooLargeOrMalformed(err error) bool {
+	return hasStatus(err, http.StatusRequestEntityTooLarge) || hasStatus(err, http.StatusBadRequest)
+}
+
+func hasStatus(err error, code int) bool {
 	var se *statusError
-	return errors.As(err, &se) && se.code == http.StatusRequestEntityTooLarge
+	return errors.As(err, &se) && se.code == code
 }
 
 // evenChunks cuts [0, n) into consecutive ranges of at most size items.

@@ -91,13 +91,13 @@ func TestDeliver(t *testing.T) {
 			res := deliver(tt.n, tt.chunks, func(r itemRange) error {
 				sent = append(sent, r)
 				return tt.answer(r)
-			})
+			}, isTooLarge)
 			assert.Equal(t, tt.wantSent, sent)
 			assert.Equal(t, tt.wantFrom, res.undeliveredFrom)
 			assert.Equal(t, tt.wantRetry, res.retryErr != nil)
 			assert.Equal(t, tt.wantPermItems, res.permanentItems)
 			var large []int
-			for _, it := range res.tooLarge {
+			for _, it := range res.refusedAlone {
 				large = append(large, it.index)
 			}
 			assert.Equal(t, tt.wantTooLarge, large)
@@ -112,4 +112,12 @@ func TestIsTooLarge(t *testing.T) {
 	assert.False(t, isTooLarge(&statusError{code: 400}))
 	assert.False(t, isTooLarge(consumererror.NewPermanent(errors.New("413"))))
 	assert.False(t, isTooLarge(nil))
+}
+
+func TestIsTooLargeOrMalformed(t *testing.T) {
+	assert.True(t, isTooLargeOrMalformed(&statusError{code: 413}))
+	assert.True(t, isTooLargeOrMalformed(consumererror.NewPermanent(&statusError{code: 400})))
+	assert.False(t, isTooLargeOrMalformed(consumererror.NewPermanent(&statusError{code: 401})))
+	assert.False(t, isTooLargeOrMalformed(&statusError{code: 500}))
+	assert.False(t, isTooLargeOrMalformed(nil))
 }

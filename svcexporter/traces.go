@@ -32,9 +32,11 @@ func (e *svcExporter) pushRequest(ctx context.Context, req xexporterhelper.Reque
 
 // pushSpans sends a span batch as one OTLP/protobuf request, its body as it was encoded (for the
 // persistent queue, or by an earlier attempt) when it was. When the platform answers 413 the
-// spans are split in halves and resent (see deliver); a span refused even alone is dropped and
-// logged with its trace and span id, and the rest is delivered. Only a 413 (or a compression
-// changed since it was queued) decodes a batch read from the persistent queue.
+// spans are split in halves and resent (see deliver), and so when it answers 400: the platform
+// refuses a whole request for one malformed span, so the halves deliver every span it accepts.
+// A span refused even alone is dropped, counted and logged with its trace and span id (never its
+// content), and the rest is delivered. Only a 413 or 400 (or a compression changed since it was
+// queued) decodes a batch read from the persistent queue.
 func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 	total := req.ItemsCount()
 	if total == 0 {
@@ -45,7 +47,7 @@ func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 		return err
 	}
 	var td ptrace.Traces
-	var refs []spanRef // only needed, and built, once the platform answers 413
+	var refs []spanRef // only needed, and built, once the platform answers 413 or 400
 	// unsendable is set when the batch cannot be encoded, or its queued body decoded, here. That
 	// happens before any part of the batch went out (the first request posts the whole batch,
 	// the halves of a 413 need the spans), so nothing of it was delivered.
@@ -70,20 +72,20 @@ func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 			refs = spanRefs(td)
 		}
 		return e.sendSpans(ctx, creds, tracesOf(td, refs[r.lo:r.hi]))
-	})
+	}, isTooLargeOrMalformed)
 	if res.splits > 0 {
 		e.telemetry.ExporterSvcRequestsSplit.Add(ctx, int64(res.splits))
 	}
 	if unsendable != nil {
 		return e.dropUnsendableSpans(ctx, total, unsendable)
 	}
-	if len(res.tooLarge) > 0 {
+	if len(res.refusedAlone) > 0 {
 		if refs == nil { // a batch of one span, refused whole
 			if td, err = req.traces(); err == nil {
 				refs = spanRefs(td)
 			}
 		}
-		e.dropTooLargeSpans(ctx, td, refs, res.tooLarge)
+		e.dropRefusedSpans(ctx, td, refs, res.refusedAlone)
 	}
 	return e.outcome(ctx, res, total, "spans", e.telemetry.ExporterSvcSentSpans, e.telemetry.ExporterSvcSendFailedSpans, func(err error, from int) error {
 		if from == 0 {
@@ -154,22 +156,34 @@ func (e *svcExporter) logPartialSuccess(ctx context.Context, c requestCredential
 		zap.String("message", e.serverMessage(c, "text/plain", []byte(ps.ErrorMessage()))))
 }
 
-func (e *svcExporter) dropTooLargeSpans(ctx context.Context, td ptrace.Traces, refs []spanRef, items []tooLargeItem) {
-	if len(items) == 0 {
-		return
-	}
-	e.telemetry.ExporterSvcSpansDroppedTooLarge.Add(ctx, int64(len(items)))
+// dropRefusedSpans counts and logs the spans the platform refused even in a request of their own:
+// by trace and span id and name, never with their attributes or content.
+func (e *svcExporter) dropRefusedSpans(ctx context.Context, td ptrace.Traces, refs []spanRef, items []refusedItem) {
+	var tooLarge, malformed int64
 	for _, it := range items {
+		reason := "as too large"
+		if isTooLarge(it.err) {
+			tooLarge++
+		} else {
+			malformed++
+			reason = "as malformed (400)"
+		}
 		if refs == nil { // the batch could not be decoded: no ids to log
-			e.logger.Error("svc platform refused a span as too large even on its own; the span is dropped", zap.Error(it.err))
+			e.logger.Error("svc platform refused a span "+reason+" even on its own; the span is dropped", zap.Error(it.err))
 			continue
 		}
 		span := spanAt(td, refs[it.index])
-		e.logger.Error("svc platform refused a span as too large even on its own; the span is dropped, the rest of its batch is delivered",
+		e.logger.Error("svc platform refused a span "+reason+" even on its own; the span is dropped, the rest of its batch is delivered",
 			zap.String("trace_id", span.TraceID().String()),
 			zap.String("span_id", span.SpanID().String()),
 			zap.String("span_name", span.Name()),
 			zap.Error(it.err))
+	}
+	if tooLarge > 0 {
+		e.telemetry.ExporterSvcSpansDroppedTooLarge.Add(ctx, tooLarge)
+	}
+	if malformed > 0 {
+		e.telemetry.ExporterSvcSpansRefusedInvalid.Add(ctx, malformed)
 	}
 }
 

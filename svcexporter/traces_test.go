@@ -5,7 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -231,6 +234,9 @@ func statusCases() []statusCase {
 func TestTracesResponses(t *testing.T) {
 	clearCompressionEnv(t)
 	for _, tt := range statusCases() {
+		if tt.status == http.StatusBadRequest {
+			continue // a span batch is split on 400: TestTraces400*
+		}
 		t.Run(tt.name, func(t *testing.T) {
 			p := newFakePlatform(t)
 			p.setTraces(statusHandler(tt))
@@ -468,7 +474,7 @@ func TestTraces413ThenPermanentKeepsDeliveringTheRest(t *testing.T) {
 		case 1:
 			w.WriteHeader(http.StatusRequestEntityTooLarge)
 		case 2:
-			w.WriteHeader(http.StatusBadRequest)
+			w.WriteHeader(http.StatusUnprocessableEntity) // permanent, not split on (unlike 400)
 		default:
 			w.WriteHeader(http.StatusOK)
 		}
@@ -492,4 +498,120 @@ func TestTracesEmptyBatchSendsNothing(t *testing.T) {
 	exp := startExporter(t, newTestEnv(t), testConfig(p.srv.URL))
 	require.NoError(t, exp.pushTraces(context.Background(), ptrace.NewTraces()))
 	assert.Empty(t, p.received(tracesPath))
+}
+
+// malformedSpanTraces answers 400 to any request holding a span with the attribute "unreadable",
+// as the platform refuses a whole request for one malformed span.
+func malformedSpanTraces(t *testing.T) func(w http.ResponseWriter, r *http.Request, body []byte) {
+	return func(w http.ResponseWriter, _ *http.Request, body []byte) {
+		for _, span := range allSpans(decodeTraces(t, body)) {
+			if _, bad := span.Attributes().Get("unreadable"); bad {
+				w.Header().Set("Content-Type", "text/plain")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte("Invalid request data: no spans were ingested"))
+				return
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+func allSpans(td ptrace.Traces) []ptrace.Span {
+	var spans []ptrace.Span
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, span := range ss.Spans().All() {
+				spans = append(spans, span)
+			}
+		}
+	}
+	return spans
+}
+
+// acceptedSpans counts the spans of the requests the platform took, by span id.
+func acceptedSpans(t *testing.T, p *fakePlatform) map[pcommon.SpanID]int {
+	got := map[pcommon.SpanID]int{}
+	for _, r := range p.received(tracesPath) {
+		ids := spanIDs(t, decodeTraces(t, r.body))
+		refused := false
+		for _, span := range allSpans(decodeTraces(t, r.body)) {
+			if _, bad := span.Attributes().Get("unreadable"); bad {
+				refused = true
+			}
+		}
+		if !refused {
+			for _, id := range ids {
+				got[id]++
+			}
+		}
+	}
+	return got
+}
+
+func TestTraces400SplitsAndDeliversEveryOtherSpan(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		bad  []int // indexes of the unreadable spans among 100
+	}{
+		{"one unreadable span", []int{37}},
+		{"first and last", []int{0, 99}},
+		{"three", []int{5, 6, 60}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clearCompressionEnv(t)
+			p := newFakePlatform(t)
+			p.setTraces(malformedSpanTraces(t))
+			env := newTestEnv(t)
+			exp := startExporter(t, env, testConfig(p.srv.URL))
+
+			td := makeTraces(2, 2, 25, 50)
+			spans := allSpans(td)
+			badIDs := map[pcommon.SpanID]bool{}
+			for _, i := range tt.bad {
+				spans[i].Attributes().PutBool("unreadable", true)
+				spans[i].Attributes().PutStr("gen_ai.input.messages", "private prompt of span "+strconv.Itoa(i))
+				badIDs[spans[i].SpanID()] = true
+			}
+			require.NoError(t, exp.pushTraces(context.Background(), td),
+				"the rest was delivered: the refused spans are reported in the log and the metrics")
+
+			want := map[pcommon.SpanID]int{}
+			for _, span := range spans {
+				if !badIDs[span.SpanID()] {
+					want[span.SpanID()] = 1
+				}
+			}
+			assert.Equal(t, want, acceptedSpans(t, p), "every other span arrives exactly once")
+
+			errs := env.logs.FilterLevelExact(zapcore.ErrorLevel).All()
+			require.Len(t, errs, len(tt.bad))
+			for _, e := range errs {
+				assert.Contains(t, e.Message, "malformed (400)")
+				id := e.ContextMap()["span_id"].(string)
+				assert.True(t, slices.ContainsFunc(spans, func(s ptrace.Span) bool { return badIDs[s.SpanID()] && s.SpanID().String() == id }), id)
+				assert.NotContains(t, fmt.Sprint(e.ContextMap()), "private prompt", "never the span's content")
+			}
+			metadatatest.AssertEqualExporterSvcSpansRefusedInvalid(t, env.telemetry,
+				[]metricdata.DataPoint[int64]{{Value: int64(len(tt.bad))}}, metricdatatest.IgnoreTimestamp())
+			metadatatest.AssertEqualExporterSvcSentSpans(t, env.telemetry,
+				[]metricdata.DataPoint[int64]{{Value: int64(100 - len(tt.bad))}}, metricdatatest.IgnoreTimestamp())
+			t.Logf("%d requests for 100 spans, %d unreadable", len(p.received(tracesPath)), len(tt.bad))
+		})
+	}
+}
+
+func TestTraces400SingleSpanIsDropped(t *testing.T) {
+	clearCompressionEnv(t)
+	p := newFakePlatform(t)
+	p.setTraces(malformedSpanTraces(t))
+	env := newTestEnv(t)
+	exp := startExporter(t, env, testConfig(p.srv.URL))
+	td := makeTraces(1, 1, 1, 10)
+	allSpans(td)[0].Attributes().PutBool("unreadable", true)
+	require.NoError(t, exp.pushTraces(context.Background(), td))
+	assert.Len(t, p.received(tracesPath), 1)
+	errs := env.logs.FilterLevelExact(zapcore.ErrorLevel).All()
+	require.Len(t, errs, 1)
+	assert.Equal(t, testSpanID(1).String(), errs[0].ContextMap()["span_id"])
+	assert.Contains(t, errs[0].ContextMap()["error"], "HTTP 400")
 }

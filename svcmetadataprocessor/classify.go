@@ -34,7 +34,6 @@ const (
 
 const (
 	kindsMetadataKey = kindObservationMetadataKey | kindTraceMetadataKey
-	kindsBare        = kindBareObservationMetadata | kindBareTraceMetadata
 )
 
 // classify returns the kind of an attribute name, 0 for attributes the processor leaves alone.

@@ -4,17 +4,18 @@ import (
 	"github.com/svc/svc-collector/pkg/masking"
 )
 
-// Config is the configuration of the svcmetadata processor. Encoding, the propagated-metadata
-// length limit and flattening are the platform's contract and always on; promotion, the trace
+// Config is the configuration of the svcmetadata processor. Encoding and the propagated-metadata
+// length limit are the platform's contract and always on; promotion, the trace
 // input/output upgrade and masking are switchable.
 type Config struct {
-	// Promote moves metadata that popular instrumentations write under their own attribute names
-	// into svc.observation.metadata.<key>.
+	// Promote copies metadata that popular instrumentations write under their own attribute
+	// names to svc.observation.metadata.<key>; the originals stay.
 	Promote PromoteConfig `mapstructure:"promote"`
 
-	// UpgradeTraceIO moves svc.trace.input / svc.trace.output of a root span (older SDKs'
+	// UpgradeTraceIO copies svc.trace.input / svc.trace.output of a root span (older SDKs'
 	// trace-level input and output) to svc.observation.input / svc.observation.output of that
-	// span, where the platform now reads trace input and output from (SPEC.md 4.5).
+	// span, where the new contract reads trace input and output from (SPEC.md 4.5); the
+	// trace-level attributes stay.
 	UpgradeTraceIO bool `mapstructure:"upgrade_trace_io"`
 
 	// Masking masks every attribute value of the span (except structural ones), event and link

@@ -13,7 +13,7 @@ import (
 
 // decodeJSONValue writes the JSON text src into dst as the raw OTLP value it stands for, for
 // spans whose metadata the platform stores as it arrives (a member of a JSON object string
-// flattened on a third-party span):
+// promoted on a third-party span):
 //
 //	"prod"        -> Str prod
 //	5, -3         -> Int (a number without fraction or exponent that fits in 64 bits)

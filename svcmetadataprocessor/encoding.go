@@ -1,6 +1,8 @@
 package svcmetadataprocessor // import "github.com/svc/svc-collector/svcmetadataprocessor"
 
 import (
+	"strings"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/svc/svc-collector/pkg/svcattr"
@@ -42,12 +44,19 @@ type metadataEntry struct {
 
 // write stores the entry's value into dst in encoding e: JSON text for jsonEncoding (a JSON
 // member keeps its text, an OTLP value is encoded from its type), the raw OTLP value for
-// rawEncoding (a JSON member becomes the OTLP value it stands for).
+// rawEncoding (a JSON member becomes the OTLP value it stands for), except an object: the
+// platform stores a map attribute as the JSON text of its OTLP wrapper ({"kvlistValue":…}),
+// while it shows the JSON text of the object as the object, so an object is written as its
+// JSON text.
 func (e spanEncoding) write(dst pcommon.Value, entry metadataEntry) {
 	switch {
 	case e == jsonEncoding && entry.fromJSON:
 		dst.SetStr(entry.valueJSON)
 	case e == jsonEncoding:
+		dst.SetStr(encodeValue(entry.value))
+	case entry.fromJSON && strings.HasPrefix(entry.valueJSON, "{"):
+		dst.SetStr(entry.valueJSON)
+	case !entry.fromJSON && entry.value.Type() == pcommon.ValueTypeMap:
 		dst.SetStr(encodeValue(entry.value))
 	case entry.fromJSON:
 		if decodeJSONValue(entry.valueJSON, dst) != nil {

@@ -51,7 +51,7 @@ func (p *metadataProcessor) maskSpan(span ptrace.Span, enc spanEncoding, c *coun
 }
 
 // isMetadataAttribute: per-key metadata is masked by maskSpan itself (observation metadata,
-// decoded) or not at all (propagated metadata, also a bare one left unflattened).
+// decoded) or not at all (propagated metadata, also a bare one).
 func isMetadataAttribute(name string) bool {
 	return strings.HasPrefix(name, svcattr.ObservationMetadataPrefix) ||
 		strings.HasPrefix(name, svcattr.TraceMetadataPrefix) || name == svcattr.TraceMetadata

@@ -47,7 +47,7 @@ func newMetadataProcessor(cfg *Config, set component.TelemetrySettings) (*metada
 		return nil, err
 	}
 	p := &metadataProcessor{cfg: cfg, logger: set.Logger, telemetry: tb, masker: m}
-	p.relevant = kindsMetadataKey | kindsBare
+	p.relevant = kindsMetadataKey
 	if cfg.Promote.OpenInference {
 		p.relevant |= kindOpenInferenceMetadata
 	}
@@ -108,7 +108,7 @@ func (p *metadataProcessor) record(ctx context.Context, c counts) {
 	}
 }
 
-// processSpan runs the steps in order: encode per-key metadata, flatten bare metadata, promote,
+// processSpan runs the steps in order: encode per-key metadata, promote,
 // enforce the propagated-metadata limit, upgrade trace input/output, mask. Every step writes
 // metadata in the span's own encoding enc (see spanEncoding).
 func (p *metadataProcessor) processSpan(span ptrace.Span, enc spanEncoding, c *counts) {
@@ -131,24 +131,17 @@ func (p *metadataProcessor) metadataSteps(span ptrace.Span, found attrKind, enc 
 	if found&kindsMetadataKey != 0 && enc == jsonEncoding {
 		c.encoded += encodeNonStringMetadata(attrs)
 	}
-	var flattened int64
-	if found&kindBareObservationMetadata != 0 {
-		flattened += flatten(attrs, svcattr.ObservationMetadata, svcattr.ObservationMetadataPrefix, enc)
-	}
-	if found&kindBareTraceMetadata != 0 {
-		flattened += flatten(attrs, svcattr.TraceMetadata, svcattr.TraceMetadataPrefix, enc)
-	}
-	if enc == jsonEncoding {
-		c.encoded += flattened
-	}
+	// A bare svc.observation.metadata / svc.trace.metadata object stays as it is: the platform
+	// parses it itself, and per-key copies of its nested objects would beat it (as OTLP maps,
+	// shown as their wire wrapper).
 	if found&p.relevant&kindOpenInferenceMetadata != 0 {
 		c.promoted += promoteOpenInference(attrs, enc)
 	}
 	if found&p.relevant&kindVercelAIMetadata != 0 {
-		c.promoted += promotePrefixed(attrs, vercelAIMetadataPrefix, enc)
+		c.promoted += promoteCopies(attrs, vercelAIMetadataPrefix, vercelAITraceKey, enc)
 	}
 	if found&p.relevant&kindOpenLLMetryProperty != 0 {
-		c.promoted += promotePrefixed(attrs, openLLMetryPropertiesPrefix, enc)
+		c.promoted += promoteCopies(attrs, openLLMetryPropertiesPrefix, nil, enc)
 	}
 	if found&(kindTraceMetadataKey|kindBareTraceMetadata) != 0 && enc == jsonEncoding {
 		c.droppedForLength += p.dropLongPropagatedMetadata(span)
@@ -206,9 +199,11 @@ func (p *metadataProcessor) dropLongPropagatedMetadata(span ptrace.Span) int64 {
 	return n
 }
 
-// upgradeTraceIO moves svc.trace.input / svc.trace.output of a root span to the root
-// observation's svc.observation.input / svc.observation.output (SPEC.md 4.5). When the
-// observation has its own value, that value stays and the trace-level one is left in place.
+// upgradeTraceIO copies svc.trace.input / svc.trace.output of a root span to the root
+// observation's svc.observation.input / svc.observation.output (SPEC.md 4.5: trace input and
+// output come from the root observation). The trace-level attributes stay: the platform reads
+// them first for the trace's input and output. When the observation has its own value, that
+// value stays.
 func upgradeTraceIO(attrs pcommon.Map) {
 	for _, pair := range [...][2]string{
 		{svcattr.TraceInput, svcattr.ObservationInput},
@@ -222,9 +217,7 @@ func upgradeTraceIO(attrs pcommon.Map) {
 		if _, exists := attrs.Get(to); exists {
 			continue
 		}
-		moved := pcommon.NewValueEmpty()
-		v.CopyTo(moved)
-		attrs.Remove(from)
-		moved.CopyTo(attrs.PutEmpty(to))
+		copied := ownedCopy(v)
+		copied.CopyTo(attrs.PutEmpty(to))
 	}
 }

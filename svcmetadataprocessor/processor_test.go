@@ -40,7 +40,7 @@ var goldenCases = []struct {
 	{"encoding_types", createDefaultConfig},
 	{"encoding_types_new_sdk", createDefaultConfig},
 	{"encoding_sdk_versions", createDefaultConfig},
-	{"flatten", createDefaultConfig},
+	{"bare_metadata", createDefaultConfig},
 	{"promote", createDefaultConfig},
 	{"promote_disabled", func() *Config {
 		cfg := createDefaultConfig()
@@ -160,31 +160,32 @@ func TestMetricsAndDropWarning(t *testing.T) {
 	attrs.PutStr("svc.observation.metadata.contact", `"jane@example.com"`)                    // masked
 	attrs.PutInt("svc.observation.metadata.count", 5)                                         // encoded
 	attrs.PutStr("svc.trace.metadata.huge", `"`+strings.Repeat("x", 199)+`"`)                 // dropped
-	attrs.PutStr("ai.telemetry.metadata.user", "u-1")                                         // promoted
-	attrs.PutStr("traceloop.association.properties.mail", "a@b.io")                           // promoted, masked
+	attrs.PutStr("ai.telemetry.metadata.user", "u-1")                                         // copied
+	attrs.PutStr("traceloop.association.properties.mail", "a@b.io")                           // copied, both masked
 	attrs.PutStr("svc.observation.input", `{"q": "what is 2+2?"}`)                            // nothing to mask
 	attrs.PutStr("svc.observation.output", strings.Repeat("[", 200)+strings.Repeat("]", 200)) // JSON too deep: placeholder
-	attrs.PutStr("svc.observation.metadata", `{"plan":"gold","contact2":"c@d.io"}`)           // flattened (2, encoded), one masked
+	attrs.PutStr("svc.observation.metadata", `{"plan":"gold","contact2":"c@d.io"}`)           // kept as it is, masked as JSON
 
 	require.NoError(t, p.ConsumeTraces(context.Background(), td))
 	require.Len(t, sink.AllTraces(), 1)
 
 	got := sink.AllTraces()[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw()
 	assert.Equal(t, map[string]any{
-		"svc.observation.metadata.contact":  `"[EMAIL]"`,
-		"svc.observation.metadata.count":    "5",
-		"svc.observation.metadata.user":     `"u-1"`,
-		"svc.observation.metadata.mail":     `"[EMAIL]"`,
-		"svc.observation.metadata.plan":     `"gold"`,
-		"svc.observation.metadata.contact2": `"[EMAIL]"`,
-		"svc.observation.input":             `{"q": "what is 2+2?"}`,
-		"svc.observation.output":            masking.Placeholder,
+		"svc.observation.metadata.contact":      `"[EMAIL]"`,
+		"svc.observation.metadata.count":        "5",
+		"svc.observation.metadata.user":         `"u-1"`,
+		"svc.observation.metadata.mail":         `"[EMAIL]"`,
+		"svc.observation.metadata":              `{"plan":"gold","contact2":"[EMAIL]"}`,
+		"ai.telemetry.metadata.user":            "u-1",
+		"traceloop.association.properties.mail": "[EMAIL]",
+		"svc.observation.input":                 `{"q": "what is 2+2?"}`,
+		"svc.observation.output":                masking.Placeholder,
 	}, got)
 
-	metadatatest.AssertEqualProcessorSvcmetadataValuesEncoded(t, tel, []metricdata.DataPoint[int64]{{Value: 3}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorSvcmetadataValuesEncoded(t, tel, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorSvcmetadataValuesPromoted(t, tel, []metricdata.DataPoint[int64]{{Value: 2}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorSvcmetadataValuesDroppedForLength(t, tel, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
-	metadatatest.AssertEqualProcessorSvcmetadataValuesMasked(t, tel, []metricdata.DataPoint[int64]{{Value: 4}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorSvcmetadataValuesMasked(t, tel, []metricdata.DataPoint[int64]{{Value: 5}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorSvcmetadataValuesReplacedByPlaceholder(t, tel, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
 
 	warnings := logs.FilterMessageSnippet("propagated metadata").All()
@@ -223,6 +224,7 @@ func TestThirdPartyMetadataIsNotEncodedNorLimited(t *testing.T) {
 		"svc.observation.metadata.count": int64(5),
 		"svc.trace.metadata.notes":       strings.Repeat("x", 199),
 		"svc.observation.metadata.user":  "u-1",
+		"ai.telemetry.metadata.user":     "u-1",
 	}, got)
 	metadatatest.AssertEqualProcessorSvcmetadataValuesPromoted(t, tel, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
 	_, err = tel.GetMetric("otelcol_processor_svcmetadata_values_encoded")
@@ -299,4 +301,84 @@ func TestExtraAttributesDeprecationWarning(t *testing.T) {
 	require.Equal(t, 1, logs.Len())
 	assert.Contains(t, logs.All()[0].Message, "masking.extra_attributes is deprecated and ignored")
 	assert.Contains(t, logs.All()[0].Message, "masking.skip_attributes")
+}
+
+// platformReadsDirectly reports the attributes the platform reads itself for the trace's user,
+// session, tags, name, input and output and for metadata (README: What the platform shows): the
+// processor may add beside them but must deliver them unchanged.
+func platformReadsDirectly(name string) bool {
+	switch name {
+	case "user.id", "session.id", "svc.user.id", "svc.session.id", "gen_ai.conversation.id", "tag.tags",
+		svcattr.ObservationMetadata, svcattr.TraceMetadata, "metadata":
+		return true
+	}
+	return strings.HasPrefix(name, "svc.trace.") || strings.HasPrefix(name, "ai.telemetry.metadata.") ||
+		strings.HasPrefix(name, "traceloop.association.properties.")
+}
+
+// Promotion, the trace input/output upgrade and the encoding add beside what the platform reads;
+// with masking off, every attribute it reads itself reaches it with its value and type.
+func TestPromotionKeepsWhatThePlatformReads(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg()
+			cfg.Masking.Config = masking.Config{}
+			in := golden.ReadTraces(t, filepath.Join("testdata", "golden", tc.name+".input.json"))
+			before := ptrace.NewTraces()
+			in.CopyTo(before)
+			out := runProcessor(t, cfg, in)
+			checked := 0
+			for i := 0; i < before.ResourceSpans().Len(); i++ {
+				for j := 0; j < before.ResourceSpans().At(i).ScopeSpans().Len(); j++ {
+					spansBefore := before.ResourceSpans().At(i).ScopeSpans().At(j).Spans()
+					spansAfter := out.ResourceSpans().At(i).ScopeSpans().At(j).Spans()
+					for k := 0; k < spansBefore.Len(); k++ {
+						after := spansAfter.At(k).Attributes()
+						for name, v := range spansBefore.At(k).Attributes().All() {
+							if !platformReadsDirectly(name) {
+								continue
+							}
+							if name == "svc.trace.metadata" || strings.HasPrefix(name, svcattr.TraceMetadataPrefix) {
+								continue // new-SDK encoding and the 200-character limit apply (SPEC.md 8)
+							}
+							got, ok := after.Get(name)
+							if assert.True(t, ok, "span %d: %s removed", k, name) {
+								assert.Equal(t, v.AsRaw(), got.AsRaw(), "span %d: %s changed", k, name)
+							}
+							checked++
+						}
+					}
+				}
+			}
+			t.Logf("%d attributes the platform reads checked", checked)
+		})
+	}
+}
+
+// A Vercel AI SDK span's user, session and tags reach the platform under their own names (it
+// reads them there for the trace); the rest of its telemetry metadata is copied beside the
+// originals, and the trace keys are not copied into observation metadata.
+func TestVercelAIUserSessionTagsReachThePlatform(t *testing.T) {
+	td := ptrace.NewTraces()
+	ss := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("ai")
+	span := ss.Spans().AppendEmpty()
+	span.SetName("ai.generateText.doGenerate")
+	a := span.Attributes()
+	a.PutStr("ai.telemetry.metadata.userId", "user-7")
+	a.PutStr("ai.telemetry.metadata.sessionId", "sess-9")
+	tags := a.PutEmptySlice("ai.telemetry.metadata.tags")
+	tags.AppendEmpty().SetStr("beta")
+	tags.AppendEmpty().SetStr("eu")
+	a.PutStr("ai.telemetry.metadata.response_format", "json")
+	a.PutStr("ai.telemetry.functionId", "answer")
+	out := runProcessor(t, createDefaultConfig(), td).ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw()
+	assert.Equal(t, map[string]any{
+		"ai.telemetry.metadata.userId":             "user-7",
+		"ai.telemetry.metadata.sessionId":          "sess-9",
+		"ai.telemetry.metadata.tags":               []any{"beta", "eu"},
+		"ai.telemetry.metadata.response_format":    "json",
+		"svc.observation.metadata.response_format": "json",
+		"ai.telemetry.functionId":                  "answer",
+	}, out)
 }

@@ -53,10 +53,12 @@ func putEntries(attrs pcommon.Map, prefix string, entries []metadataEntry, enc s
 	return n
 }
 
-// flatten replaces a bare svc.observation.metadata / svc.trace.metadata object by per-key
-// attributes in the span's encoding. A bare value that is not an object is left where it is.
-func flatten(attrs pcommon.Map, bare, prefix string, enc spanEncoding) int64 {
-	v, ok := attrs.Get(bare)
+// promoteOpenInference copies the members of OpenInference's `metadata` JSON object (or map)
+// to svc.observation.metadata.<key>. The `metadata` attribute itself stays: the platform shows it
+// among the span's attributes, and promotion adds, never takes away. A value that is not an
+// object is left alone.
+func promoteOpenInference(attrs pcommon.Map, enc spanEncoding) int64 {
+	v, ok := attrs.Get(openInferenceMetadata)
 	if !ok {
 		return 0
 	}
@@ -64,36 +66,35 @@ func flatten(attrs pcommon.Map, bare, prefix string, enc spanEncoding) int64 {
 	if !ok {
 		return 0
 	}
-	n := putEntries(attrs, prefix, entries, enc)
-	attrs.Remove(bare)
-	return n
+	return putEntries(attrs, svcattr.ObservationMetadataPrefix, entries, enc)
 }
 
-// promoteOpenInference moves the members of OpenInference's `metadata` JSON object into
-// svc.observation.metadata.<key>. A `metadata` value that is not an object is left as it is.
-func promoteOpenInference(attrs pcommon.Map, enc spanEncoding) int64 {
-	return flatten(attrs, openInferenceMetadata, svcattr.ObservationMetadataPrefix, enc)
-}
-
-// promotePrefixed moves every attribute sourcePrefix+<key> to svc.observation.metadata.<key>,
-// in the span's encoding (on the third-party spans that carry these, its raw OTLP value and
-// type). The source attribute is removed even when the span already has
-// svc.observation.metadata.<key> (which wins), so that the value is not sent twice.
-func promotePrefixed(attrs pcommon.Map, sourcePrefix string, enc spanEncoding) int64 {
-	var sources [8]string
-	names := sources[:0]
-	for k := range attrs.All() {
-		if strings.HasPrefix(k, sourcePrefix) {
-			names = append(names, k)
+// promoteCopies copies every attribute sourcePrefix+<key> to svc.observation.metadata.<key>, in
+// the span's encoding (on the third-party spans that carry these, its raw OTLP value and type),
+// except the keys in skip. The source attribute stays as it is: the platform reads some of them
+// itself (the Vercel AI SDK's userId, sessionId and tags become the trace's user, session and
+// tags), and an attribute it reads must reach it unchanged. An existing
+// svc.observation.metadata.<key> wins over the copy.
+func promoteCopies(attrs pcommon.Map, sourcePrefix string, skip func(key string) bool, enc spanEncoding) int64 {
+	var buf [8]metadataEntry
+	entries := buf[:0]
+	for k, v := range attrs.All() {
+		key, ok := strings.CutPrefix(k, sourcePrefix)
+		if !ok || key == "" || (skip != nil && skip(key)) {
+			continue
 		}
-	}
-	entries := make([]metadataEntry, 0, len(names))
-	for _, name := range names {
-		v, _ := attrs.Get(name)
-		entries = append(entries, metadataEntry{key: name[len(sourcePrefix):], value: ownedCopy(v)})
-	}
-	for _, name := range names {
-		attrs.Remove(name)
+		entries = append(entries, metadataEntry{key: key, value: ownedCopy(v)})
 	}
 	return putEntries(attrs, svcattr.ObservationMetadataPrefix, entries, enc)
+}
+
+// vercelAITraceKey reports the ai.telemetry.metadata keys the platform takes as the trace's
+// user, session, tags and prompt link instead of as metadata (README: What the platform shows): a copy of
+// them under svc.observation.metadata would add metadata that a direct export does not show.
+func vercelAITraceKey(key string) bool {
+	switch key {
+	case "userId", "sessionId", "tags", "svcPrompt":
+		return true
+	}
+	return false
 }

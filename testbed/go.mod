@@ -40,3 +40,7 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 )
+
+require github.com/svc/svc-collector/pkg v0.0.0
+
+replace github.com/svc/svc-collector/pkg => ../pkg

@@ -63,6 +63,7 @@ var (
 	colParent = optional(func(v *View) string { return v.Span.ParentSpanID().String() })
 	colStatus = optional(func(v *View) string { return v.StatusMessage() })
 	colSess   = optional(func(v *View) string { return v.SessionID() })
+	colUser   = optional(func(v *View) string { return v.UserID() })
 	colModel  = optional(func(v *View) string { return v.Model() })
 )
 
@@ -77,6 +78,7 @@ var fixedColumns = map[string]column{
 	"statusMessage":       {str: colStatus, present: presentString(colStatus)},
 	"environment":         {str: always((*View).Environment)},
 	"sessionId":           {str: colSess, present: presentString(colSess)},
+	"userId":              {str: colUser, present: presentString(colUser)},
 	"model":               {str: colModel, present: presentString(colModel)},
 	"latency":             {num: func(v *View) (float64, bool) { return v.Latency(), true }},
 	"inputTokens":         usageColumn(func(in, _, _ float64) float64 { return in }),

@@ -24,7 +24,7 @@ import (
 //	null         is null, is not null (value: "" or null; tests that the column has a value)
 //
 //	string columns:   id, traceId, parentObservationId, name, type, level, statusMessage,
-//	                  environment, sessionId, model
+//	                  environment, sessionId, userId, model
 //	number columns:   latency (seconds), inputTokens, outputTokens, totalTokens, totalCost
 //	datetime columns: startTime, endTime
 //	any type:         metadata.<path>, traceMetadata.<path> (typed, SPEC.md 9.2.3: a number

@@ -1,9 +1,9 @@
 // Package observation is the gateway's one reading of how the svc platform turns a span into an
-// observation (SPEC.md 2.3, 2.4, 9.2.2): its type, level, model, input and output, usage, cost,
-// environment and metadata. The gateway's components that reason about observations (the
-// svcevaluator connector's selection and checks) import it; the local platform
-// (testbed/platform/observation.go) keeps its own reading of SPEC.md and does not, so that
-// the two readings check each other in the end-to-end tests.
+// observation: its type, name, level, model, input and output, usage, cost, environment and
+// metadata, field by field in the platform's order of sources (docs: the README of the svcevaluator
+// connector). The gateway's components that reason about observations (the svcevaluator
+// connector's selection and checks) import it; the local platform (testbed/platform) keeps its
+// own reading and does not, so that the two readings check each other in the end-to-end tests.
 package observation
 
 import (
@@ -17,19 +17,15 @@ import (
 	"github.com/svc/svc-collector/pkg/svcattr"
 )
 
-// Observation types the platform assigns when the span names none (svc.observation.type).
+// Levels of an observation.
 const (
-	TypeSpan       = "SPAN"
-	TypeGeneration = "GENERATION"
-)
-
-// Levels of an observation: ERROR when the span's status is Error.
-const (
+	LevelDebug   = "DEBUG"
 	LevelDefault = "DEFAULT"
+	LevelWarning = "WARNING"
 	LevelError   = "ERROR"
 )
 
-// DefaultEnvironment is the environment of a span whose span and resource name none.
+// DefaultEnvironment is the environment of a span that names none (or none the platform takes).
 const DefaultEnvironment = "default"
 
 // Attributes of the OpenTelemetry GenAI and general semantic conventions the platform reads.
@@ -49,19 +45,17 @@ const (
 	AttrUsageCost = "gen_ai.usage.cost"
 )
 
-// generationOperations are the gen_ai.operation.name values that make a span a GENERATION.
-func isGenerationOperation(op string) bool {
-	return op == "chat" || op == "text_completion" || op == "generate_content"
-}
-
 // View is one span read as the observation the platform makes of it. It reads the span in
-// place: nothing is copied, and what is derived (the metadata encoding) is worked out once.
+// place: nothing is copied, and what is derived (metadata encoding, input and output) is worked
+// out once.
 type View struct {
 	Span     ptrace.Span
 	Resource pcommon.Resource
 	Scope    pcommon.InstrumentationScope
 
 	encoding int8 // 0: not yet known; 1: JSON-encoded metadata (new SDK); 2: values as sent
+	ioRead   bool
+	in, out  string
 }
 
 // NewView reads span, of the given resource and scope, as an observation.
@@ -69,83 +63,130 @@ func NewView(span ptrace.Span, resource pcommon.Resource, scope pcommon.Instrume
 	return View{Span: span, Resource: resource, Scope: scope}
 }
 
-// Name is the observation's name: the span's name.
-func (v *View) Name() string { return v.Span.Name() }
-
-// Type is the platform's rule for the observation type:
-//  1. svc.observation.type when set, upper-cased ("generation" → GENERATION, "tool" → TOOL);
-//  2. else GENERATION when the span names a model (gen_ai.request.model or gen_ai.response.model)
-//     or its gen_ai.operation.name is chat, text_completion or generate_content;
-//  3. else SPAN.
-func (v *View) Type() string {
-	attrs := v.Span.Attributes()
-	if t, ok := attrs.Get(svcattr.ObservationType); ok {
-		if s := t.AsString(); s != "" {
-			return upper(s)
+// Name is the observation's name: gen_ai.tool.name, genkit:name, logfire.msg, ai.toolCall.name,
+// ai.operationId (after "<ai.telemetry.functionId>:" when the span names a function), else the
+// span's name.
+func (v *View) Name() string {
+	if s := v.firstOf("gen_ai.tool.name", "genkit:name", "logfire.msg", "ai.toolCall.name"); s != "" {
+		return s
+	}
+	if op := v.str("ai.operationId"); op != "" {
+		if fn := v.str("ai.telemetry.functionId"); fn != "" {
+			return fn + ":" + op
 		}
+		return op
 	}
-	if _, ok := attrs.Get(AttrRequestModel); ok {
-		return TypeGeneration
-	}
-	if _, ok := attrs.Get(AttrResponseModel); ok {
-		return TypeGeneration
-	}
-	if op, ok := attrs.Get(AttrOperationName); ok && op.Type() == pcommon.ValueTypeStr && isGenerationOperation(op.Str()) {
-		return TypeGeneration
-	}
-	return TypeSpan
+	return v.Span.Name()
 }
 
-// upper upper-cases s without allocating when it already is (the common "GENERATION").
-func upper(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 'a' && c <= 'z' || c >= 0x80 {
-			return strings.ToUpper(s)
-		}
-	}
-	return s
+// levelAliases are the values of svc.observation.level the platform takes, upper-cased.
+var levelAliases = map[string]string{
+	"DEBUG": LevelDebug, "TRACE": LevelDebug, "VERBOSE": LevelDebug,
+	"DEFAULT": LevelDefault, "INFO": LevelDefault, "LOG": LevelDefault, "NOTICE": LevelDefault, "OK": LevelDefault, "SUCCESS": LevelDefault,
+	"WARN": LevelWarning, "WARNING": LevelWarning,
+	"ERROR": LevelError, "FATAL": LevelError, "CRITICAL": LevelError,
 }
 
-// Level is ERROR when the span's status is Error, else DEFAULT.
+// Level is svc.observation.level (its aliases, any case), else ERROR when the span's status is
+// Error, else DEFAULT.
 func (v *View) Level() string {
+	if l, ok := levelAliases[strings.ToUpper(v.str("svc.observation.level"))]; ok {
+		return l
+	}
 	if v.Span.Status().Code() == ptrace.StatusCodeError {
 		return LevelError
 	}
 	return LevelDefault
 }
 
-// StatusMessage is the span's status message.
-func (v *View) StatusMessage() string { return v.Span.Status().Message() }
-
-// Model is gen_ai.request.model, else gen_ai.response.model, else "".
-func (v *View) Model() string { return v.firstString(AttrRequestModel, AttrResponseModel) }
-
-// Input is the observation's raw input (SPEC.md 2.3): svc.observation.input, else
-// gen_ai.input.messages; ok is false when the span has neither.
-func (v *View) Input() (string, bool) {
-	s := v.firstString(svcattr.ObservationInput, svcattr.GenAIInputMessages)
-	return s, s != ""
-}
-
-// Output is the observation's raw output: svc.observation.output, else gen_ai.output.messages.
-func (v *View) Output() (string, bool) {
-	s := v.firstString(svcattr.ObservationOutput, svcattr.GenAIOutputMessages)
-	return s, s != ""
-}
-
-// Environment is svc.environment of the span, else of the resource, else "default".
-func (v *View) Environment() string {
-	if s := v.firstString(svcattr.Environment); s != "" {
+// StatusMessage is svc.observation.status_message, else the span's status message.
+func (v *View) StatusMessage() string {
+	if s := v.str("svc.observation.status_message"); s != "" {
 		return s
 	}
-	if e, ok := v.Resource.Attributes().Get(svcattr.Environment); ok && e.AsString() != "" {
-		return e.AsString()
+	return v.Span.Status().Message()
+}
+
+// modelSources are the model attributes in the platform's order.
+var modelSources = []string{"svc.observation.model.name", AttrResponseModel, "ai.model.id", AttrRequestModel,
+	"llm.response.model", "llm.model_name", "model"}
+
+// Model is the first model attribute in the platform's order; none for agent spans
+// (gen_ai.operation.name invoke_agent or agent_step), which have no model, usage nor cost.
+func (v *View) Model() string {
+	if v.isAgentOperation() {
+		return ""
+	}
+	return v.firstOf(modelSources...)
+}
+
+func (v *View) isAgentOperation() bool {
+	op := v.str(AttrOperationName)
+	return op == "invoke_agent" || op == "agent_step"
+}
+
+// Environment is svc.environment, deployment.environment.name or deployment.environment (each of
+// the span, then of the resource), lower-cased without a leading "svc"/"svc-"/"svc_"; "default"
+// when none is set, or when it is longer than 40 characters or has characters other than
+// a-z, 0-9, "_" and "-".
+func (v *View) Environment() string {
+	for _, key := range []string{svcattr.Environment, "deployment.environment.name", "deployment.environment"} {
+		for _, attrs := range []pcommon.Map{v.Span.Attributes(), v.Resource.Attributes()} {
+			if a, ok := attrs.Get(key); ok && a.AsString() != "" {
+				return normalEnvironment(a.AsString())
+			}
+		}
 	}
 	return DefaultEnvironment
 }
 
-// SessionID is svc.session.id, else session.id.
-func (v *View) SessionID() string { return v.firstString(AttrSvcSessionID, AttrSessionID) }
+func normalEnvironment(env string) string {
+	env = strings.ToLower(env)
+	for _, p := range []string{"svc-", "svc_", "svc"} {
+		if rest, ok := strings.CutPrefix(env, p); ok {
+			env = rest
+			break
+		}
+	}
+	if env == "" || len(env) > 40 {
+		return DefaultEnvironment
+	}
+	for _, c := range env {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return DefaultEnvironment
+		}
+	}
+	return env
+}
+
+// SessionID is svc.session.id, session.id, gen_ai.conversation.id, the svc_session_id metadata
+// key, else the Vercel AI SDK's ai.telemetry.metadata.sessionId.
+func (v *View) SessionID() string {
+	return v.traceField(AttrSvcSessionID, AttrSessionID, "gen_ai.conversation.id", "svc_session_id", "sessionId")
+}
+
+// UserID is svc.user.id, user.id, the svc_user_id metadata key, else the Vercel AI SDK's
+// ai.telemetry.metadata.userId.
+func (v *View) UserID() string {
+	return v.traceField("svc.user.id", "user.id", "", "svc_user_id", "userId")
+}
+
+func (v *View) traceField(svcKey, otelKey, genAIKey, metadataKey, vercelKey string) string {
+	if s := v.firstOf(svcKey, otelKey); s != "" {
+		return s
+	}
+	if genAIKey != "" {
+		if s := v.str(genAIKey); s != "" {
+			return s
+		}
+	}
+	for _, k := range []string{svcattr.ObservationMetadataPrefix + metadataKey, svcattr.TraceMetadataPrefix + metadataKey} {
+		if s := v.str(k); s != "" {
+			return s
+		}
+	}
+	return v.str("ai.telemetry.metadata." + vercelKey)
+}
 
 // StartTime and EndTime are the span's.
 func (v *View) StartTime() time.Time { return v.Span.StartTimestamp().AsTime() }
@@ -160,36 +201,13 @@ func (v *View) Latency() float64 {
 	return float64(end-start) / 1e9
 }
 
-// Usage is the observation's token usage: gen_ai.usage.input_tokens and output_tokens as the
-// platform reads them (total = input + output), else the svc SDKs' usage_details object (its
-// "input", "output" and "total"; total is input + output when it names none). ok is false when the
-// span reports neither.
-func (v *View) Usage() (input, output, total float64, ok bool) {
-	attrs := v.Span.Attributes()
-	in, hasIn := attrs.Get(AttrUsageInputTokens)
-	out, hasOut := attrs.Get(AttrUsageOutputTokens)
-	if hasIn || hasOut {
-		input, _ = number(in, hasIn)
-		output, _ = number(out, hasOut)
-		return input, output, input + output, true
-	}
-	details, ok := v.detailsObject(AttrUsageDetails)
-	if !ok {
-		return 0, 0, 0, false
-	}
-	input, _ = details["input"].(float64)
-	output, _ = details["output"].(float64)
-	total, hasTotal := details["total"].(float64)
-	if !hasTotal {
-		total = input + output
-	}
-	return input, output, total, true
-}
-
-// Cost is the observation's total cost: the "total" of the svc SDKs' cost_details object (the sum
-// of its numbers when it has no total), else gen_ai.usage.cost. ok is false when the span reports
-// no cost.
+// Cost is the observation's total cost: svc.observation.cost_details ("total", else the sum of
+// its numbers), else gen_ai.usage.cost, else llm.cost.total. ok is false when the span reports
+// none, and for agent spans.
 func (v *View) Cost() (float64, bool) {
+	if v.isAgentOperation() {
+		return 0, false
+	}
 	if details, ok := v.detailsObject(AttrCostDetails); ok {
 		if total, ok := details["total"].(float64); ok {
 			return total, true
@@ -202,14 +220,18 @@ func (v *View) Cost() (float64, bool) {
 		}
 		return sum, true
 	}
-	c, ok := v.Span.Attributes().Get(AttrUsageCost)
-	if !ok {
-		return 0, false
+	for _, k := range []string{AttrUsageCost, "llm.cost.total"} {
+		if c, ok := v.Span.Attributes().Get(k); ok {
+			if f, ok := number(c, true); ok {
+				return f, true
+			}
+		}
 	}
-	return number(c, true)
+	return 0, false
 }
 
-// detailsObject decodes a JSON object attribute (or a map attribute) of numbers.
+// detailsObject decodes a JSON object attribute (or a map attribute) of numbers; ok is false
+// when it is absent or not valid JSON.
 func (v *View) detailsObject(key string) (map[string]any, bool) {
 	a, ok := v.Span.Attributes().Get(key)
 	if !ok {
@@ -217,25 +239,28 @@ func (v *View) detailsObject(key string) (map[string]any, bool) {
 	}
 	switch a.Type() {
 	case pcommon.ValueTypeStr:
-		var m map[string]any
-		if json.Unmarshal([]byte(a.Str()), &m) != nil {
+		var x any
+		if json.Unmarshal([]byte(a.Str()), &x) != nil {
 			return nil, false
+		}
+		m, _ := x.(map[string]any) // not an object: no usage ({})
+		if m == nil {
+			m = map[string]any{}
 		}
 		return m, true
 	case pcommon.ValueTypeMap:
 		m := make(map[string]any, a.Map().Len())
-		a.Map().Range(func(k string, x pcommon.Value) bool {
+		for k, x := range a.Map().All() {
 			if f, ok := number(x, true); ok {
 				m[k] = f
 			}
-			return true
-		})
+		}
 		return m, true
 	}
 	return nil, false
 }
 
-// number is an int or double attribute as a float64.
+// number is an int or double attribute (or a string holding a number) as a float64.
 func number(v pcommon.Value, ok bool) (float64, bool) {
 	if !ok {
 		return 0, false
@@ -247,23 +272,4 @@ func number(v pcommon.Value, ok bool) (float64, bool) {
 		return v.Double(), true
 	}
 	return 0, false
-}
-
-// firstString is the first of the span attributes that is set and not empty, as a string.
-func (v *View) firstString(names ...string) string {
-	attrs := v.Span.Attributes()
-	for _, name := range names {
-		if a, ok := attrs.Get(name); ok {
-			if a.Type() == pcommon.ValueTypeStr {
-				if s := a.Str(); s != "" {
-					return s
-				}
-				continue
-			}
-			if s := a.AsString(); s != "" {
-				return s
-			}
-		}
-	}
-	return ""
 }

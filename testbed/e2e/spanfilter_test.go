@@ -48,6 +48,21 @@ func assertConnectedTree(t *testing.T, obs []readapi.Observation, wantRoot strin
 	return parents
 }
 
+// withSpanNames names each observation after the span sent with its id: the platform names a
+// tool call's observation after its gen_ai.tool.name, the tests know spans by their span names.
+func withSpanNames(obs []readapi.Observation, sent map[string]trace.SpanID) []readapi.Observation {
+	names := make(map[string]string, len(sent))
+	for name, id := range sent {
+		names[hex.EncodeToString(id[:])] = name
+	}
+	for i := range obs {
+		if name, ok := names[obs[i].ID]; ok {
+			obs[i].Name = name
+		}
+	}
+	return obs
+}
+
 func TestAgentTraceArrivesWithOnlyGenAISpansAsOneTree(t *testing.T) {
 	g := startGateway(t, gatewayOptions{})
 	tp := g.tracerProvider(t, "support-agent")
@@ -55,7 +70,7 @@ func TestAgentTraceArrivesWithOnlyGenAISpansAsOneTree(t *testing.T) {
 	flush(t, tp)
 	g.waitForSpans(t, len(sent.GenAISpans))
 
-	obs := g.observations(t, hex.EncodeToString(sent.TraceID[:]))
+	obs := withSpanNames(g.observations(t, hex.EncodeToString(sent.TraceID[:])), sent.GenAISpans)
 	if len(obs) != len(sent.GenAISpans) {
 		names := make([]string, 0, len(obs))
 		for _, o := range obs {

@@ -33,6 +33,8 @@ type FaultRequest struct {
 	MaxBodyBytes         int64    `json:"maxBodyBytes,omitempty"`
 	MaxDecompressedBytes int64    `json:"maxDecompressedBytes,omitempty"`
 	Times                int      `json:"times,omitempty"`
+	// RefuseSpansWithAttribute: 400 to any traces request holding a span with this attribute.
+	RefuseSpansWithAttribute string `json:"refuseSpansWithAttribute,omitempty"`
 }
 
 func (fr FaultRequest) fault() (Fault, error) {
@@ -44,6 +46,8 @@ func (fr FaultRequest) fault() (Fault, error) {
 		MaxBodyBytes:         fr.MaxBodyBytes,
 		MaxDecompressedBytes: fr.MaxDecompressedBytes,
 		Times:                fr.Times,
+
+		RefuseSpansWithAttribute: fr.RefuseSpansWithAttribute,
 	}
 	if fr.Delay != "" {
 		d, err := time.ParseDuration(fr.Delay)
@@ -65,6 +69,8 @@ func faultRequestOf(ep Endpoint, f Fault) FaultRequest {
 		MaxBodyBytes:         f.MaxBodyBytes,
 		MaxDecompressedBytes: f.MaxDecompressedBytes,
 		Times:                f.Times,
+
+		RefuseSpansWithAttribute: f.RefuseSpansWithAttribute,
 	}
 	if f.Delay > 0 {
 		fr.Delay = f.Delay.String()

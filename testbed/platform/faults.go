@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // Fault is a misbehaviour injected into one endpoint. The kinds combine: Delay happens first,
@@ -35,6 +37,10 @@ type Fault struct {
 	// MaxDecompressedBytes answers 413 when the body after decompression is bigger.
 	// Traces and scores only.
 	MaxDecompressedBytes int64
+	// RefuseSpansWithAttribute answers 400 to any traces request holding a span with this
+	// attribute key, as the platform refuses a whole request for one malformed span; requests
+	// without such a span are processed as usual. Traces only.
+	RefuseSpansWithAttribute string
 	// Times limits the fault to the next Times requests to the endpoint; 0 keeps it until
 	// cleared. Every request counts, whatever the fault did to it.
 	Times int
@@ -81,11 +87,14 @@ func (f Fault) validate(endpoint Endpoint) error {
 	if f.Status != 0 && f.DropAfterStore {
 		errs = append(errs, errors.New("status answers before anything is stored, so it excludes dropAfterStore"))
 	}
+	if f.RefuseSpansWithAttribute != "" && endpoint != EndpointTraces {
+		errs = append(errs, fmt.Errorf("refuseSpansWithAttribute applies to traces, not %s", endpoint))
+	}
 	if !bodyFaults && (f.DropAfterStore || f.MaxBodyBytes > 0 || f.MaxDecompressedBytes > 0) {
 		errs = append(errs, fmt.Errorf("dropAfterStore and body size limits apply to traces and scores, not %s", endpoint))
 	}
 	if f == (Fault{Times: f.Times}) {
-		errs = append(errs, errors.New("the fault does nothing: set status, delay, drop, dropAfterStore or a size limit"))
+		errs = append(errs, errors.New("the fault does nothing: set status, delay, drop, dropAfterStore, a size limit or refuseSpansWithAttribute"))
 	}
 	return errors.Join(errs...)
 }
@@ -255,4 +264,19 @@ func (p *Platform) Version() string {
 	p.faults.mu.Lock()
 	defer p.faults.mu.Unlock()
 	return p.faults.version
+}
+
+// holdsSpanWith reports whether any span of td has the attribute key (the fault
+// RefuseSpansWithAttribute).
+func holdsSpanWith(td ptrace.Traces, key string) bool {
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, span := range ss.Spans().All() {
+				if _, ok := span.Attributes().Get(key); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -417,3 +417,31 @@ func TestControlFaultTakesEffect(t *testing.T) {
 		t.Errorf("stats %v", stats["requests"])
 	}
 }
+
+// RefuseSpansWithAttribute: 400 to any request holding a marked span, nothing of it stored; a
+// request without one is stored as usual.
+func TestFaultRefuseSpansWithAttribute(t *testing.T) {
+	p := startPlatform(t)
+	if err := p.SetFault(EndpointTraces, Fault{RefuseSpansWithAttribute: "test.unreadable"}); err != nil {
+		t.Fatal(err)
+	}
+	marked := makeTraces(t, testResource{}, testSpan{traceID: 1, spanID: 1, name: "good"},
+		testSpan{traceID: 1, spanID: 2, name: "bad", attrs: map[string]any{"test.unreadable": true}})
+	if resp := send(t, p, http.MethodPost, PathTraces, protoHeaders, protoBody(t, marked)); resp.status != http.StatusBadRequest {
+		t.Fatalf("marked batch: status %d, want 400", resp.status)
+	}
+	clean := makeTraces(t, testResource{}, testSpan{traceID: 1, spanID: 1, name: "good"})
+	if resp := send(t, p, http.MethodPost, PathTraces, protoHeaders, protoBody(t, clean)); resp.status != http.StatusOK {
+		t.Fatalf("clean batch: status %d, want 200", resp.status)
+	}
+	if st := p.Stats(); st.UniqueSpans != 1 {
+		t.Errorf("stored %d spans, want only the clean batch's one", st.UniqueSpans)
+	}
+	if err := p.SetFault(EndpointScores, Fault{RefuseSpansWithAttribute: "x"}); err == nil {
+		t.Error("refuseSpansWithAttribute on scores must be refused")
+	}
+	fr := faultRequestOf(EndpointTraces, Fault{RefuseSpansWithAttribute: "k"})
+	if f, err := fr.fault(); err != nil || f.RefuseSpansWithAttribute != "k" {
+		t.Errorf("control API round trip: %+v %v", f, err)
+	}
+}

@@ -1,100 +1,157 @@
 package platform
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// The platform's own reading of SPEC.md 2.4 and 9.2.2. These names and the decoding rule are
-// spelled here on purpose: the stand-in must not take them from the gateway (pkg/svcattr), or a
-// gateway bug would be confirmed by its own code.
+// Metadata, as docs/contract.md §5.2 states it. These names and rules are spelled here on purpose: the
+// stand-in must not take them from the gateway, or a gateway bug would be confirmed by its own code.
 
-// Span and resource attributes the platform reads (SPEC.md 2.4; OpenTelemetry semantic
-// conventions for the SDK language).
 const (
-	attrObservationMetadataPrefix = "svc.observation.metadata."
-	attrTraceMetadataPrefix       = "svc.trace.metadata."
+	attrObservationMetadata       = "svc.observation.metadata"
+	attrTraceMetadata             = "svc.trace.metadata"
+	attrSharedMetadata            = "svc.metadata"
+	attrVercelMetadata            = "ai.telemetry.metadata"
+	attrObservationMetadataPrefix = attrObservationMetadata + "."
+	attrTraceMetadataPrefix       = attrTraceMetadata + "."
 	attrObservationInput          = "svc.observation.input"
 	attrObservationOutput         = "svc.observation.output"
 	attrObservationType           = "svc.observation.type"
 	attrTraceName                 = "svc.trace.name"
 	attrEnvironment               = "svc.environment"
-	attrTelemetrySDKLanguage      = "telemetry.sdk.language"
+	attrOperationName             = "gen_ai.operation.name"
 )
 
-// sdkScope is the instrumentation scope the platform's own SDKs write their spans under.
+// sdkScope is the instrumentation scope of the platform's own SDKs: their spans get no
+// `attributes` metadata key.
 const sdkScope = "svc-sdk"
 
-// firstDecodingMajor is, by telemetry.sdk.language, the first SDK major whose metadata the
-// server decodes as JSON: JS/TS v6, Python v5 (SPEC.md 9.2.2).
-var firstDecodingMajor = map[string]int{
-	"nodejs":     6,
-	"javascript": 6,
-	"webjs":      6,
-	"python":     5,
-}
+// excludedVercelKeys feed trace fields and never metadata.
+var excludedVercelKeys = map[string]bool{"userId": true, "sessionId": true, "tags": true, "svcPrompt": true}
 
-// decodesMetadata is the server's rule: it decodes JSON metadata only for spans from JS/TS v6+
-// / Python v5+, that is scope svc-sdk whose version's major is at least the language's first
-// decoding major. A resource attribute cannot change it: the server knows none for this.
-func decodesMetadata(resource pcommon.Resource, scope pcommon.InstrumentationScope) bool {
-	if scope.Name() != sdkScope {
-		return false
-	}
-	lang, ok := resource.Attributes().Get(attrTelemetrySDKLanguage)
+// spanMetadata is the metadata of one kind (observation or trace) a span carries: the blob
+// svc.<kind>.metadata (else svc.metadata) parsed, then the prefixed keys svc.<kind>.metadata.<k>,
+// svc.metadata.<k>, ai.telemetry.metadata.<k> as sent, which beat the blob's keys.
+func spanMetadata(attrs pcommon.Map, kind string) map[string]any {
+	out := map[string]any{}
+	blob, ok := truthyAttr(attrs, kind)
 	if !ok {
-		return false
+		blob, ok = truthyAttr(attrs, attrSharedMetadata)
 	}
-	first, known := firstDecodingMajor[strings.ToLower(lang.AsString())]
-	if !known {
-		return false
+	if ok {
+		for k, v := range blobKeys(blob) {
+			out[k] = v
+		}
 	}
-	version := strings.TrimPrefix(strings.TrimSpace(scope.Version()), "v")
-	head, _, _ := strings.Cut(version, ".")
-	major, err := strconv.Atoi(head)
-	return err == nil && major >= first
-}
-
-// metadataFrom collects the attributes prefix<key> into a map by key, each value read by
-// metadataValue. A bare attribute named like the prefix without its dot is not merged in: the
-// svcmetadata processor flattens those, so one arriving here shows up only in Attributes.
-func metadataFrom(attrs pcommon.Map, prefix string, decode bool) map[string]any {
-	var out map[string]any
 	for name, v := range attrs.All() {
-		key, ok := strings.CutPrefix(name, prefix)
-		if !ok || key == "" {
-			continue
+		for _, prefix := range []string{kind + ".", attrSharedMetadata + ".", attrVercelMetadata + "."} {
+			key, found := strings.CutPrefix(name, prefix)
+			if !found || key == "" {
+				continue
+			}
+			if prefix == attrVercelMetadata+"." && excludedVercelKeys[key] {
+				continue
+			}
+			out[key] = plainValue(v)
 		}
-		if out == nil {
-			out = make(map[string]any)
-		}
-		out[key] = metadataValue(v, decode)
 	}
 	return out
 }
 
-// metadataValue is one stored metadata value:
-//   - decode (a new SDK's span): the value is JSON text, decoded to a typed value (float64,
-//     bool, string, map[string]any, []any, nil); text that is not valid JSON is kept as its raw
-//     string, as the platform cannot do better;
-//   - otherwise the value as it arrived, with its OTLP type: a string stays the string (`"prod"`
-//     sent with its quotes keeps them), an int stays an int64, a double a float64, a bool a
-//     bool, a map a map[string]any, a slice a []any, bytes their base64 text, an empty value nil.
-//     JSON output writes them as the same JSON types.
-func metadataValue(v pcommon.Value, decode bool) any {
-	if decode {
-		raw := v.AsString()
-		var decoded any
-		if err := json.Unmarshal([]byte(raw), &decoded); err != nil {
-			return raw
+// blobKeys parses a metadata blob: an object gives its keys, an array its indexes; primitives and
+// bad JSON give nothing.
+func blobKeys(v pcommon.Value) map[string]any {
+	var parsed any
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		p, ok := parseJSON(v.Str())
+		if !ok {
+			return nil
 		}
-		return decoded
+		parsed = p
+	case pcommon.ValueTypeMap, pcommon.ValueTypeSlice:
+		parsed = v.AsRaw()
+	default:
+		return nil
 	}
-	if v.Type() == pcommon.ValueTypeBytes {
-		return v.AsString() // base64, as OTLP/JSON writes bytes
+	switch p := parsed.(type) {
+	case map[string]any:
+		return p
+	case []any:
+		out := make(map[string]any, len(p))
+		for i, e := range p {
+			out[strconv.Itoa(i)] = e
+		}
+		return out
 	}
-	return v.AsRaw()
+	return nil
+}
+
+// systemMetadata are the keys the platform adds: `attributes` (span attributes but the I/O keys
+// and the three metadata prefixes, non-strings JSON-encoded; not for svc-sdk scopes),
+// `resourceAttributes` (raw) and `scope` {name, version, attributes}.
+func systemMetadata(sp spanView) map[string]any {
+	out := map[string]any{}
+	if !strings.HasPrefix(sp.scopeName, sdkScope) {
+		attrs := map[string]any{}
+		for name, v := range sp.attrs.All() {
+			if isIOKey(name) || strings.HasPrefix(name, attrObservationMetadataPrefix) ||
+				strings.HasPrefix(name, attrTraceMetadataPrefix) || strings.HasPrefix(name, attrVercelMetadata+".") {
+				continue
+			}
+			attrs[name] = stringOrJSON(plainValue(v))
+		}
+		out["attributes"] = attrs
+	}
+	out["resourceAttributes"] = sp.resource.AsRaw()
+	out["scope"] = map[string]any{"name": sp.scopeName, "version": sp.scopeVersion, "attributes": sp.scopeAttrs.AsRaw()}
+	return out
+}
+
+// mergeInto copies each source's keys over dst, later sources winning.
+func mergeInto(dst map[string]any, sources ...map[string]any) map[string]any {
+	if dst == nil {
+		dst = map[string]any{}
+	}
+	for _, src := range sources {
+		for k, v := range src {
+			dst[k] = v
+		}
+	}
+	return dst
+}
+
+// storedMetadata is metadata as the platform stores it and its read API returns it: nested
+// objects flattened to dotted keys, every leaf kept as a string (non-strings as JSON text), then
+// each value that parses as JSON read back parsed (so "5" reads as 5, `"prod"` as prod), whatever
+// SDK sent it.
+func storedMetadata(m map[string]any) map[string]any {
+	if len(m) == 0 {
+		return nil
+	}
+	flat := map[string]string{}
+	flatten(flat, "", m)
+	out := make(map[string]any, len(flat))
+	for k, s := range flat {
+		if v, ok := parseJSON(s); ok {
+			out[k] = v
+		} else {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+func flatten(out map[string]string, prefix string, m map[string]any) {
+	for k, v := range m {
+		key := prefix + k
+		if nested, ok := v.(map[string]any); ok {
+			flatten(out, key+".", nested) // an empty object leaves no key
+			continue
+		}
+		out[key] = stringOrJSON(v)
+	}
 }

@@ -1,74 +1,48 @@
 package platform
 
 import (
-	"strings"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Observation types the platform assigns.
-const (
-	TypeSpan       = "SPAN"
-	TypeGeneration = "GENERATION"
-)
-
-// Levels of an observation.
-const (
-	LevelDefault = "DEFAULT"
-	LevelError   = "ERROR"
-)
-
-// DefaultEnvironment is the environment of spans that name none, as on the real platform.
-const DefaultEnvironment = "default"
-
-// Attributes the platform reads beside its own (metadata.go): OpenTelemetry GenAI and general
-// semantic conventions.
-const (
-	attrRequestModel      = "gen_ai.request.model"
-	attrResponseModel     = "gen_ai.response.model"
-	attrOperationName     = "gen_ai.operation.name"
-	attrInputMessages     = "gen_ai.input.messages"
-	attrOutputMessages    = "gen_ai.output.messages"
-	attrUsageInputTokens  = "gen_ai.usage.input_tokens"
-	attrUsageOutputTokens = "gen_ai.usage.output_tokens"
-	attrSessionID         = "session.id"
-	attrSvcSessionID      = "svc.session.id"
-)
-
-// generationOperations are the gen_ai.operation.name values that make a span a GENERATION.
-var generationOperations = map[string]bool{"chat": true, "text_completion": true, "generate_content": true}
-
-// Observation is one stored span, as the platform sees it. Maps are shared with the store:
-// read them, do not modify them.
+// Observation is one stored span, as the platform shows it (docs/contract.md §14.1, §5.2, §14.3). Maps are
+// shared with the store: read them, do not modify them.
 type Observation struct {
-	ID                  string // span id, hex
-	TraceID             string // hex
-	ParentObservationID string // parent span id, hex; empty for a root
+	ID                  string // span id: hex of the bytes (protobuf), the string as sent (JSON)
+	TraceID             string
+	ParentObservationID string // empty for a root
 	Name                string
-	Type                string // see observationType
+	Type                string
 	StartTime           time.Time
 	EndTime             time.Time
-	Level               string // ERROR when the span status is Error, else DEFAULT
+	Level               string
 	StatusMessage       string
-	Environment         string // svc.environment of the span, else of the resource, else "default"
-	SessionID           string // svc.session.id, else session.id
-	// Input and Output are raw strings (SPEC.md 2.3): svc.observation.input/output, else
-	// gen_ai.input.messages/gen_ai.output.messages; empty when the span has neither.
+	Environment         string
+	Version             any // svc.version, else the resource's service.version, with its type
+	Release             string
+	// UserID, SessionID and Tags are the trace fields this span's own event carries (§4).
+	UserID    string
+	SessionID string
+	Tags      []string
+	// Input and Output are raw strings (ObservationV2): values sent as strings as they are,
+	// structures the platform built as JSON text; empty when none.
 	Input  string
 	Output string
-	// Metadata holds svc.observation.metadata.<key> values by key, TraceMetadata the
-	// svc.trace.metadata.<key> ones: decoded JSON values when the span comes from a new SDK
-	// (decodesMetadata), else the values as they arrived, with their OTLP types (see
-	// metadataValue). Nil when none.
-	Metadata      map[string]any
-	TraceMetadata map[string]any
-	// MetadataJSONEncoded tells which of the two rules above read Metadata and TraceMetadata:
-	// true when the platform decoded them as JSON.
-	MetadataJSONEncoded bool
-	Model               string // gen_ai.request.model, else gen_ai.response.model
-	Usage               *Usage // nil when the span reports no token counts
+	// Metadata is the observation's metadata as the read API returns it (§3: flattened to dotted
+	// keys, values that parse as JSON parsed). TraceMetadata is the trace metadata this span
+	// carries (its svc.trace.metadata blob and keys, svc.metadata.*, ai.telemetry.metadata.*), read
+	// the same way. Nil when empty.
+	Metadata        map[string]any
+	TraceMetadata   map[string]any
+	Model           string
+	ModelParameters map[string]any
+	// Usage is the usage details (input, output, total, input_cached_tokens, ...); nil when none.
+	Usage               map[string]int64
+	Cost                map[string]float64
+	CompletionStartTime *time.Time
+	PromptName          string
+	PromptVersion       any
 
 	ScopeName          string
 	ScopeVersion       string
@@ -81,33 +55,34 @@ type Observation struct {
 	Deliveries int       // how many times this (traceId, id) arrived; >1 means duplicates
 }
 
-// Usage is token usage of a generation.
-type Usage struct {
-	Input  int64 `json:"input"`
-	Output int64 `json:"output"`
-	Total  int64 `json:"total"`
-}
-
 // spanKey identifies a span on the platform: a resent (traceId, spanId) replaces.
 type spanKey struct {
-	traceID pcommon.TraceID
-	spanID  pcommon.SpanID
+	traceID string
+	spanID  string
 }
 
 // delivery is what one request carried, ready for the store.
 type delivery struct {
 	keys         []spanKey
 	observations []Observation // empty in StatsOnly mode
-	rejected     int
-	rejectReason string
+	traceEvents  []traceEvent  // by position of keys; empty in StatsOnly mode
+	// dropped are spans the platform accepted (200) and then dropped alone: an empty id, or an
+	// observation its schema refuses (docs/contract.md §3).
+	dropped []DroppedSpan
 	// arrived is when the request's body had been read: the first arrival of its new spans.
 	arrived time.Time
 }
 
-// observationsFrom maps the spans of one request onto observations. Spans without a valid
-// trace or span id are rejected (counted in rejected), as the platform cannot store them.
-func observationsFrom(td ptrace.Traces, sdkName, sdkVersion string, now time.Time, keysOnly bool) delivery {
+// DroppedSpan is a span the platform dropped after the 200, and why.
+type DroppedSpan struct {
+	TraceID, SpanID, Reason string
+}
+
+// observationsFrom maps the spans of one request onto observations and trace events. ids are the
+// spans' ids as the platform reads them, in the order of td's spans.
+func observationsFrom(td ptrace.Traces, ids []spanIDs, sdkName, sdkVersion string, now time.Time, keysOnly bool) delivery {
 	var d delivery
+	n := 0
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -115,122 +90,140 @@ func observationsFrom(td ptrace.Traces, sdkName, sdkVersion string, now time.Tim
 		if !keysOnly {
 			resourceAttrs = rs.Resource().Attributes().AsRaw()
 		}
-		resourceEnv := firstString(rs.Resource().Attributes(), attrEnvironment)
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
-			jsonEncoded := decodesMetadata(rs.Resource(), ss.Scope())
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
-				if span.TraceID().IsEmpty() || span.SpanID().IsEmpty() {
-					d.rejected++
-					d.rejectReason = "spans need a non-zero trace id and span id"
+				id := ids[n]
+				n++
+				if id.traceID == "" || id.spanID == "" {
+					d.dropped = append(d.dropped, DroppedSpan{id.traceID, id.spanID, "empty id"})
 					continue
 				}
-				d.keys = append(d.keys, spanKey{span.TraceID(), span.SpanID()})
 				if keysOnly {
+					d.keys = append(d.keys, spanKey{id.traceID, id.spanID})
 					continue
 				}
-				o := Observation{
-					ID:                  span.SpanID().String(),
-					TraceID:             span.TraceID().String(),
-					Name:                span.Name(),
-					Type:                observationType(span.Attributes()),
-					StartTime:           span.StartTimestamp().AsTime().UTC(),
-					EndTime:             span.EndTimestamp().AsTime().UTC(),
-					Level:               LevelDefault,
-					StatusMessage:       span.Status().Message(),
-					Environment:         DefaultEnvironment,
-					MetadataJSONEncoded: jsonEncoded,
-					ScopeName:           ss.Scope().Name(),
-					ScopeVersion:        ss.Scope().Version(),
-					ResourceAttributes:  resourceAttrs,
-					Attributes:          span.Attributes().AsRaw(),
-					SDKName:             sdkName,
-					SDKVersion:          sdkVersion,
-					ReceivedAt:          now,
+				sp := spanView{span: span, attrs: span.Attributes(), resource: rs.Resource().Attributes(),
+					scopeName: ss.Scope().Name(), scopeVersion: ss.Scope().Version(), scopeAttrs: ss.Scope().Attributes()}
+				o, ev, reason := records(sp, id)
+				if reason != "" {
+					d.dropped = append(d.dropped, DroppedSpan{id.traceID, id.spanID, reason})
+					continue
 				}
-				if !span.ParentSpanID().IsEmpty() {
-					o.ParentObservationID = span.ParentSpanID().String()
-				}
-				if span.Status().Code() == ptrace.StatusCodeError {
-					o.Level = LevelError
-				}
-				fillFromAttributes(&o, span.Attributes(), resourceEnv)
+				o.ResourceAttributes = resourceAttrs
+				o.SDKName, o.SDKVersion, o.ReceivedAt = sdkName, sdkVersion, now
+				d.keys = append(d.keys, spanKey{id.traceID, id.spanID})
 				d.observations = append(d.observations, o)
+				d.traceEvents = append(d.traceEvents, ev)
 			}
 		}
 	}
 	return d
 }
 
-// observationType is the platform's rule for an observation's type:
-//  1. svc.observation.type when set, upper-cased (e.g. "generation" → GENERATION, "tool" → TOOL);
-//  2. else GENERATION when the span names a model (gen_ai.request.model or
-//     gen_ai.response.model) or its gen_ai.operation.name is chat, text_completion or
-//     generate_content;
-//  3. else SPAN.
-func observationType(attrs pcommon.Map) string {
-	if v, ok := attrs.Get(attrObservationType); ok && v.AsString() != "" {
-		return strings.ToUpper(v.AsString())
+// records builds one span's observation and trace event, field by field (docs/contract.md §14), and
+// says why the legacy path's schema would drop the observation after the 200 ("" when it passes).
+func records(sp spanView, id spanIDs) (Observation, traceEvent, string) {
+	span := sp.span
+	o := Observation{
+		ID:                  id.spanID,
+		TraceID:             id.traceID,
+		ParentObservationID: id.parentID,
+		Name:                observationName(sp),
+		Type:                observationType(sp),
+		Level:               level(sp),
+		Environment:         environment(sp),
+		Version:             version(sp),
+		Release:             release(sp),
+		ScopeName:           sp.scopeName,
+		ScopeVersion:        sp.scopeVersion,
+		Attributes:          sp.attrs.AsRaw(),
 	}
-	_, hasRequestModel := attrs.Get(attrRequestModel)
-	_, hasResponseModel := attrs.Get(attrResponseModel)
-	if hasRequestModel || hasResponseModel {
-		return TypeGeneration
+	o.StartTime, o.EndTime = spanTimes(span)
+	problem := ""
+	if s, ok := statusMessage(sp).(string); ok {
+		o.StatusMessage = s
+	} else {
+		problem = "status message is not a string"
 	}
-	if v, ok := attrs.Get(attrOperationName); ok && generationOperations[v.AsString()] {
-		return TypeGeneration
+	in, out := inputOutput(sp, false)
+	o.Input, o.Output = rawIO(in), rawIO(out)
+
+	obsMD := spanMetadata(sp.attrs, attrObservationMetadata)
+	traceMD := spanMetadata(sp.attrs, attrTraceMetadata)
+	system := systemMetadata(sp)
+	o.Metadata = storedMetadata(mergeInto(nil, spanMetadata(sp.resource, attrTraceMetadata), obsMD, system))
+	o.TraceMetadata = storedMetadata(traceMD)
+
+	if !agentOperation(sp) {
+		o.Model = model(sp)
+		o.Usage = usage(sp)
+		o.Cost = cost(sp)
 	}
-	return TypeSpan
+	o.ModelParameters = modelParameters(sp)
+	o.CompletionStartTime = completionStart(sp)
+	if o.Type == TypeGeneration {
+		o.PromptName, o.PromptVersion = prompt(sp)
+	}
+	if o.Type == TypeSpan || o.Type == TypeEvent {
+		// The legacy path's SPAN and EVENT bodies have none of these.
+		o.Model, o.Usage, o.Cost, o.ModelParameters, o.CompletionStartTime = "", nil, nil, nil, nil
+		o.PromptName, o.PromptVersion = "", nil
+	}
+
+	ev := traceEventOf(sp, isRoot(sp, id.parentID), o.Name, obsMD, traceMD, system)
+	if ev.userID != nil {
+		o.UserID = *ev.userID
+	}
+	if ev.sessionID != nil {
+		o.SessionID = *ev.sessionID
+	}
+	o.Tags = ev.tags
+	if problem == "" {
+		problem = schemaProblem(&o)
+	}
+	return o, ev, problem
 }
 
-func fillFromAttributes(o *Observation, attrs pcommon.Map, resourceEnv string) {
-	o.Input = firstString(attrs, attrObservationInput, attrInputMessages)
-	o.Output = firstString(attrs, attrObservationOutput, attrOutputMessages)
-	o.Model = firstString(attrs, attrRequestModel, attrResponseModel)
-	o.SessionID = firstString(attrs, attrSvcSessionID, attrSessionID)
-	if env := firstString(attrs, attrEnvironment); env != "" {
-		o.Environment = env
-	} else if resourceEnv != "" {
-		o.Environment = resourceEnv
+// spanTimes: a missing edge copies the other; both missing → now.
+func spanTimes(span ptrace.Span) (start, end time.Time) {
+	s, e := span.StartTimestamp(), span.EndTimestamp()
+	switch {
+	case s == 0 && e == 0:
+		now := time.Now().UTC()
+		return now, now
+	case s == 0:
+		s = e
+	case e == 0:
+		e = s
 	}
-	o.Metadata = metadataFrom(attrs, attrObservationMetadataPrefix, o.MetadataJSONEncoded)
-	o.TraceMetadata = metadataFrom(attrs, attrTraceMetadataPrefix, o.MetadataJSONEncoded)
-
-	input, hasInput := attrs.Get(attrUsageInputTokens)
-	output, hasOutput := attrs.Get(attrUsageOutputTokens)
-	if hasInput || hasOutput {
-		u := &Usage{Input: tokenCount(input, hasInput), Output: tokenCount(output, hasOutput)}
-		u.Total = u.Input + u.Output
-		o.Usage = u
-	}
+	return s.AsTime().UTC(), e.AsTime().UTC()
 }
 
-// firstString is the first of the attributes that is set and not empty, as a string (maps
-// and slices as JSON text).
-func firstString(attrs pcommon.Map, names ...string) string {
-	for _, name := range names {
-		if v, ok := attrs.Get(name); ok {
-			if s := v.AsString(); s != "" {
-				return s
+// schemaProblem is why the legacy path's schema drops the observation after the 200, or "": a
+// prompt version that is not a whole number, a prompt name without version, a version that is
+// not a string. (A status message that is not a string is checked in records.)
+func schemaProblem(o *Observation) string {
+	if o.Version != nil {
+		if _, ok := o.Version.(string); !ok {
+			return "version is not a string"
+		}
+	}
+	if o.PromptName != "" {
+		switch v := o.PromptVersion.(type) {
+		case nil:
+			return "prompt name without version"
+		case int64:
+		case float64:
+			if v != float64(int64(v)) {
+				return "prompt version is not an integer"
 			}
+		default:
+			return "prompt version is not an integer"
 		}
 	}
 	return ""
-}
-
-func tokenCount(v pcommon.Value, ok bool) int64 {
-	if !ok {
-		return 0
-	}
-	switch v.Type() {
-	case pcommon.ValueTypeInt:
-		return v.Int()
-	case pcommon.ValueTypeDouble:
-		return int64(v.Double())
-	default:
-		return 0
-	}
 }

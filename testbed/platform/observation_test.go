@@ -7,39 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-func TestObservationType(t *testing.T) {
-	tests := []struct {
-		name  string
-		attrs map[string]any
-		want  string
-	}{
-		{"no hints", map[string]any{"http.method": "GET"}, TypeSpan},
-		{"explicit type upper-cased", map[string]any{"svc.observation.type": "tool"}, "TOOL"},
-		{"explicit type wins over model", map[string]any{"svc.observation.type": "span", "gen_ai.request.model": "m"}, TypeSpan},
-		{"empty explicit type is ignored", map[string]any{"svc.observation.type": "", "gen_ai.request.model": "m"}, TypeGeneration},
-		{"request model", map[string]any{"gen_ai.request.model": "m"}, TypeGeneration},
-		{"response model", map[string]any{"gen_ai.response.model": "m"}, TypeGeneration},
-		{"chat operation", map[string]any{"gen_ai.operation.name": "chat"}, TypeGeneration},
-		{"text_completion operation", map[string]any{"gen_ai.operation.name": "text_completion"}, TypeGeneration},
-		{"generate_content operation", map[string]any{"gen_ai.operation.name": "generate_content"}, TypeGeneration},
-		{"other operation", map[string]any{"gen_ai.operation.name": "execute_tool"}, TypeSpan},
-	}
-	p := startPlatform(t)
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			id := byte(i + 1)
-			sendSpans(t, p, testResource{}, testSpan{traceID: id, spanID: id, name: tt.name, attrs: tt.attrs})
-			o, ok := p.Observation(hexTrace(id), hexSpan(id))
-			if !ok {
-				t.Fatal("span not stored")
-			}
-			if o.Type != tt.want {
-				t.Errorf("type %q, want %q", o.Type, tt.want)
-			}
-		})
-	}
-}
-
+// Through the endpoint: what a request's spans become (the field rules are in records_test.go).
 func TestObservationFields(t *testing.T) {
 	p := startPlatform(t)
 	res := testResource{attrs: map[string]any{"service.name": "agent", "svc.environment": "staging"}, scopeName: "lib", scopeVersion: "1.2.3"}
@@ -73,11 +41,12 @@ func TestObservationFields(t *testing.T) {
 		{"root environment from span", root.Environment, "prod"},
 		{"root session", root.SessionID, "s-1"},
 		{"root parent", root.ParentObservationID, ""},
-		{"root usage", root.Usage, (*Usage)(nil)},
+		{"root usage", root.Usage, map[string]int64(nil)},
+		{"llm type", llm.Type, TypeGeneration},
 		{"llm input from gen_ai", llm.Input, `[{"role":"user"}]`},
 		{"llm output from gen_ai", llm.Output, `[{"role":"assistant"}]`},
-		{"llm model: request model first", llm.Model, "gpt-x"},
-		{"llm usage", *llm.Usage, Usage{Input: 10, Output: 5, Total: 15}},
+		{"llm model: response model first", llm.Model, "gpt-x-2025"},
+		{"llm usage", llm.Usage, map[string]int64{"input": 10, "output": 5}},
 		{"llm level", llm.Level, LevelDefault},
 		{"llm environment from resource", llm.Environment, "staging"},
 		{"llm svc session wins", llm.SessionID, "s-2"},
@@ -85,6 +54,7 @@ func TestObservationFields(t *testing.T) {
 		{"scope", llm.ScopeName + "@" + llm.ScopeVersion, "lib@1.2.3"},
 		{"resource attributes", llm.ResourceAttributes["service.name"], "agent"},
 		{"raw attributes", llm.Attributes["gen_ai.usage.input_tokens"], int64(10)},
+		{"metadata scope", llm.Metadata["scope.name"], "lib"},
 		{"start", llm.StartTime, testStart.Add(1e9)},
 		{"end", llm.EndTime.Sub(llm.StartTime).Seconds(), 1.5},
 	}
@@ -93,64 +63,39 @@ func TestObservationFields(t *testing.T) {
 			t.Errorf("%s: got %#v, want %#v", c.name, c.got, c.want)
 		}
 	}
+	tr, ok := p.Trace(hexTrace(1))
+	if !ok || tr.Name != "root" || tr.SessionID != "s-2" || tr.Input != `{"q":1}` {
+		t.Errorf("trace %+v: want the root's name and input and the later span's session", tr)
+	}
 	sendSpans(t, p, testResource{}, testSpan{traceID: 2, spanID: 1, name: "bare"})
 	if bare, _ := p.Observation(hexTrace(2), hexSpan(1)); bare.Environment != DefaultEnvironment {
 		t.Errorf("environment of a span naming none: %q, want %q", bare.Environment, DefaultEnvironment)
 	}
 }
 
-// The platform decodes JSON metadata only for spans from JS/TS v6+ / Python v5+ (SPEC.md 9.2.2);
-// every other span's metadata is stored as it arrives, with its OTLP type.
-func TestMetadataDecoding(t *testing.T) {
-	// The same attributes, sent by resources and scopes the rule does or does not decode.
+// The platform has no SDK-name or SDK-version branch in metadata decoding (docs/contract.md §5.2): the
+// same attributes read back the same from every sender; JSON-looking values are parsed on read.
+func TestMetadataHasNoSDKBranch(t *testing.T) {
 	attrs := map[string]any{
 		"svc.observation.metadata.text":   `"prod"`,
 		"svc.observation.metadata.num":    "5",
-		"svc.observation.metadata.flag":   "true",
-		"svc.observation.metadata.obj":    `{"a":{"b":1}}`,
-		"svc.observation.metadata.list":   `[1,"x"]`,
-		"svc.observation.metadata.broken": `{not json`,
 		"svc.observation.metadata.bare":   "prod",
 		"svc.observation.metadata.int":    int64(7),
-		"svc.observation.metadata.double": 2.5,
-		"svc.observation.metadata.bool":   false,
-		"svc.observation.metadata.slice":  []any{"a", int64(1)},
-		"svc.observation.metadata.map":    map[string]any{"tier": "gold"},
+		"svc.observation.metadata.broken": `{not json`,
 		"svc.trace.metadata.user":         `"u-1"`,
-		"svc.observation.metadata":        `{"flattened":"by the processor, never merged here"}`,
 	}
-	decoded := map[string]any{
-		"text": "prod", "num": 5.0, "flag": true, "obj": map[string]any{"a": map[string]any{"b": 1.0}},
-		"list": []any{1.0, "x"}, "broken": `{not json`, "bare": "prod", "int": 7.0,
-		"double": 2.5, "bool": false, "slice": []any{"a", 1.0}, "map": map[string]any{"tier": "gold"},
-	}
-	asArrived := map[string]any{
-		"text": `"prod"`, "num": "5", "flag": "true", "obj": `{"a":{"b":1}}`,
-		"list": `[1,"x"]`, "broken": `{not json`, "bare": "prod", "int": int64(7),
-		"double": 2.5, "bool": false, "slice": []any{"a", int64(1)}, "map": map[string]any{"tier": "gold"},
-	}
+	want := map[string]any{"text": "prod", "num": 5.0, "bare": "prod", "int": 7.0, "broken": `{not json`}
 	python := map[string]any{"telemetry.sdk.language": "python"}
 	nodejs := map[string]any{"telemetry.sdk.language": "nodejs"}
 	tests := []struct {
-		name          string
-		res           testResource
-		wantDecoded   bool
-		wantMetadata  map[string]any
-		wantTraceUser any
+		name string
+		res  testResource
 	}{
-		{"python sdk v5", testResource{attrs: python, scopeName: "svc-sdk", scopeVersion: "5.0.1"}, true, decoded, "u-1"},
-		{"python sdk v5 pre-release", testResource{attrs: python, scopeName: "svc-sdk", scopeVersion: "5.0.0b1"}, true, decoded, "u-1"},
-		{"js sdk v6", testResource{attrs: nodejs, scopeName: "svc-sdk", scopeVersion: "6.2.0"}, true, decoded, "u-1"},
-		{"browser js sdk v7 with v prefix", testResource{attrs: map[string]any{"telemetry.sdk.language": "webjs"}, scopeName: "svc-sdk", scopeVersion: "v7.0.0"}, true, decoded, "u-1"},
-		{"python sdk v4", testResource{attrs: python, scopeName: "svc-sdk", scopeVersion: "4.9.0"}, false, asArrived, `"u-1"`},
-		{"js sdk v5", testResource{attrs: nodejs, scopeName: "svc-sdk", scopeVersion: "5.1.0"}, false, asArrived, `"u-1"`},
-		{"svc-sdk scope without a language", testResource{scopeName: "svc-sdk", scopeVersion: "6.0.0"}, false, asArrived, `"u-1"`},
-		{"svc-sdk scope of another language", testResource{attrs: map[string]any{"telemetry.sdk.language": "go"}, scopeName: "svc-sdk", scopeVersion: "6.0.0"}, false, asArrived, `"u-1"`},
-		{"third-party", testResource{scopeName: "opentelemetry.instrumentation.openai"}, false, asArrived, `"u-1"`},
-		{"third-party python at version 5", testResource{attrs: python, scopeName: "openinference.instrumentation.openai", scopeVersion: "5.0.0"}, false, asArrived, `"u-1"`},
-		// An older gateway marked resources svc.metadata.encoding=json; the platform knows no such
-		// attribute, so a marked third-party span is stored as it arrives.
-		{"third-party with a marker attribute", testResource{attrs: map[string]any{"svc.metadata.encoding": "json"}, scopeName: "opentelemetry.instrumentation.openai"}, false, asArrived, `"u-1"`},
+		{"python sdk v5", testResource{attrs: python, scopeName: "svc-sdk", scopeVersion: "5.0.1"}},
+		{"python sdk v4", testResource{attrs: python, scopeName: "svc-sdk", scopeVersion: "4.9.0"}},
+		{"js sdk v6", testResource{attrs: nodejs, scopeName: "svc-sdk", scopeVersion: "6.2.0"}},
+		{"js sdk v5", testResource{attrs: nodejs, scopeName: "svc-sdk", scopeVersion: "5.1.0"}},
+		{"third-party", testResource{scopeName: "opentelemetry.instrumentation.openai"}},
 	}
 	p := startPlatform(t)
 	for i, tt := range tests {
@@ -158,14 +103,13 @@ func TestMetadataDecoding(t *testing.T) {
 			id := byte(i + 1)
 			sendSpans(t, p, tt.res, testSpan{traceID: id, spanID: id, name: "s", attrs: attrs})
 			o, _ := p.Observation(hexTrace(id), hexSpan(id))
-			if o.MetadataJSONEncoded != tt.wantDecoded {
-				t.Errorf("MetadataJSONEncoded = %v, want %v", o.MetadataJSONEncoded, tt.wantDecoded)
+			for k, w := range want {
+				if !reflect.DeepEqual(o.Metadata[k], w) {
+					t.Errorf("metadata[%q] = %#v, want %#v", k, o.Metadata[k], w)
+				}
 			}
-			if !reflect.DeepEqual(o.Metadata, tt.wantMetadata) {
-				t.Errorf("metadata\n got %#v\nwant %#v", o.Metadata, tt.wantMetadata)
-			}
-			if !reflect.DeepEqual(o.TraceMetadata, map[string]any{"user": tt.wantTraceUser}) {
-				t.Errorf("trace metadata %#v, want user %#v", o.TraceMetadata, tt.wantTraceUser)
+			if !reflect.DeepEqual(o.TraceMetadata, map[string]any{"user": "u-1"}) {
+				t.Errorf("trace metadata %#v", o.TraceMetadata)
 			}
 		})
 	}

@@ -2,7 +2,6 @@ package platform
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"sort"
 	"time"
@@ -79,10 +78,7 @@ func (p *Platform) TraceIDs() []string {
 // SpanDeliveries is how many times the span (hex ids) arrived: 0 never, 1 once, more when it
 // was delivered again (a retry after a lost answer, for instance). Works in StatsOnly mode.
 func (p *Platform) SpanDeliveries(traceID, spanID string) int {
-	var key spanKey
-	if !decodeHexID(key.traceID[:], traceID) || !decodeHexID(key.spanID[:], spanID) {
-		return 0
-	}
+	key := spanKey{traceID, spanID}
 	s := p.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,10 +92,7 @@ func (p *Platform) SpanDeliveries(traceID, spanID string) int {
 // platform had read the request that brought it); zero and the zero time when it never did.
 // Works in StatsOnly mode: load runs measure latency with it.
 func (p *Platform) SpanArrival(traceID, spanID string) (deliveries int, first time.Time) {
-	var key spanKey
-	if !decodeHexID(key.traceID[:], traceID) || !decodeHexID(key.spanID[:], spanID) {
-		return 0, time.Time{}
-	}
+	key := spanKey{traceID, spanID}
 	s := p.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -201,7 +194,8 @@ type Stats struct {
 	SpansReceived           int `json:"spansReceived"`
 	UniqueSpans             int `json:"uniqueSpans"`
 	DuplicateSpanDeliveries int `json:"duplicateSpanDeliveries"`
-	// SpansRejected counts spans refused in a partial success (no valid ids).
+	// SpansRejected counts spans the platform answered 200 for and then dropped alone: an empty
+	// trace or span id, or an observation its schema refuses (docs/contract.md §3; see Dropped).
 	SpansRejected int `json:"spansRejected"`
 	// DuplicatedSpans maps "traceId/spanId" of every span delivered more than once to its
 	// delivery count.
@@ -243,7 +237,7 @@ func (p *Platform) Stats() Stats {
 	if st.DuplicateSpanDeliveries > 0 {
 		for key, pos := range s.spanIndex {
 			if n := s.spanDeliveries[pos]; n > 1 {
-				st.DuplicatedSpans[key.traceID.String()+"/"+key.spanID.String()] = n
+				st.DuplicatedSpans[key.traceID+"/"+key.spanID] = n
 			}
 		}
 	}
@@ -294,11 +288,26 @@ func (p *Platform) WaitUntil(ctx context.Context, cond func() bool) error {
 	}
 }
 
-// decodeHexID fills dst from the hex id s; false when s is not len(dst) bytes of hex.
-func decodeHexID(dst []byte, s string) bool {
-	if hex.DecodedLen(len(s)) != len(dst) {
-		return false
+// Trace returns the trace record of a trace id, merged from its spans' trace events (docs/contract.md
+// §14.2); false when no span of the trace is stored.
+func (p *Platform) Trace(traceID string) (Trace, bool) {
+	s := p.store
+	s.mu.Lock()
+	events := make([]traceEvent, 0, len(s.traceEvents[traceID]))
+	for _, ev := range s.traceEvents[traceID] {
+		events = append(events, ev)
 	}
-	_, err := hex.Decode(dst, []byte(s))
-	return err == nil
+	s.mu.Unlock()
+	if len(events) == 0 {
+		return Trace{}, false
+	}
+	return mergeTrace(traceID, events), true
+}
+
+// Dropped returns the spans the platform answered 200 for and then dropped alone, with the reason.
+func (p *Platform) Dropped() []DroppedSpan {
+	s := p.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]DroppedSpan(nil), s.dropped...)
 }

@@ -24,10 +24,10 @@ func (p *Platform) handleHealth(w http.ResponseWriter, _ *http.Request, _ *excha
 // request names none.
 const DefaultObservationFields = "core,basic"
 
-// observationGroups render the field groups of ObservationV2 (SPEC.md 2.3); see README.md for
+// observationGroups render the field groups of ObservationV2 (docs/contract.md §13); see README.md for
 // the table. "otel" is the testbed's own group: what arrived on the wire.
-var observationGroups = map[string]func(o *Observation, out map[string]any){
-	"core": func(o *Observation, out map[string]any) {
+var observationGroups = map[string]func(p *Platform, o *Observation, out map[string]any){
+	"core": func(_ *Platform, o *Observation, out map[string]any) {
 		out["id"] = o.ID
 		out["traceId"] = o.TraceID
 		out["parentObservationId"] = orNull(o.ParentObservationID)
@@ -35,52 +35,70 @@ var observationGroups = map[string]func(o *Observation, out map[string]any){
 		out["startTime"] = o.StartTime
 		out["endTime"] = o.EndTime
 	},
-	"basic": func(o *Observation, out map[string]any) {
+	"basic": func(_ *Platform, o *Observation, out map[string]any) {
 		out["name"] = o.Name
 		out["level"] = o.Level
 		out["statusMessage"] = orNull(o.StatusMessage)
+		out["version"] = o.Version
+		out["release"] = orNull(o.Release)
 		out["environment"] = o.Environment
+		out["userId"] = orNull(o.UserID)
 		out["sessionId"] = orNull(o.SessionID)
 	},
-	"time": func(o *Observation, out map[string]any) {
-		out["completionStartTime"] = nil // not recorded by the testbed
+	"time": func(_ *Platform, o *Observation, out map[string]any) {
+		out["completionStartTime"] = o.CompletionStartTime
 		out["createdAt"] = o.ReceivedAt
 	},
-	"io": func(o *Observation, out map[string]any) {
+	"io": func(_ *Platform, o *Observation, out map[string]any) {
 		out["input"] = orNull(o.Input)
 		out["output"] = orNull(o.Output)
 	},
-	"metadata": func(o *Observation, out map[string]any) {
+	"metadata": func(_ *Platform, o *Observation, out map[string]any) {
 		out["metadata"] = orEmpty(o.Metadata)
 	},
-	"model": func(o *Observation, out map[string]any) {
+	"model": func(_ *Platform, o *Observation, out map[string]any) {
 		out["model"] = orNull(o.Model)
+		out["modelParameters"] = orEmpty(o.ModelParameters)
 	},
-	"usage": func(o *Observation, out map[string]any) {
-		if o.Usage == nil {
-			out["usage"] = nil
+	"usage": func(_ *Platform, o *Observation, out map[string]any) {
+		out["usageDetails"] = orEmptyOf(o.Usage)
+		out["costDetails"] = orEmptyOf(o.Cost)
+		total, ok := o.Cost["total"]
+		if !ok {
+			for _, c := range o.Cost {
+				total += c
+				ok = true
+			}
+		}
+		if ok {
+			out["totalCost"] = total
 		} else {
-			out["usage"] = o.Usage
+			out["totalCost"] = nil
 		}
 	},
-	"prompt": func(_ *Observation, out map[string]any) {
-		out["promptName"] = nil // the testbed links no prompts
-		out["promptVersion"] = nil
+	"prompt": func(_ *Platform, o *Observation, out map[string]any) {
+		out["promptName"] = orNull(o.PromptName)
+		out["promptVersion"] = o.PromptVersion
 	},
-	"metrics": func(o *Observation, out map[string]any) {
+	"metrics": func(_ *Platform, o *Observation, out map[string]any) {
 		out["latency"] = o.EndTime.Sub(o.StartTime).Seconds()
-		out["timeToFirstToken"] = nil // not recorded by the testbed
+		if o.CompletionStartTime != nil {
+			out["timeToFirstToken"] = o.CompletionStartTime.Sub(o.StartTime).Seconds()
+		} else {
+			out["timeToFirstToken"] = nil
+		}
 	},
-	"trace_context": func(o *Observation, out map[string]any) {
-		out["traceName"] = orNull(stringAttr(o.Attributes, attrTraceName))
+	"trace_context": func(p *Platform, o *Observation, out map[string]any) {
+		tr, _ := p.Trace(o.TraceID)
+		out["traceName"] = orNull(tr.Name)
+		out["traceTags"] = orEmptyList(tr.Tags)
 		out["traceMetadata"] = orEmpty(o.TraceMetadata)
 	},
-	"otel": func(o *Observation, out map[string]any) {
+	"otel": func(_ *Platform, o *Observation, out map[string]any) {
 		out["scope"] = map[string]string{"name": o.ScopeName, "version": o.ScopeVersion}
 		out["resourceAttributes"] = orEmpty(o.ResourceAttributes)
 		out["attributes"] = orEmpty(o.Attributes)
 		out["sdk"] = map[string]string{"name": o.SDKName, "version": o.SDKVersion}
-		out["metadataJSONEncoded"] = o.MetadataJSONEncoded
 	},
 }
 
@@ -95,7 +113,7 @@ func (p *Platform) handleObservationsRead(w http.ResponseWriter, r *http.Request
 	if fields == "" {
 		fields = DefaultObservationFields
 	}
-	var groups []func(*Observation, map[string]any)
+	var groups []func(*Platform, *Observation, map[string]any)
 	for _, name := range strings.Split(fields, ",") {
 		name = strings.TrimSpace(name)
 		render, ok := observationGroups[name]
@@ -134,7 +152,7 @@ func (p *Platform) handleObservationsRead(w http.ResponseWriter, r *http.Request
 	for i := from; i < to; i++ {
 		out := make(map[string]any)
 		for _, render := range groups {
-			render(&matching[i], out)
+			render(p, &matching[i], out)
 		}
 		data = append(data, out)
 	}
@@ -252,7 +270,34 @@ func orEmpty(m map[string]any) map[string]any {
 	return m
 }
 
-func stringAttr(attrs map[string]any, name string) string {
-	s, _ := attrs[name].(string)
-	return s
+func orEmptyOf[V any](m map[string]V) map[string]V {
+	if m == nil {
+		return map[string]V{}
+	}
+	return m
+}
+
+func orEmptyList(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+// handleTraceRead is GET /api/public/traces/{traceId}: the trace record (docs/contract.md §14.2), 404
+// when no span of the trace is stored.
+func (p *Platform) handleTraceRead(w http.ResponseWriter, r *http.Request, x *exchange) {
+	id := strings.TrimPrefix(r.URL.Path, PathTraceRead)
+	tr, ok := p.Trace(id)
+	if !ok {
+		p.reject(w, x, errorf(http.StatusNotFound, "trace %q not found", id))
+		return
+	}
+	out := map[string]any{
+		"id": tr.ID, "name": orNull(tr.Name), "userId": orNull(tr.UserID), "sessionId": orNull(tr.SessionID),
+		"tags": orEmptyList(tr.Tags), "public": tr.Public, "input": orNull(tr.Input), "output": orNull(tr.Output),
+		"metadata": orEmpty(tr.Metadata), "release": orNull(tr.Release), "version": tr.Version,
+		"environment": orNull(tr.Environment), "timestamp": tr.Timestamp,
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -26,7 +26,7 @@ func readPlatform(t *testing.T) *Platform {
 		}},
 		testSpan{traceID: 1, spanID: 3, parent: 1, name: "tool", attrs: map[string]any{"session.id": "s-1", "svc.observation.type": "tool"}},
 	)
-	// A third-party span: its metadata is stored as it arrived, with its OTLP types.
+	// A third-party span: the same metadata rules (docs/contract.md §5.2 has no SDK branch).
 	sendSpans(t, p, testResource{scopeName: "my-app"}, testSpan{traceID: 2, spanID: 9, name: "other", attrs: map[string]any{
 		"session.id": "s-2", "svc.observation.metadata.env": `"prod"`, "svc.observation.metadata.count": int64(7),
 		"svc.observation.metadata.plan": map[string]any{"seats": int64(3)},
@@ -65,16 +65,16 @@ func TestObservationsReadFieldGroups(t *testing.T) {
 		fields string
 		want   []string
 	}{
-		{"", []string{"endTime", "environment", "id", "level", "name", "parentObservationId", "sessionId", "startTime", "statusMessage", "traceId", "type"}},
+		{"", []string{"endTime", "environment", "id", "level", "name", "parentObservationId", "release", "sessionId", "startTime", "statusMessage", "traceId", "type", "userId", "version"}},
 		{"core", []string{"endTime", "id", "parentObservationId", "startTime", "traceId", "type"}},
 		{"core,io", []string{"endTime", "id", "input", "output", "parentObservationId", "startTime", "traceId", "type"}},
 		{" io , metadata ", []string{"input", "metadata", "output"}},
-		{"model,usage", []string{"model", "usage"}},
+		{"model,usage", []string{"costDetails", "model", "modelParameters", "totalCost", "usageDetails"}},
 		{"time", []string{"completionStartTime", "createdAt"}},
 		{"prompt", []string{"promptName", "promptVersion"}},
 		{"metrics", []string{"latency", "timeToFirstToken"}},
-		{"trace_context", []string{"traceMetadata", "traceName"}},
-		{"otel", []string{"attributes", "metadataJSONEncoded", "resourceAttributes", "scope", "sdk"}},
+		{"trace_context", []string{"traceMetadata", "traceName", "traceTags"}},
+		{"otel", []string{"attributes", "resourceAttributes", "scope", "sdk"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fields, func(t *testing.T) {
@@ -111,21 +111,36 @@ func TestObservationsReadValues(t *testing.T) {
 		{"no input is null", root["input"], nil},
 		{"typed metadata number", llm["metadata"].(map[string]any)["n"], 5.0},
 		{"typed metadata string", llm["metadata"].(map[string]any)["label"], "5"},
-		{"no metadata is an empty object", data[2]["metadata"], map[string]any{}},
+		{"svc-sdk metadata has no attributes key", data[2]["metadata"], map[string]any{
+			"resourceAttributes.telemetry.sdk.language": "python", "scope.name": "svc-sdk", "scope.version": "5.0.0"}},
 		{"model", llm["model"], "gpt-x"},
-		{"usage", llm["usage"], map[string]any{"input": 3.0, "output": 0.0, "total": 3.0}},
-		{"no usage is null", root["usage"], nil},
+		{"usage details", llm["usageDetails"], map[string]any{"input": 3.0}},
+		{"no usage is an empty object", root["usageDetails"], map[string]any{}},
+		{"no cost is null", root["totalCost"], nil},
 		{"latency in seconds", llm["latency"], 1.5},
 		{"trace name", root["traceName"], "run"},
 		{"trace metadata", root["traceMetadata"], map[string]any{"user": "u-1"}},
 		{"start time RFC 3339", root["startTime"], "2025-03-01T12:00:00Z"},
-		{"third-party metadata as it arrived", readOne(t, p, hexTrace(2))["metadata"], map[string]any{"env": `"prod"`, "count": 7.0, "plan": map[string]any{"seats": 3.0}}},
+		{"third-party metadata: JSON parsed on read, a kvlist as its OTLP wrapper", userMetadata(readOne(t, p, hexTrace(2))["metadata"]), map[string]any{
+			"env": "prod", "count": 7.0, "plan": map[string]any{"kvlistValue": map[string]any{"values": []any{
+				map[string]any{"key": "seats", "value": map[string]any{"intValue": "3"}}}}}}},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s: got %#v, want %#v", c.name, c.got, c.want)
 		}
 	}
+}
+
+// userMetadata leaves out the keys the platform adds (attributes, resourceAttributes, scope).
+func userMetadata(v any) map[string]any {
+	out := map[string]any{}
+	for k, val := range v.(map[string]any) {
+		if !isSystemKey(k) {
+			out[k] = val
+		}
+	}
+	return out
 }
 
 // readOne reads the one observation of a trace with every standard field group.
@@ -160,9 +175,9 @@ func TestObservationsReadFilters(t *testing.T) {
 		{"nested boolean", url.Values{"filter": {`[{"type":"boolean","column":"metadata.tier.paid","operator":"=","value":true}]`}}, []string{"agent"}, http.StatusOK, ""},
 		{"trace metadata", url.Values{"filter": {`[{"type":"string","column":"traceMetadata.user","operator":"=","value":"u-1"}]`}}, []string{"agent"}, http.StatusOK, ""},
 		{"third-party int is a number", url.Values{"filter": {`[{"type":"number","column":"metadata.count","operator":">=","value":7}]`}}, []string{"other"}, http.StatusOK, ""},
-		{"third-party int in a map by path", url.Values{"filter": {`[{"type":"number","column":"metadata.plan.seats","operator":"=","value":3}]`}}, []string{"other"}, http.StatusOK, ""},
-		{"third-party string keeps its quotes", url.Values{"filter": {`[{"type":"string","column":"metadata.env","operator":"=","value":"\"prod\""}]`}}, []string{"other"}, http.StatusOK, ""},
-		{"third-party string is not decoded", url.Values{"filter": {`[{"type":"string","column":"metadata.env","operator":"=","value":"prod"}]`}}, nil, http.StatusOK, ""},
+		{"a kvlist is its OTLP wrapper, no path to its keys", url.Values{"filter": {`[{"type":"number","column":"metadata.plan.seats","operator":"=","value":3}]`}}, nil, http.StatusOK, ""},
+		{"a JSON string reads back decoded", url.Values{"filter": {`[{"type":"string","column":"metadata.env","operator":"=","value":"prod"}]`}}, []string{"other"}, http.StatusOK, ""},
+		{"flattened system keys", url.Values{"filter": {`[{"type":"string","column":"metadata.scope.name","operator":"=","value":"my-app"}]`}}, []string{"other"}, http.StatusOK, ""},
 		{"datetime", url.Values{"filter": {`[{"type":"datetime","column":"startTime","operator":">=","value":"2025-03-01T12:00:01Z"}]`}}, []string{"llm", "tool"}, http.StatusOK, ""},
 		{"filters combine", url.Values{"sessionId": {"s-1"}, "filter": {`[{"type":"string","column":"name","operator":"!=","value":"agent"},{"type":"string","column":"type","operator":"=","value":"TOOL"}]`}}, []string{"tool"}, http.StatusOK, ""},
 		{"unknown group", url.Values{"fields": {"core,bogus"}}, nil, http.StatusBadRequest, `unknown field group "bogus"`},

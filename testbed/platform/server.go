@@ -18,6 +18,7 @@ const (
 	EndpointHealth       Endpoint = "health"       // GET /api/public/health
 	EndpointObservations Endpoint = "observations" // GET /api/public/v2/observations
 	EndpointScoresRead   Endpoint = "scores_read"  // GET /api/public/v3/scores
+	EndpointTraceRead    Endpoint = "trace_read"   // GET /api/public/traces/{traceId}
 )
 
 // Paths of the platform's public API.
@@ -27,6 +28,8 @@ const (
 	PathHealth       = "/api/public/health"
 	PathObservations = "/api/public/v2/observations"
 	PathScoresRead   = "/api/public/v3/scores"
+	// PathTraceRead is the prefix of GET /api/public/traces/{traceId}: the trace record.
+	PathTraceRead = "/api/public/traces/"
 )
 
 // route is one endpoint of the public API.
@@ -44,6 +47,7 @@ func (p *Platform) newRoutes() map[string]route {
 		PathHealth:       {EndpointHealth, http.MethodGet, false, p.handleHealth},
 		PathObservations: {EndpointObservations, http.MethodGet, true, p.handleObservationsRead},
 		PathScoresRead:   {EndpointScoresRead, http.MethodGet, true, p.handleScoresRead},
+		PathTraceRead:    {EndpointTraceRead, http.MethodGet, true, p.handleTraceRead},
 	}
 }
 
@@ -65,7 +69,11 @@ func (p *Platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveControl(w, r)
 		return
 	}
-	rt, ok := p.routes[r.URL.Path]
+	path := r.URL.Path
+	if strings.HasPrefix(path, PathTraceRead) {
+		path = PathTraceRead
+	}
+	rt, ok := p.routes[path]
 	if !ok {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 		p.log.Info("request to unknown path", "method", r.Method, "path", r.URL.Path)

@@ -20,6 +20,9 @@ type store struct {
 	byTrace        map[string][]int // hex trace id → positions in observations
 	spansReceived  int              // every delivery of every span
 	spansRejected  int
+	dropped        []DroppedSpan
+	// traceEvents are the trace events of each trace's spans, by span id (a redelivery replaces).
+	traceEvents map[string]map[string]traceEvent
 
 	scores          []Score // in order of first arrival; a resent id replaces in place
 	scoreIndex      map[string]int
@@ -40,6 +43,8 @@ func newStore(statsOnly bool) *store {
 
 func (s *store) clear() {
 	s.observations, s.spanDeliveries, s.spanArrivals, s.scores, s.scoreDeliveries, s.requests = nil, nil, nil, nil, nil, nil
+	s.dropped = nil
+	s.traceEvents = make(map[string]map[string]traceEvent)
 	s.spanIndex = make(map[spanKey]int)
 	s.byTrace = make(map[string][]int)
 	s.scoreIndex = make(map[string]int)
@@ -79,8 +84,17 @@ func (s *store) addSpans(d delivery) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.spansReceived += len(d.keys)
-	s.spansRejected += d.rejected
+	s.spansRejected += len(d.dropped)
+	s.dropped = append(s.dropped, d.dropped...)
 	for i, key := range d.keys {
+		if !s.statsOnly {
+			byspan := s.traceEvents[key.traceID]
+			if byspan == nil {
+				byspan = make(map[string]traceEvent)
+				s.traceEvents[key.traceID] = byspan
+			}
+			byspan[key.spanID] = d.traceEvents[i]
+		}
 		if pos, ok := s.spanIndex[key]; ok {
 			s.spanDeliveries[pos]++
 			if !s.statsOnly {

@@ -1,11 +1,15 @@
 package platform
 
 import (
+	"encoding/hex"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 var oneSpan = testSpan{traceID: 1, spanID: 1, name: "chat", attrs: map[string]any{"gen_ai.request.model": "m"}}
@@ -29,15 +33,21 @@ func TestTracesRequestRules(t *testing.T) {
 		{"json gzip", "application/json", "gzip", gzipBytes(t, js), http.StatusOK, ""},
 		{"identity encoding", "application/x-protobuf", "identity", proto, http.StatusOK, ""},
 		{"empty protobuf is an empty request", "application/x-protobuf", "", nil, http.StatusOK, ""},
-		{"missing content type", "", "", proto, http.StatusUnsupportedMediaType, "missing Content-Type"},
-		{"text content type", "text/plain", "", proto, http.StatusUnsupportedMediaType, "text/plain"},
-		{"protobuf without x-", "application/protobuf", "", proto, http.StatusUnsupportedMediaType, "application/protobuf"},
+		{"upper-case content type", "Application/X-Protobuf", "", proto, http.StatusOK, ""},
+		{"snake_case JSON is an empty request", "application/json", "", []byte(`{"resource_spans":[{"scope_spans":[]}]}`), http.StatusOK, ""},
+		{"missing content type", "", "", proto, http.StatusBadRequest, "Content-Type"},
+		{"text content type", "text/plain", "", proto, http.StatusBadRequest, "text/plain"},
+		{"protobuf without x-", "application/protobuf", "", proto, http.StatusBadRequest, "application/protobuf"},
 		{"deflate encoding", "application/x-protobuf", "deflate", proto, http.StatusUnsupportedMediaType, "deflate"},
 		{"br encoding", "application/x-protobuf", "br", proto, http.StatusUnsupportedMediaType, "br"},
 		{"gzip header on plain body", "application/x-protobuf", "gzip", proto, http.StatusBadRequest, "not gzip"},
 		{"truncated gzip", "application/x-protobuf", "gzip", gzipBytes(t, proto)[:20], http.StatusBadRequest, "gzip"},
 		{"malformed protobuf", "application/x-protobuf", "", []byte("\xff\xff\xff\xff"), http.StatusBadRequest, "malformed OTLP"},
 		{"malformed json", "application/json", "", []byte(`{"resourceSpans":[`), http.StatusBadRequest, "malformed OTLP"},
+		{"json span without trace id", "application/json", "", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"spanId":"0102030405060708","name":"x"}]}]}]}`), http.StatusBadRequest, "traceId"},
+		{"json span id a number", "application/json", "", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"01","spanId":5}]}]}]}`), http.StatusBadRequest, "spanId"},
+		{"json attributes as a map", "application/json", "", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"01","spanId":"02","attributes":{"k":"v"}}]}]}]}`), http.StatusBadRequest, "arrays"},
+		{"json spans not an array", "application/json", "", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":{}}]}]}`), http.StatusBadRequest, "spans is not an array"},
 		{"json body sent as protobuf", "application/x-protobuf", "", js, http.StatusBadRequest, "malformed OTLP"},
 	}
 	for _, tt := range tests {
@@ -56,59 +66,96 @@ func TestTracesRequestRules(t *testing.T) {
 	}
 }
 
-func TestTracesAnswerInTheRequestEncoding(t *testing.T) {
+// The platform answers 200 with a JSON body, to protobuf clients too, and never a partial success.
+func TestTracesAnswerJSON(t *testing.T) {
 	p := startPlatform(t)
 	td := makeTraces(t, testResource{}, oneSpan)
-	tests := []struct {
-		name        string
-		contentType string
-		body        []byte
-		decode      func(ptraceotlp.ExportResponse, []byte) error
+	for _, tt := range []struct {
+		name, contentType string
+		body              []byte
 	}{
-		{"protobuf", "application/x-protobuf", protoBody(t, td), ptraceotlp.ExportResponse.UnmarshalProto},
-		{"json", "application/json", jsonTracesBody(t, td), ptraceotlp.ExportResponse.UnmarshalJSON},
-	}
-	for _, tt := range tests {
+		{"protobuf", "application/x-protobuf", protoBody(t, td)},
+		{"json", "application/json", jsonTracesBody(t, td)},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := send(t, p, http.MethodPost, PathTraces, map[string]string{"Content-Type": tt.contentType}, tt.body)
-			if resp.status != http.StatusOK {
-				t.Fatalf("status %d: %s", resp.status, resp.body)
-			}
-			if got := resp.header.Get("Content-Type"); got != tt.contentType {
-				t.Errorf("answer Content-Type %q, want %q", got, tt.contentType)
-			}
-			if err := tt.decode(ptraceotlp.NewExportResponse(), resp.body); err != nil {
-				t.Errorf("answer is not an ExportTraceServiceResponse: %v", err)
+			if resp.status != http.StatusOK || resp.header.Get("Content-Type") != "application/json" || string(resp.body) != "{}" {
+				t.Errorf("answer %d %q %s, want 200 application/json {}", resp.status, resp.header.Get("Content-Type"), resp.body)
 			}
 		})
 	}
 }
 
-func TestTracesRejectSpansWithoutIDsAsPartialSuccess(t *testing.T) {
+func TestTracesIngestionVersionHeader(t *testing.T) {
 	p := startPlatform(t)
-	td := makeTraces(t, testResource{},
-		testSpan{traceID: 1, spanID: 1, name: "ok"},
-		testSpan{traceID: 1, name: "no span id"},
-		testSpan{spanID: 3, name: "no trace id"},
-	)
-	resp := send(t, p, http.MethodPost, PathTraces, protoHeaders, protoBody(t, td))
+	body := protoBody(t, makeTraces(t, testResource{}, oneSpan))
+	for v, want := range map[string]int{"4": http.StatusOK, "1": http.StatusOK, "5": http.StatusBadRequest, "four": http.StatusBadRequest} {
+		resp := send(t, p, http.MethodPost, PathTraces, map[string]string{"Content-Type": "application/x-protobuf", HeaderIngestionVersion: v}, body)
+		if resp.status != want {
+			t.Errorf("%s %q: status %d, want %d", HeaderIngestionVersion, v, resp.status, want)
+		}
+	}
+}
+
+// Any id passes the door (docs/contract.md §3): an all-zero id is an id like another; an empty id gets
+// the observation dropped alone after the 200; a missing JSON id rejects the whole request.
+func TestTracesIDs(t *testing.T) {
+	zeroSpan := func(traceID, spanID []byte, name string) *tracepb.Span {
+		return &tracepb.Span{TraceId: traceID, SpanId: spanID, Name: name}
+	}
+	good := bytes16(1)
+	raw, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{
+		zeroSpan(good, []byte{1, 1, 1, 1, 1, 1, 1, 1}, "ok"),
+		zeroSpan(good, make([]byte, 8), "all-zero span id"),
+		zeroSpan(good, nil, "empty span id"),
+		zeroSpan(nil, []byte{3, 3, 3, 3, 3, 3, 3, 3}, "empty trace id"),
+	}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPlatform(t)
+	resp := send(t, p, http.MethodPost, PathTraces, protoHeaders, raw)
+	if resp.status != http.StatusOK || string(resp.body) != "{}" {
+		t.Fatalf("answer %d %s, want 200 {}", resp.status, resp.body)
+	}
+	if _, ok := p.Observation(hex.EncodeToString(good), "0000000000000000"); !ok {
+		t.Error("the all-zero span id is not stored under 0000000000000000")
+	}
+	if st := p.Stats(); st.UniqueSpans != 2 || st.SpansRejected != 2 {
+		t.Errorf("stored %d, dropped %d; want 2 and 2", st.UniqueSpans, st.SpansRejected)
+	}
+	var reasons []string
+	for _, d := range p.Dropped() {
+		reasons = append(reasons, d.Reason)
+	}
+	if !reflect.DeepEqual(reasons, []string{"empty id", "empty id"}) {
+		t.Errorf("dropped %v", reasons)
+	}
+
+	// JSON ids are kept verbatim, case and all; "" is an empty id; a missing one rejects the request.
+	p.Reset()
+	js := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"ABCDEF0123456789ABCDEF0123456789","spanId":"0102030405060708","name":"upper"},` +
+		`{"traceId":"ABCDEF0123456789ABCDEF0123456789","spanId":"","name":"empty"}]}]}]}`
+	resp = send(t, p, http.MethodPost, PathTraces, map[string]string{"Content-Type": "application/json"}, []byte(js))
 	if resp.status != http.StatusOK {
 		t.Fatalf("status %d: %s", resp.status, resp.body)
 	}
-	answer := ptraceotlp.NewExportResponse()
-	if err := answer.UnmarshalProto(resp.body); err != nil {
-		t.Fatal(err)
+	if _, ok := p.Observation("ABCDEF0123456789ABCDEF0123456789", "0102030405060708"); !ok || p.Stats().SpansRejected != 1 {
+		t.Errorf("want the upper-case id kept verbatim and the empty one dropped: %+v", p.Stats())
 	}
-	if got := answer.PartialSuccess().RejectedSpans(); got != 2 {
-		t.Errorf("rejected spans %d, want 2", got)
+	bad := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"01010101010101010101010101010101","spanId":"0202020202020202","name":"good"},{"traceId":"01010101010101010101010101010101","name":"no span id"}]}]}]}`
+	resp = send(t, p, http.MethodPost, PathTraces, map[string]string{"Content-Type": "application/json"}, []byte(bad))
+	if resp.status != http.StatusBadRequest || p.Stats().UniqueSpans != 1 {
+		t.Errorf("status %d, %d spans stored: want 400 and the good span of that request not stored", resp.status, p.Stats().UniqueSpans)
 	}
-	if answer.PartialSuccess().ErrorMessage() == "" {
-		t.Error("partial success has no error message")
+}
+
+func bytes16(b byte) []byte {
+	out := make([]byte, 16)
+	for i := range out {
+		out[i] = b
 	}
-	st := p.Stats()
-	if st.UniqueSpans != 1 || st.SpansRejected != 2 {
-		t.Errorf("stored %d spans and rejected %d, want 1 and 2", st.UniqueSpans, st.SpansRejected)
-	}
+	return out
 }
 
 func TestTracesRecordGzipAndSDKPerRequest(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package readapi is a client of the svc platform's read APIs that SPEC.md names (v2
+// Package readapi is a client of the svc platform's read APIs that docs/contract.md names (v2
 // observations, v3 scores), as an application of the platform would call them. The demo and the
 // end-to-end tests read back through it what the gateway delivered, instead of peeking into the
 // local platform's memory.
@@ -21,7 +21,7 @@ type Client struct {
 	HTTP      *http.Client // default http.DefaultClient
 }
 
-// Observation is one observation of GET /api/public/v2/observations (SPEC.md 2.3).
+// Observation is one observation of GET /api/public/v2/observations (docs/contract.md §13).
 type Observation struct {
 	ID                  string         `json:"id"`
 	TraceID             string         `json:"traceId"`
@@ -72,6 +72,30 @@ func (c Client) Observations(ctx context.Context, traceID, fields string) ([]Obs
 	return out, err
 }
 
+// AllObservationFields are every field group of ObservationV2 (docs/contract.md §13).
+const AllObservationFields = "core,basic,time,io,metadata,model,usage,prompt,metrics,trace_context"
+
+// ObservationRecords returns the observations of a trace as the API writes them, every field
+// (AllObservationFields when fields is empty) as a generic JSON value: for comparing platforms
+// field by field.
+func (c Client) ObservationRecords(ctx context.Context, traceID, fields string) ([]map[string]any, error) {
+	if fields == "" {
+		fields = AllObservationFields
+	}
+	var out []map[string]any
+	err := c.get(ctx, "/api/public/v2/observations", url.Values{
+		"traceId": {traceID}, "fields": {fields}, "limit": {"1000"},
+	}, &out)
+	return out, err
+}
+
+// Trace returns the trace record of GET /api/public/traces/{traceId} as a generic JSON value.
+func (c Client) Trace(ctx context.Context, traceID string) (map[string]any, error) {
+	var out map[string]any
+	err := c.getJSON(ctx, "/api/public/traces/"+url.PathEscape(traceID), nil, &out)
+	return out, err
+}
+
 // Scores returns the scores that match query (traceId, id, name, ...).
 func (c Client) Scores(ctx context.Context, query url.Values) ([]Score, error) {
 	q := url.Values{"limit": {"100"}}
@@ -83,8 +107,24 @@ func (c Client) Scores(ctx context.Context, query url.Values) ([]Score, error) {
 	return out, err
 }
 
+// StatusError is an answer other than 200.
+type StatusError struct {
+	Path string
+	Code int
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("GET %s: HTTP %d", e.Path, e.Code) }
+
 // get GETs path with the project's Basic credentials and decodes the answer's `data` into out.
 func (c Client) get(ctx context.Context, path string, query url.Values, out any) error {
+	page := struct {
+		Data any `json:"data"`
+	}{Data: out}
+	return c.getJSON(ctx, path, query, &page)
+}
+
+// getJSON GETs path with the project's Basic credentials and decodes the answer into out.
+func (c Client) getJSON(ctx context.Context, path string, query url.Values, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+path+"?"+query.Encode(), nil)
 	if err != nil {
 		return err
@@ -100,12 +140,9 @@ func (c Client) get(ctx context.Context, path string, query url.Values, out any)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: HTTP %d", path, resp.StatusCode)
+		return &StatusError{Path: path, Code: resp.StatusCode}
 	}
-	page := struct {
-		Data any `json:"data"`
-	}{Data: out}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("GET %s: %w", path, err)
 	}
 	return nil

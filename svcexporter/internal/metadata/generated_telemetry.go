@@ -37,6 +37,7 @@ type TelemetryBuilder struct {
 	ExporterSvcSentScores            metric.Int64Counter
 	ExporterSvcSentSpans             metric.Int64Counter
 	ExporterSvcSpansDroppedTooLarge  metric.Int64Counter
+	ExporterSvcSpansRefusedInvalid   metric.Int64Counter
 	ExporterSvcSpansRejected         metric.Int64Counter
 }
 
@@ -77,7 +78,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ExporterSvcRequestsSplit, err = builder.meter.Int64Counter(
 		"otelcol_exporter_svc_requests_split",
-		metric.WithDescription("Span or score requests split in halves and resent because the platform answered 413 (payload too large). [Alpha]"),
+		metric.WithDescription("Span or score requests split in halves and resent because the platform answered 413 (payload too large), or 400 to a span request (a malformed span). [Alpha]"),
 		metric.WithUnit("{request}"),
 	)
 	errs = errors.Join(errs, err)
@@ -132,6 +133,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ExporterSvcSpansDroppedTooLarge, err = builder.meter.Int64Counter(
 		"otelcol_exporter_svc_spans_dropped_too_large",
 		metric.WithDescription("Spans dropped because the platform refused (413) even a request holding that span alone. [Alpha]"),
+		metric.WithUnit("{span}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterSvcSpansRefusedInvalid, err = builder.meter.Int64Counter(
+		"otelcol_exporter_svc_spans_refused_invalid",
+		metric.WithDescription("Spans dropped because the platform refused (400, a malformed span) even a request holding that span alone; the rest of their batch is delivered. [Alpha]"),
 		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)

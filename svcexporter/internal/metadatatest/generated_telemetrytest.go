@@ -40,7 +40,7 @@ func AssertEqualExporterSvcCredentialsRefused(t *testing.T, tt *componenttest.Te
 func AssertEqualExporterSvcRequestsSplit(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_svc_requests_split",
-		Description: "Span or score requests split in halves and resent because the platform answered 413 (payload too large). [Alpha]",
+		Description: "Span or score requests split in halves and resent because the platform answered 413 (payload too large), or 400 to a span request (a malformed span). [Alpha]",
 		Unit:        "{request}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -193,6 +193,22 @@ func AssertEqualExporterSvcSpansDroppedTooLarge(t *testing.T, tt *componenttest.
 		},
 	}
 	got, err := tt.GetMetric("otelcol_exporter_svc_spans_dropped_too_large")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualExporterSvcSpansRefusedInvalid(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_exporter_svc_spans_refused_invalid",
+		Description: "Spans dropped because the platform refused (400, a malformed span) even a request holding that span alone; the rest of their batch is delivered. [Alpha]",
+		Unit:        "{span}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_exporter_svc_spans_refused_invalid")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

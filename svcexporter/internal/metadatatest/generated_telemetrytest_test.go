@@ -30,6 +30,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ExporterSvcSentScores.Add(context.Background(), 1)
 	tb.ExporterSvcSentSpans.Add(context.Background(), 1)
 	tb.ExporterSvcSpansDroppedTooLarge.Add(context.Background(), 1)
+	tb.ExporterSvcSpansRefusedInvalid.Add(context.Background(), 1)
 	tb.ExporterSvcSpansRejected.Add(context.Background(), 1)
 	AssertEqualExporterSvcCredentialsRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
@@ -62,6 +63,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterSvcSpansDroppedTooLarge(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterSvcSpansRefusedInvalid(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterSvcSpansRejected(t, testTel,
