@@ -53,7 +53,7 @@ var pythonShapes = []pythonShape{
 // coverageTable renders the rows and the Python shapes as markdown.
 func coverageTable(rows []coverageRow) string {
 	var b strings.Builder
-	b.WriteString("| library | version | scope | what is kept | input / output from | masked | tree intact |\n")
+	b.WriteString("| library | version | scope | what is kept | prompt / answer carried in | masked | tree intact |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.library, r.versions, r.scopes, r.kept, r.source, r.masked, r.tree)

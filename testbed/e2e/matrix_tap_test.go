@@ -152,3 +152,48 @@ func (tap *deliveryTap) counts() (spans, events int) {
 	}
 	return len(tap.spans), events
 }
+
+// startDirectExport gives the clients an OTLP/HTTP endpoint that passes every request on to the
+// gateway and, for trace exports, also sends the same body to the platform `direct` as a direct
+// export would (Basic auth, no gateway), so that what a direct export shows is the platform's own
+// record of the client's spans. It returns the endpoint's base URL.
+func startDirectExport(t *testing.T, gatewayOTLPHTTP string, direct *platform.Platform) string {
+	t.Helper()
+	target, err := url.Parse("http://" + gatewayOTLPHTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/traces" {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, direct.URL()+platform.PathTraces, bytes.NewReader(body))
+			if err != nil {
+				t.Errorf("direct export: %v", err)
+			} else {
+				for _, h := range []string{"Content-Type", "Content-Encoding"} {
+					req.Header.Set(h, r.Header.Get(h))
+				}
+				req.SetBasicAuth(testPublicKey, testSecretKey)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Errorf("direct export: %v", err)
+				} else {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					if resp.StatusCode/100 != 2 {
+						t.Errorf("direct export: the platform answered %s", resp.Status)
+					}
+				}
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -23,7 +24,10 @@ import (
 // platform once and nothing else does; each observation sits below its nearest delivered
 // ancestor; each call's input and output show as the platform maps them, masked, with the call's
 // own words around the masked data and no other call's content; type, model and usage are what a
-// direct export would show. The application's HTTP spans come from the real HTTP instrumentations
+// direct export shows (the clients' trace exports also go straight to a second local platform).
+// Everything is read from the local platforms' records, never recomputed here; personal data is
+// looked for in those records and in the spans as the platform received them (deliveryTap: the
+// records keep no span events). The application's HTTP spans come from the real HTTP instrumentations
 // (instrumentation-http, instrumentation-undici), and which spans must be kept is the default
 // filter's rule computed here (defaultFilterKeeps). The run's coverage table must equal the
 // committed one (matrix_coverage_test.go; -update-coverage rewrites it).
@@ -58,6 +62,12 @@ type matrixSpan struct {
 	ScopeVersion string         `json:"scopeVersion"`
 	Attributes   map[string]any `json:"attributes"`
 	Events       []spanEvent    `json:"events"`
+}
+
+// spanEvent is a span event, as the manifest and the delivery tap record it.
+type spanEvent struct {
+	Name       string         `json:"name"`
+	Attributes map[string]any `json:"attributes"`
 }
 
 // matrixKnownScopes are the scopes whose spans the gateway's default filter keeps, boundary-aware
@@ -184,6 +194,10 @@ func TestInstrumentationMatrix(t *testing.T) {
 	p := startPlatform(t, "")
 	tap := startDeliveryTap(t, p)
 	g := startGateway(t, gatewayOptions{platform: p, env: []string{"SVC_ENDPOINT=" + tap.url}})
+	// A second platform receives the clients' spans straight, as a direct export: the judge of
+	// what the gateway's user must see at least.
+	direct := startPlatform(t, "")
+	clientOTLP := strings.TrimPrefix(startDirectExport(t, g.collector.OTLPHTTPEndpoint, direct), "http://")
 	start := time.Now()
 
 	// The clients run three at a time; each makes its calls and exports once.
@@ -197,7 +211,7 @@ func TestInstrumentationMatrix(t *testing.T) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			manifests[i], errs[i] = runClient(t, dir, g.collector.OTLPHTTPEndpoint, lib.name)
+			manifests[i], errs[i] = runClient(t, dir, clientOTLP, lib.name)
 		}()
 	}
 	wg.Wait()
@@ -229,7 +243,7 @@ func TestInstrumentationMatrix(t *testing.T) {
 	rows := make([]coverageRow, len(matrixLibraries))
 	for i, lib := range matrixLibraries {
 		t.Run(lib.name, func(t *testing.T) {
-			rows[i] = checkLibrary(t, g.platform, tap, lib, manifests[i])
+			rows[i] = checkLibrary(t, g.platform, direct, tap, lib, manifests[i])
 		})
 	}
 	tapped, events := tap.counts()
@@ -238,8 +252,9 @@ func TestInstrumentationMatrix(t *testing.T) {
 	checkCoverage(t, rows)
 }
 
-// checkLibrary makes every check of one library and returns its row of the coverage table.
-func checkLibrary(t *testing.T, p *platform.Platform, tap *deliveryTap, lib matrixLibrary, m matrixManifest) coverageRow {
+// checkLibrary makes every check of one library and returns its row of the coverage table. p is
+// the platform behind the gateway, direct the one the clients exported to straight.
+func checkLibrary(t *testing.T, p, direct *platform.Platform, tap *deliveryTap, lib matrixLibrary, m matrixManifest) coverageRow {
 	require := func(cond bool, format string, args ...any) {
 		t.Helper()
 		if !cond {
@@ -274,7 +289,6 @@ func checkLibrary(t *testing.T, p *platform.Platform, tap *deliveryTap, lib matr
 	}
 	for _, call := range m.Calls {
 		delivered := p.ObservationsByTrace(call.TraceID)
-		views := map[string]observationView{}
 		for _, o := range delivered {
 			s, ok := sent[o.ID]
 			require(ok, "%s: the platform holds a span the client did not send: %q", call.Tag, o.Name)
@@ -297,26 +311,28 @@ func checkLibrary(t *testing.T, p *platform.Platform, tap *deliveryTap, lib matr
 			}
 			// Nothing personal, anywhere: the span as delivered (attributes, events, resource,
 			// links) and the platform's record of it.
-			all := d.Text + jsonOf(o.Attributes) + o.Name + o.StatusMessage + o.Input + o.Output
+			all := d.Text + jsonOf(o)
 			for _, pii := range matrixPII {
 				if strings.Contains(all, pii) {
 					row.masked = "no"
 					t.Errorf("%s: %q carries %q", call.Tag, o.Name, pii)
 				}
 			}
-			// Type, model and usage as a direct export shows them; input and output at least as much.
-			direct := viewOf(s.Scope, s.Attributes, s.Events)
-			got := viewOf(d.Scope, d.Attributes, d.Events)
-			views[o.ID] = got
-			require(got.Type == direct.Type, "%s: %q type %s, a direct export shows %s", call.Tag, o.Name, got.Type, direct.Type)
-			require(got.Model == direct.Model, "%s: %q model %q, a direct export shows %q", call.Tag, o.Name, got.Model, direct.Model)
-			require(jsonOf(got.Usage) == jsonOf(direct.Usage), "%s: %q usage %v, a direct export shows %v", call.Tag, o.Name, got.Usage, direct.Usage)
-			require(direct.Input == "" || got.Input != "", "%s: %q lost its input (direct: from %s)", call.Tag, o.Name, direct.InputFrom)
-			require(direct.Output == "" || got.Output != "", "%s: %q lost its output (direct: from %s)", call.Tag, o.Name, direct.OutputFrom)
-			keptNames[fmt.Sprintf("%s `%s`", strings.ToLower(got.Type), o.Name)]++
+			// Type, model and usage as the direct export shows them; input and output at least as much.
+			want, ok := direct.Observation(o.TraceID, o.ID)
+			if !ok {
+				t.Errorf("%s: %q is not on the platform the client exported to directly", call.Tag, o.Name)
+				continue
+			}
+			require(o.Type == want.Type, "%s: %q type %s, a direct export shows %s", call.Tag, o.Name, o.Type, want.Type)
+			require(o.Model == want.Model, "%s: %q model %q, a direct export shows %q", call.Tag, o.Name, o.Model, want.Model)
+			require(jsonOf(o.Usage) == jsonOf(want.Usage), "%s: %q usage %v, a direct export shows %v", call.Tag, o.Name, o.Usage, want.Usage)
+			require(want.Input == "" || o.Input != "", "%s: %q lost its input", call.Tag, o.Name)
+			require(want.Output == "" || o.Output != "", "%s: %q lost its output", call.Tag, o.Name)
+			keptNames[fmt.Sprintf("%s `%s`", strings.ToLower(o.Type), o.Name)]++
 			// No other call's content.
 			for _, other := range m.Calls {
-				if other.Tag != call.Tag && (strings.Contains(got.Input, other.Tag+":") || strings.Contains(got.Output, other.Tag+" ")) {
+				if other.Tag != call.Tag && (strings.Contains(o.Input, other.Tag+":") || strings.Contains(o.Output, other.Tag+" ")) {
 					t.Errorf("%s: %q shows the content of %s", call.Tag, o.Name, other.Tag)
 				}
 			}
@@ -325,15 +341,15 @@ func checkLibrary(t *testing.T, p *platform.Platform, tap *deliveryTap, lib matr
 		var shown bool
 		var gens []string
 		for _, o := range delivered {
-			v, ok := views[o.ID]
-			if !ok || v.Type != "GENERATION" {
+			if o.Type != platform.TypeGeneration {
 				continue
 			}
-			gens = append(gens, fmt.Sprintf("%q model=%q usage=%v in(%s)=%.120q out(%s)=%.120q", o.Name, v.Model, v.Usage, v.InputFrom, v.Input, v.OutputFrom, v.Output))
-			if containsAll(v.Input, maskedPrompt(call.Tag)) && containsAll(v.Output, maskedAnswer(call.Tag)) {
+			gens = append(gens, fmt.Sprintf("%q model=%q usage=%v in=%.120q out=%.120q", o.Name, o.Model, o.Usage, o.Input, o.Output))
+			if containsAll(o.Input, maskedPrompt(call.Tag)) && containsAll(o.Output, maskedAnswer(call.Tag)) {
 				shown = true
-				require(v.Model == call.Model, "%s: %q shows model %q, the call used %q", call.Tag, o.Name, v.Model, call.Model)
-				sources[fmt.Sprintf("%s / %s", v.InputFrom, v.OutputFrom)] = true
+				require(o.Model == call.Model, "%s: %q shows model %q, the call used %q", call.Tag, o.Name, o.Model, call.Model)
+				d, _ := tap.span(o.TraceID, o.ID)
+				sources[contentKeys(d, maskedPrompt(call.Tag)[0])+" / "+contentKeys(d, maskedAnswer(call.Tag)[0])] = true
 			}
 		}
 		if !shown {
@@ -343,7 +359,7 @@ func checkLibrary(t *testing.T, p *platform.Platform, tap *deliveryTap, lib matr
 		}
 	}
 	row.scopes = joinSorted(scopes, "`", ", ")
-	row.source = joinSorted(sources, "`", "; ")
+	row.source = joinSorted(sources, "", "; ")
 	if m.Records > 0 {
 		row.source += fmt.Sprintf(" (joined from %d log records)", m.Records)
 	}
@@ -352,6 +368,28 @@ func checkLibrary(t *testing.T, p *platform.Platform, tap *deliveryTap, lib matr
 		row.kept += "; " + lib.note
 	}
 	return row
+}
+
+// contentKeys names the attributes and events of the delivered span whose values hold phrase
+// (indexes written N), for the table's "input / output from" column: the platform's records say
+// what input and output are, not which attribute they came from.
+func contentKeys(d deliveredSpan, phrase string) string {
+	keys := map[string]bool{}
+	index := regexp.MustCompile(`\.\d+\.`)
+	for k, v := range d.Attributes {
+		if strings.Contains(jsonOf(v), phrase) {
+			keys["`"+index.ReplaceAllString(k, ".N.")+"`"] = true
+		}
+	}
+	for _, e := range d.Events {
+		if strings.Contains(jsonOf(e.Attributes), phrase) {
+			keys["event `"+e.Name+"`"] = true
+		}
+	}
+	if len(keys) == 0 {
+		return "(none)"
+	}
+	return joinSorted(keys, "", ", ")
 }
 
 // countedList is "2× a, 1× b", sorted.
@@ -399,4 +437,12 @@ func joinSorted(set map[string]bool, quote, sep string) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, sep)
+}
+
+func jsonOf(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
