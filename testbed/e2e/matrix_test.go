@@ -375,10 +375,9 @@ func checkLibrary(t *testing.T, p, direct *platform.Platform, tap *deliveryTap, 
 // what input and output are, not which attribute they came from.
 func contentKeys(d deliveredSpan, phrase string) string {
 	keys := map[string]bool{}
-	index := regexp.MustCompile(`\.\d+\.`)
 	for k, v := range d.Attributes {
 		if strings.Contains(jsonOf(v), phrase) {
-			keys["`"+index.ReplaceAllString(k, ".N.")+"`"] = true
+			keys["`"+attributeIndex.ReplaceAllString(k, ".N.")+"`"] = true
 		}
 	}
 	for _, e := range d.Events {
@@ -391,6 +390,9 @@ func contentKeys(d deliveredSpan, phrase string) string {
 	}
 	return joinSorted(keys, "", ", ")
 }
+
+// attributeIndex is the index in an indexed attribute name (llm.input_messages.0.message.content).
+var attributeIndex = regexp.MustCompile(`\.\d+\.`)
 
 // countedList is "2× a, 1× b", sorted.
 func countedList(counts map[string]int) string {
