@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,8 +11,16 @@ import (
 	"github.com/svc/svc-collector/testbed/collector"
 )
 
-// The coverage table: written by TestInstrumentationMatrix into testbed/instrumentation/COVERAGE.md
-// and copied into the svcspanfilter README between its coverage markers.
+// The coverage table: TestInstrumentationMatrix compares the table of its run with the committed
+// one (testbed/instrumentation/COVERAGE.md and the svcspanfilter README between its coverage
+// markers) and fails on any difference; with -update-coverage (or SVC_UPDATE_COVERAGE=1) it writes
+// the run's table into both instead, whatever the run found ("no" in masked or tree intact included).
+
+var updateCoverage = flag.Bool("update-coverage", false,
+	"TestInstrumentationMatrix writes its coverage table into testbed/instrumentation/COVERAGE.md and the svcspanfilter README")
+
+const coverageUpdateHint = "run `cd testbed && SVC_OTELCOL_BIN=$PWD/../bin/svc-otelcol go test -count=1 -run TestInstrumentationMatrix ./e2e/ -update-coverage` " +
+	"(or SVC_UPDATE_COVERAGE=1) and commit COVERAGE.md and svcspanfilterprocessor/README.md"
 
 const (
 	coverageBegin = "<!-- instrumentation coverage: begin (written by testbed/e2e TestInstrumentationMatrix) -->"
@@ -41,10 +50,10 @@ var pythonShapes = []pythonShape{
 		"the svc SDKs' source is not among the public sources reachable here; the shape follows the platform contract (svc.observation.*)"},
 }
 
-func writeCoverage(t *testing.T, rows []coverageRow) {
-	t.Helper()
+// coverageTable renders the rows and the Python shapes as markdown.
+func coverageTable(rows []coverageRow) string {
 	var b strings.Builder
-	b.WriteString("| library | version | scope | what is kept | input / output from | masked | tree intact |\n")
+	b.WriteString("| library | version | scope | what is kept | prompt / answer carried in | masked | tree intact |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.library, r.versions, r.scopes, r.kept, r.source, r.masked, r.tree)
@@ -56,30 +65,94 @@ func writeCoverage(t *testing.T, rows []coverageRow) {
 			fmt.Fprintf(&b, "| %s | %s | `%s` | %s |\n", p.library, p.version, p.scope, p.checked)
 		}
 	}
-	table := b.String()
+	return b.String()
+}
 
+const coverageHeading = "# Instrumentation coverage\n\n" +
+	"Written by `TestInstrumentationMatrix` (testbed/e2e) with `-update-coverage`: the real libraries of\n" +
+	"this directory, through the gateway with the shipped `distribution/config.yaml`, read back from the\n" +
+	"local platform. Input/output, type, model and usage are as the platform maps them. Every run of the\n" +
+	"test compares its table with this one and fails on a difference.\n\n"
+
+// checkCoverage compares the run's table with the committed COVERAGE.md and README block, or writes
+// both when asked to.
+func checkCoverage(t *testing.T, rows []coverageRow) {
+	t.Helper()
+	table := coverageTable(rows)
 	root := collector.RepoRoot()
-	coverage := "# Instrumentation coverage\n\n" +
-		"Written by `TestInstrumentationMatrix` (testbed/e2e) from its last green run: the real libraries of\n" +
-		"this directory, through the gateway with the shipped `distribution/config.yaml`, read back from the\n" +
-		"local platform. Input/output, type, model and usage are as the platform maps them.\n\n" + table
-	if err := os.WriteFile(filepath.Join(root, "testbed", "instrumentation", "COVERAGE.md"), []byte(coverage), 0o644); err != nil {
-		t.Errorf("write COVERAGE.md: %v", err)
-	}
+	coveragePath := filepath.Join(root, "testbed", "instrumentation", "COVERAGE.md")
 	readmePath := filepath.Join(root, "svcspanfilterprocessor", "README.md")
 	readme, err := os.ReadFile(readmePath)
 	if err != nil {
-		t.Errorf("read the svcspanfilter README: %v", err)
-		return
+		t.Fatalf("read the svcspanfilter README: %v", err)
 	}
 	s := string(readme)
 	i, j := strings.Index(s, coverageBegin), strings.Index(s, coverageEnd)
 	if i < 0 || j < i {
-		t.Errorf("the svcspanfilter README has no coverage markers")
+		t.Fatalf("the svcspanfilter README has no coverage markers")
+	}
+	readmeTable := s[i+len(coverageBegin)+1 : j]
+
+	if *updateCoverage || os.Getenv("SVC_UPDATE_COVERAGE") == "1" {
+		if err := os.WriteFile(coveragePath, []byte(coverageHeading+table), 0o644); err != nil {
+			t.Errorf("write COVERAGE.md: %v", err)
+		}
+		if err := os.WriteFile(readmePath, []byte(s[:i+len(coverageBegin)]+"\n"+table+s[j:]), 0o644); err != nil {
+			t.Errorf("write the svcspanfilter README: %v", err)
+		}
+		t.Logf("coverage table written into %s and %s", coveragePath, readmePath)
 		return
 	}
-	s = s[:i+len(coverageBegin)] + "\n" + table + s[j:]
-	if err := os.WriteFile(readmePath, []byte(s), 0o644); err != nil {
-		t.Errorf("write the svcspanfilter README: %v", err)
+	committed, err := os.ReadFile(coveragePath)
+	if err != nil {
+		t.Fatalf("read COVERAGE.md: %v; %s", err, coverageUpdateHint)
 	}
+	for _, drift := range tableDrift(strings.TrimPrefix(string(committed), coverageHeading), table) {
+		t.Errorf("testbed/instrumentation/COVERAGE.md: %s", drift)
+	}
+	for _, drift := range tableDrift(readmeTable, table) {
+		t.Errorf("svcspanfilterprocessor/README.md coverage table: %s", drift)
+	}
+	if t.Failed() {
+		t.Logf("to record this run's coverage table, %s", coverageUpdateHint)
+	}
+}
+
+// tableDrift says which rows of the committed table differ from the run's, by their first cell.
+func tableDrift(committed, run string) []string {
+	rowsOf := func(s string) (map[string]string, []string) {
+		byKey := map[string]string{}
+		var order []string
+		for _, line := range strings.Split(s, "\n") {
+			if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "|---") {
+				continue
+			}
+			key, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+			if _, dup := byKey[key]; !dup {
+				order = append(order, key)
+			}
+			byKey[key] = line
+		}
+		return byKey, order
+	}
+	old, oldOrder := rowsOf(committed)
+	cur, curOrder := rowsOf(run)
+	var out []string
+	for _, k := range curOrder {
+		switch o, ok := old[k]; {
+		case !ok:
+			out = append(out, fmt.Sprintf("row %q is new in this run: %s", k, cur[k]))
+		case o != cur[k]:
+			out = append(out, fmt.Sprintf("row %q changed:\n  committed: %s\n  this run:  %s", k, o, cur[k]))
+		}
+	}
+	for _, k := range oldOrder {
+		if _, ok := cur[k]; !ok {
+			out = append(out, fmt.Sprintf("row %q is committed but not in this run", k))
+		}
+	}
+	if len(out) == 0 && strings.TrimSpace(committed) != strings.TrimSpace(run) {
+		out = append(out, "the rows are equal but the text around them differs")
+	}
+	return out
 }

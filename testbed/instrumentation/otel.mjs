@@ -3,13 +3,25 @@
 // OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / _LOGS_ENDPOINT and
 // OTEL_EXPORTER_OTLP_HEADERS. Beside the export, it records what it exported (for the manifest the
 // Go test reads) and can export the same spans and log records a second time (--resend-after-ms), as
-// an SDK does when an export timed out although the receiver had it.
+// an SDK does when an export timed out although the receiver had it. httpInstrumentations are the
+// real HTTP instrumentations every client registers beside its library's: the application's HTTP
+// server spans and the HTTP client spans of every request (fetch through undici, node:http), none
+// of them GenAI, so the gateway must drop them.
 import { NodeTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { LoggerProvider, BatchLogRecordProcessor } from '@opentelemetry/sdk-logs';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { logs } from '@opentelemetry/api-logs';
 import { resourceFromAttributes } from '@opentelemetry/resources';
+import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+
+// httpInstrumentations: @opentelemetry/instrumentation-http (node:http servers and clients, e.g.
+// openai 4.x through node-fetch) and @opentelemetry/instrumentation-undici (global fetch, which
+// openai 6.x, Anthropic's SDK and the Vercel AI SDK use).
+export function httpInstrumentations() {
+  return [new HttpInstrumentation(), new UndiciInstrumentation()];
+}
 
 // RecordingExporter passes every batch on and keeps what it passed.
 class RecordingExporter {

@@ -2,8 +2,9 @@
 // One client of the instrumentation matrix: `node run.mjs <library>` starts the mock LLM server
 // (mock-llm.mjs, or uses MOCK_LLM_URL), sets up the OpenTelemetry SDK with the standard OTLP
 // exporters (their OTEL_EXPORTER_OTLP_* environment variables say where to), registers the real
-// instrumentation of <library>, makes its LLM calls, each inside an HTTP server span `POST /chat`
-// of the application, and exports. `node run.mjs list` lists the libraries. README.md has more.
+// instrumentation of <library> beside the real HTTP instrumentations (otel.mjs), and makes its LLM
+// calls, each one in the handler of a real HTTP request `POST /chat` to the application's own
+// server (127.0.0.1), and exports. `node run.mjs list` lists the libraries. README.md has more.
 //
 // Options: --manifest FILE writes what was exported (spans, call tags, package versions) as JSON;
 // --resend-after-ms N exports the same spans and log records a second time N ms after the first,
@@ -12,10 +13,10 @@ import { createRequire } from 'node:module';
 import { writeFileSync, readFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { trace } from '@opentelemetry/api';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { startMockLLM } from './mock-llm.mjs';
-import { setupOTel } from './otel.mjs';
+import { setupOTel, httpInstrumentations } from './otel.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const LIBRARIES = [
@@ -70,30 +71,32 @@ async function main() {
   // straight to the platform, which has no logs endpoint.
   const otel = setupOTel({ serviceName: `matrix-${args.library}`, withLogs: !!lib.logs && process.env.OTEL_LOGS_EXPORTER !== 'none' });
   const instrumentations = lib.instrumentations ? lib.instrumentations() : [];
-  registerInstrumentations({ instrumentations, tracerProvider: otel.tracerProvider, loggerProvider: otel.loggerProvider });
+  registerInstrumentations({ instrumentations: [...httpInstrumentations(), ...instrumentations],
+    tracerProvider: otel.tracerProvider, loggerProvider: otel.loggerProvider });
 
+  // node:http through require, after the registration, so the HTTP instrumentation has patched it.
   const require = createRequire(join(here, 'package.json'));
-  const app = trace.getTracer('matrix-app', '1.0.0');
+  const app = await startApp(require('node:http'));
   const calls = [];
   const errors = [];
+  // call makes one request to the application (fetch: an HTTP client span), whose handler (inside
+  // the HTTP server span) runs fn with the call's prompt.
   const call = async (kind, model, fn) => {
     const tag = `T-${args.library}-${calls.length + 1}`;
-    // The application's HTTP server span: not GenAI, the gateway drops it.
-    await app.startActiveSpan('POST /chat', { kind: SpanKind.SERVER, attributes: {
-      'http.request.method': 'POST', 'http.route': '/chat', 'url.path': '/chat', 'url.scheme': 'http',
-      'server.address': '127.0.0.1', 'user_agent.original': 'matrix-client' } }, async (span) => {
+    const seen = app.expect(tag, async () => {
+      const server = trace.getActiveSpan()?.spanContext();
       try {
         await fn(promptFor(tag), tag);
-        span.setAttribute('http.response.status_code', 200);
       } catch (e) {
         errors.push(`${kind}: ${e.stack || e}`);
-        span.recordException(e);
-        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw e;
       } finally {
-        span.end();
+        calls.push({ tag, kind, model, traceId: server?.traceId ?? '', serverSpanId: server?.spanId ?? '' });
       }
-      calls.push({ tag, kind, model, traceId: span.spanContext().traceId, serverSpanId: span.spanContext().spanId });
     });
+    const res = await fetch(`${app.url}/chat`, { method: 'POST', body: tag });
+    await res.text();
+    await seen;
   };
   await lib.run({ require, mockURL: mock.url, call, otel, instrumentations, SYSTEM, PII });
 
@@ -106,6 +109,7 @@ async function main() {
   const records = otel.exportedRecords();
   await otel.shutdown();
   await mock.close();
+  await app.close();
   const manifest = {
     library: args.library,
     packages: Object.fromEntries(lib.packages.map((p) => {
@@ -124,6 +128,36 @@ async function main() {
     process.exitCode = 1;
   }
   if (manifest.failures.length) process.exitCode = 1;
+}
+
+// startApp serves the application: POST /chat with a call's tag as body runs that call's handler
+// and answers 200, or 500 when it threw.
+function startApp(http) {
+  const handlers = new Map();
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => { body += c; });
+    req.on('end', async () => {
+      const h = handlers.get(body);
+      if (req.method !== 'POST' || req.url !== '/chat' || !h) {
+        res.writeHead(404).end();
+        return;
+      }
+      try {
+        await h.fn();
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+        h.resolve();
+      } catch {
+        res.writeHead(500).end();
+        h.resolve();
+      }
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
+    url: `http://127.0.0.1:${server.address().port}`,
+    expect: (tag, fn) => new Promise((done) => handlers.set(tag, { fn, resolve: done })),
+    close: () => new Promise((r) => server.close(r)),
+  })));
 }
 
 main().catch((e) => { console.error(e); process.exit(1); });
