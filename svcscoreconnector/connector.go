@@ -2,6 +2,7 @@ package svcscoreconnector
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -39,10 +40,11 @@ type dropReason int
 const (
 	dropSampledOut dropReason = iota
 	dropInvalidTarget
+	dropInvalidDataType
 	numDropReasons
 )
 
-var dropReasonNames = [numDropReasons]string{dropSampledOut: "sampled_out", dropInvalidTarget: "invalid_target"}
+var dropReasonNames = [numDropReasons]string{dropSampledOut: "sampled_out", dropInvalidTarget: "invalid_target", dropInvalidDataType: "invalid_data_type"}
 
 // scoreConnector turns scoring events into score records. One type serves both the traces → logs
 // and the logs → logs pipelines; it never changes the data it consumes.
@@ -161,7 +163,12 @@ func (b *batch) add(src source, ev scorerecord.Event, observed pcommon.Timestamp
 ) {
 	score, err := ev.Score(b.queuedAt)
 	if err != nil {
-		b.dropped[src][ev.Kind][dropInvalidTarget]++
+		// The exporter would refuse the record alike (scorerecord.Normalize on both sides).
+		reason := dropInvalidDataType
+		if errors.Is(err, scorerecord.ErrInvalidTarget) {
+			reason = dropInvalidTarget
+		}
+		b.dropped[src][ev.Kind][reason]++
 		if b.firstErr == nil {
 			b.firstErr = err
 		}
@@ -312,7 +319,7 @@ func (c *scoreConnector) flush(ctx context.Context, b *batch) error {
 			for r := range numDropReasons {
 				if n := b.dropped[s][k][r]; n > 0 {
 					c.telemetry.ConnectorSvcscoreScoresDropped.Add(ctx, n, c.droppedAttrs[s][k][r])
-					if r == dropInvalidTarget {
+					if r != dropSampledOut {
 						dropped += n
 					}
 				}
@@ -320,7 +327,7 @@ func (c *scoreConnector) flush(ctx context.Context, b *batch) error {
 		}
 	}
 	if b.firstErr != nil {
-		c.logger.Warn("dropped scoring events with an invalid target",
+		c.logger.Warn("dropped scoring events with an invalid target or data type",
 			zap.Int64("dropped", dropped), zap.Error(b.firstErr))
 	}
 	if b.out.LogRecordCount() == 0 {
