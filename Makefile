@@ -13,7 +13,7 @@ BUILD_DIR    := $(CURDIR)/build
 # Build C of `make bench`: contrib's OTTL processors, the pipeline a user would otherwise write.
 PEER         := $(BUILD_DIR)/peer/peer-otelcol
 # Every Go module with packages, in dependency order (the root module only pins tools).
-MODULES      := pkg svcauthextension svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector testbed benchmarks distribution/kubernetes
+MODULES      := pkg svcauthextension svcexporter svcfilestorageextension svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector testbed benchmarks distribution/kubernetes
 # Modules with an mdatagen metadata.yaml.
 COMPONENTS   := svcauthextension svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector
 GO_TEST_FLAGS ?= -count=1
