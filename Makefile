@@ -20,7 +20,7 @@ GO_TEST_FLAGS ?= -count=1
 # Unit tests run under the race detector: the collector calls each component from many goroutines.
 UNIT_TEST_FLAGS ?= $(GO_TEST_FLAGS) -race
 
-.PHONY: all tools build peer run demo test fmt-check vet versions unit-test e2e-test generate bench faults lint clean image image-test
+.PHONY: all tools build peer run demo test fmt-check vet versions unit-test e2e-test generate bench faults lint clean image image-test prometheus monitoring-test
 
 # Container image (`make image`): FROM scratch, built offline by Debian's buildah with storage of
 # its own under build/image (vfs: no kernel overlay needed), written out as an oci-archive.
@@ -85,7 +85,7 @@ demo: build
 
 ## test: formatting, vet, one release per module family, unit tests (-race) of every module, the
 ## distribution build, the end-to-end tests and the container image with its test.
-test: fmt-check vet versions unit-test build e2e-test image-test
+test: fmt-check vet versions unit-test monitoring-test build e2e-test image-test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './build/*')); \
@@ -106,7 +106,7 @@ unit-test:
 ## e2e-test: the built binary against the local svc platform (testbed/e2e, including the short
 ## fault tests), the load-run machinery on a small run (testbed/bench), and the configs the
 ## Kubernetes manifests mount, loaded by the binary (distribution/kubernetes).
-e2e-test:
+e2e-test: prometheus
 	mkdir -p $(BUILD_DIR)
 	cd distribution/kubernetes && SVC_OTELCOL_BIN=$(BIN) $(GO) test $(GO_TEST_FLAGS) ./...
 	cd testbed && status=0 && { SVC_OTELCOL_BIN=$(BIN) $(GO) test $(GO_TEST_FLAGS) -timeout 30m -v ./e2e/... ./bench/... > $(BUILD_DIR)/e2e.log 2>&1 || status=$$?; }; \
@@ -161,6 +161,18 @@ image-test: image
 	cd testbed && SVC_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test $(GO_TEST_FLAGS) -v -run 'TestImage' ./image/...
 
 lint: fmt-check vet versions
+
+## prometheus: Debian's prometheus package (prometheus and promtool), installed with apt-get when
+## missing, like buildah: `monitoring-test` and the monitoring e2e test (testbed/e2e) use both.
+prometheus:
+	command -v promtool >/dev/null && command -v prometheus >/dev/null || \
+	  { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus || \
+	    { $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; }; }
+
+## monitoring-test: the alert rules of distribution/monitoring load, and each fires and resolves
+## on its unit series (promtool test rules). The e2e test against a running gateway is in e2e-test.
+monitoring-test: prometheus
+	cd distribution/monitoring && promtool check rules alerts.yaml && promtool test rules alerts_test.yaml
 
 clean:
 	rm -rf $(BUILD_DIR) bin
