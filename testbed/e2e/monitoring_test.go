@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,6 +132,84 @@ func TestMonitoringAlertsFireAndResolve(t *testing.T) {
 	mu.Lock()
 	t.Logf("alerts seen: %v", keys(seen))
 	mu.Unlock()
+
+	checkMonitoringNames(t, g.collector.MetricsEndpoint, prom)
+}
+
+// checkMonitoringNames: every metric the rules and the dashboard read is one the gateway
+// publishes (a metric of a component's metadata.yaml, or one its /metrics shows now; the core's
+// log-record twin of a span metric counts), and every dashboard query is valid PromQL.
+func checkMonitoringNames(t *testing.T, metricsEndpoint string, prom *prometheusProcess) {
+	t.Helper()
+	root := collector.RepoRoot()
+	known := map[string]bool{"up": true}
+	metadataFiles, _ := filepath.Glob(filepath.Join(root, "*", "metadata.yaml"))
+	metricKey := regexp.MustCompile(`(?m)^    ([a-z0-9_]+):\s*$`)
+	for _, f := range metadataFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, metrics, ok := bytes.Cut(b, []byte("\n  metrics:\n")); ok {
+			for _, m := range metricKey.FindAllSubmatch(metrics, -1) {
+				known["otelcol_"+string(m[1])] = true
+			}
+		}
+	}
+	resp, err := http.Get("http://" + metricsEndpoint + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scraped := new(bytes.Buffer)
+	_, _ = scraped.ReadFrom(resp.Body)
+	resp.Body.Close()
+	for _, m := range regexp.MustCompile(`(?m)^(otelcol_[a-z0-9_]+)[{ ]`).FindAllStringSubmatch(scraped.String(), -1) {
+		known[m[1]] = true
+	}
+	rules, err := os.ReadFile(filepath.Join(root, "distribution", "monitoring", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dashboard, err := os.ReadFile(filepath.Join(root, "distribution", "monitoring", "dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := regexp.MustCompile(`\b(otelcol_[a-z0-9_]+|up)\b`)
+	for _, file := range []struct {
+		name string
+		text []byte
+	}{{"alerts.yaml", rules}, {"dashboard.json", dashboard}} {
+		for _, m := range used.FindAllString(string(file.text), -1) {
+			if !known[m] && !known[strings.Replace(m, "_log_records", "_spans", 1)] {
+				t.Errorf("%s reads %s, which the gateway does not publish", file.name, m)
+			}
+		}
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(dashboard, &dash); err != nil {
+		t.Fatalf("dashboard.json: %v", err)
+	}
+	queries := 0
+	vars := strings.NewReplacer("$job", ".*", "$instance", ".*", "$__rate_interval", "1m")
+	for _, panel := range dash.Panels {
+		for _, target := range panel.Targets {
+			var res struct {
+				Status string `json:"status"`
+			}
+			if err := prom.get("/api/v1/query?query="+url.QueryEscape(vars.Replace(target.Expr)), &res); err != nil || res.Status != "success" {
+				t.Errorf("dashboard panel %q: query %q: %v %s", panel.Title, target.Expr, err, res.Status)
+			}
+			queries++
+		}
+	}
+	t.Logf("the rules and %d dashboard queries read only metrics the gateway publishes; Prometheus runs every query", queries)
 }
 
 // spanSender posts OTLP/HTTP requests of GenAI spans (each a root, about 2 KB) to the gateway,
