@@ -13,9 +13,9 @@ BUILD_DIR    := $(CURDIR)/build
 # Build C of `make bench`: contrib's OTTL processors, the pipeline a user would otherwise write.
 PEER         := $(BUILD_DIR)/peer/peer-otelcol
 # Every Go module with packages, in dependency order (the root module only pins tools).
-MODULES      := pkg svcauthextension svcexporter svcfilestorageextension svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector testbed benchmarks distribution/kubernetes
+MODULES      := pkg svcauthextension svcsamplingextension svcexporter svcfilestorageextension svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector testbed benchmarks distribution/kubernetes
 # Modules with an mdatagen metadata.yaml.
-COMPONENTS   := svcauthextension svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector
+COMPONENTS   := svcauthextension svcsamplingextension svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector
 GO_TEST_FLAGS ?= -count=1
 # Unit tests run under the race detector: the collector calls each component from many goroutines.
 UNIT_TEST_FLAGS ?= $(GO_TEST_FLAGS) -race
