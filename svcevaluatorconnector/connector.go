@@ -88,16 +88,9 @@ func (c *evaluatorConnector) Capabilities() consumer.Capabilities {
 }
 
 // Start takes the sampling extension's decision when the config names one.
-func (c *evaluatorConnector) Start(_ context.Context, host component.Host) error {
-	if c.samplingID == nil {
-		return nil
-	}
-	decider, err := sampling.FromHost(host, *c.samplingID)
-	if err != nil {
-		return err
-	}
-	c.decider = decider
-	return nil
+func (c *evaluatorConnector) Start(_ context.Context, host component.Host) (err error) {
+	c.decider, err = sampling.Shared(host, c.samplingID, c.decider)
+	return err
 }
 
 // Shutdown releases the component's telemetry.

@@ -113,15 +113,14 @@ func (c *scoreConnector) Capabilities() consumer.Capabilities {
 
 // Start takes the sampling extension's decision when the config names one.
 func (c *scoreConnector) Start(_ context.Context, host component.Host) error {
-	if c.samplingID == nil {
-		return nil
-	}
-	decider, err := sampling.FromHost(host, *c.samplingID)
+	decider, err := sampling.Shared(host, c.samplingID, c.decider)
 	if err != nil {
 		return err
 	}
-	c.decider = decider
-	c.releaseExperiments() // its own set is not used
+	if decider != c.decider {
+		c.decider = decider
+		c.releaseExperiments() // its own set is not used
+	}
 	return nil
 }
 

@@ -76,15 +76,7 @@ func (s *ExperimentTraces) Mark(id pcommon.TraceID, now time.Time) {
 func (s *ExperimentTraces) Contains(id pcommon.TraceID, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.byID[id]
-	if !ok {
-		return false
-	}
-	if s.expired(e.Value.(*markedTrace), now) {
-		s.remove(e)
-		return false
-	}
-	return true
+	return s.lookup(id, now) != nil
 }
 
 // Seen reports whether the trace is marked and not yet forgotten at now, and if so keeps it
@@ -93,18 +85,27 @@ func (s *ExperimentTraces) Contains(id pcommon.TraceID, now time.Time) bool {
 func (s *ExperimentTraces) Seen(id pcommon.TraceID, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.byID[id]
-	if !ok {
+	e := s.lookup(id, now)
+	if e == nil {
 		return false
 	}
-	m := e.Value.(*markedTrace)
-	if s.expired(m, now) {
-		s.remove(e)
-		return false
-	}
-	m.markedAt = now
+	e.Value.(*markedTrace).markedAt = now
 	s.order.MoveToBack(e)
 	return true
+}
+
+// lookup is the trace's element, nil when it is not marked or expired at now (then it is
+// dropped). The caller holds mu.
+func (s *ExperimentTraces) lookup(id pcommon.TraceID, now time.Time) *list.Element {
+	e, ok := s.byID[id]
+	if !ok {
+		return nil
+	}
+	if s.expired(e.Value.(*markedTrace), now) {
+		s.remove(e)
+		return nil
+	}
+	return e
 }
 
 // Len is the number of ids held, expired ones not yet dropped included.

@@ -26,3 +26,12 @@ func FromHost(host component.Host, id component.ID) (*Decider, error) {
 	}
 	return p.Decider(), nil
 }
+
+// Shared is the decider a component uses: the sampling extension's when the component's
+// `sampling` setting names one (id), else its own.
+func Shared(host component.Host, id *component.ID, own *Decider) (*Decider, error) {
+	if id == nil {
+		return own, nil
+	}
+	return FromHost(host, *id)
+}
