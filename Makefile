@@ -15,7 +15,7 @@ PEER         := $(BUILD_DIR)/peer/peer-otelcol
 # Every Go module with packages, in dependency order (the root module only pins tools).
 MODULES      := pkg svcauthextension svcsamplingextension svcexporter svcfilestorageextension svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector testbed benchmarks distribution/kubernetes
 # Modules with an mdatagen metadata.yaml.
-COMPONENTS   := svcauthextension svcsamplingextension svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector
+COMPONENTS   := svcauthextension svcsamplingextension svcfilestorageextension svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector
 GO_TEST_FLAGS ?= -count=1
 # Unit tests run under the race detector: the collector calls each component from many goroutines.
 UNIT_TEST_FLAGS ?= $(GO_TEST_FLAGS) -race

@@ -1,3 +1,5 @@
+//go:generate mdatagen metadata.yaml
+
 // Package svcfilestorageextension is the distribution's `file_storage` extension: contrib's
 // filestorage extension, unchanged, with one directory per collector instance enforced at start.
 //

@@ -2,11 +2,13 @@ package svcfilestorageextension
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension"
@@ -60,4 +62,23 @@ func TestClientsWorkAsContribs(t *testing.T) {
 
 func TestFactoryIsContribsType(t *testing.T) {
 	assert.Equal(t, filestorage.NewFactory().Type(), NewFactory().Type())
+}
+
+// TestClientFileHeldElsewhereNamesTheDirectory: when a process that takes no directory lock (an
+// older build) holds a component's file, the bbolt lock timeout names the directory and the remedy
+// instead of a bare "timeout".
+func TestClientFileHeldElsewhereNamesTheDirectory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	held, err := bolt.Open(filepath.Join(dir, "exporter_svc__traces"), 0o600, nil)
+	require.NoError(t, err)
+	defer held.Close()
+
+	ext := newStorage(t, dir)
+	require.NoError(t, ext.Start(ctx, componenttest.NewNopHost()))
+	defer func() { require.NoError(t, ext.Shutdown(ctx)) }()
+	_, err = ext.(storage.Extension).GetClient(ctx, component.KindExporter, component.MustNewID("svc"), "traces")
+	require.ErrorIs(t, err, errDirectoryInUse)
+	assert.Contains(t, err.Error(), "file_storage directory "+dir+" is in use by another collector instance")
+	assert.Contains(t, err.Error(), "timed out waiting for the lock of its file for svc")
 }
