@@ -37,9 +37,9 @@ func TestComponentsShareOneDecision(t *testing.T) {
 	id := component.NewID(f.Type())
 	h := host{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{id: ext}}
 
-	spanFilter, err := sampling.FromHost(h, id)
+	spanFilter, err := sampling.FromExtensions(h.GetExtensions(), id)
 	require.NoError(t, err)
-	scores, err := sampling.FromHost(h, id)
+	scores, err := sampling.FromExtensions(h.GetExtensions(), id)
 	require.NoError(t, err)
 	assert.Same(t, spanFilter, scores)
 
@@ -52,9 +52,9 @@ func TestComponentsShareOneDecision(t *testing.T) {
 	assert.True(t, scores.Keep(out, false, now.Add(time.Minute)), "the other component keeps its scores")
 }
 
-func TestFromHostNamesWhatIsMissing(t *testing.T) {
+func TestFromExtensionsNamesWhatIsMissing(t *testing.T) {
 	id := component.MustNewID("svcsampling")
-	_, err := sampling.FromHost(host{Host: componenttest.NewNopHost()}, id)
+	_, err := sampling.FromExtensions(host{Host: componenttest.NewNopHost()}.GetExtensions(), id)
 	assert.ErrorContains(t, err, `extension "svcsampling" is not running: add it under extensions and service::extensions`)
 
 	other := component.MustNewID("file_storage")
@@ -62,6 +62,6 @@ func TestFromHostNamesWhatIsMissing(t *testing.T) {
 		component.StartFunc
 		component.ShutdownFunc
 	}{}
-	_, err = sampling.FromHost(host{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{other: notSampling}}, other)
+	_, err = sampling.FromExtensions(map[component.ID]component.Component{other: notSampling}, other)
 	assert.ErrorContains(t, err, `extension "file_storage" is not a sampling extension`)
 }

@@ -46,7 +46,7 @@ func createTraces(ctx context.Context, set processor.Settings, cfg component.Con
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
 		processorhelper.WithStart(func(ctx context.Context, host component.Host) error {
 			if c.Sampling != nil { // the sampling extension's rate, before any span
-				decider, err := sampling.FromHost(host, *c.Sampling)
+				decider, err := sampling.FromExtensions(host.GetExtensions(), *c.Sampling)
 				if err != nil {
 					return err
 				}
