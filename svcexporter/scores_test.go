@@ -240,8 +240,6 @@ func TestScoresValidationDropsOnlyTheInvalid(t *testing.T) {
 		{"bytes", "quality", func(v pcommon.Value) { v.SetEmptyBytes().FromRaw([]byte("x")) }, nil},
 		{"map", "quality", func(v pcommon.Value) { v.SetEmptyMap().PutStr("a", "b") }, nil},
 		{"missing-value", "quality", nil, nil},
-		{"unknown-data-type", "quality", func(v pcommon.Value) { v.SetDouble(1) }, map[string]string{scorerecord.AttrDataType: "PERCENT"}},
-		{"boolean-not-0-or-1", "quality", func(v pcommon.Value) { v.SetDouble(0.5) }, map[string]string{scorerecord.AttrDataType: "boolean"}},
 		{"unknown-target", "quality", func(v pcommon.Value) { v.SetDouble(1) }, map[string]string{scorerecord.AttrTarget: "session"}},
 	}
 	for _, bad := range invalid {
@@ -276,9 +274,7 @@ func TestScoresValidationDropsOnlyTheInvalid(t *testing.T) {
 	assert.Contains(t, errs[0].ContextMap()["error"], "score name is empty")
 	assert.Contains(t, errs[1].ContextMap()["error"], "not a finite number")
 	assert.Contains(t, errs[4].ContextMap()["error"], "neither a number nor a string")
-	assert.Contains(t, errs[7].ContextMap()["error"], "svc.score.data_type must be NUMERIC, CATEGORICAL or BOOLEAN")
-	assert.Contains(t, errs[8].ContextMap()["error"], "BOOLEAN needs true, false, 0 or 1")
-	assert.Contains(t, errs[9].ContextMap()["error"], "svc.score.target must be")
+	assert.Contains(t, errs[7].ContextMap()["error"], "svc.score.target must be")
 	metadatatest.AssertEqualExporterSvcScoresDroppedInvalid(t, env.telemetry,
 		[]metricdata.DataPoint[int64]{{Value: int64(len(invalid))}}, metricdatatest.IgnoreTimestamp())
 }

@@ -2,7 +2,6 @@ package svcscoreconnector
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -40,11 +39,10 @@ type dropReason int
 const (
 	dropSampledOut dropReason = iota
 	dropInvalidTarget
-	dropInvalidDataType
 	numDropReasons
 )
 
-var dropReasonNames = [numDropReasons]string{dropSampledOut: "sampled_out", dropInvalidTarget: "invalid_target", dropInvalidDataType: "invalid_data_type"}
+var dropReasonNames = [numDropReasons]string{dropSampledOut: "sampled_out", dropInvalidTarget: "invalid_target"}
 
 // scoreConnector turns scoring events into score records. One type serves both the traces → logs
 // and the logs → logs pipelines; it never changes the data it consumes.
@@ -179,11 +177,7 @@ func (b *batch) add(src source, ev scorerecord.Event, observed pcommon.Timestamp
 	score, err := ev.Score(b.queuedAt)
 	if err != nil {
 		// The exporter would refuse the record alike (scorerecord.Normalize on both sides).
-		reason := dropInvalidDataType
-		if errors.Is(err, scorerecord.ErrInvalidTarget) {
-			reason = dropInvalidTarget
-		}
-		b.dropped[src][ev.Kind][reason]++
+		b.dropped[src][ev.Kind][dropInvalidTarget]++
 		if b.firstErr == nil {
 			b.firstErr = err
 		}
@@ -315,7 +309,7 @@ func (c *scoreConnector) flush(ctx context.Context, b *batch) error {
 			for r := range numDropReasons {
 				if n := b.dropped[s][k][r]; n > 0 {
 					c.telemetry.ConnectorSvcscoreScoresDropped.Add(ctx, n, c.droppedAttrs[s][k][r])
-					if r != dropSampledOut {
+					if r == dropInvalidTarget {
 						dropped += n
 					}
 				}
@@ -323,7 +317,7 @@ func (c *scoreConnector) flush(ctx context.Context, b *batch) error {
 		}
 	}
 	if b.firstErr != nil {
-		c.logger.Warn("dropped scoring events with an invalid target or data type",
+		c.logger.Warn("dropped scoring events with an invalid target",
 			zap.Int64("dropped", dropped), zap.Error(b.firstErr))
 	}
 	if b.out.LogRecordCount() == 0 {

@@ -94,8 +94,8 @@ type Event struct {
 // Score maps a scoring event onto a score. queuedAt is the timestamp of a score whose event has
 // no time. The score's name and value are not validated here: the svc exporter validates every
 // score at one place (SPEC.md 7.2), so a score without a name or value goes on and is logged and
-// dropped there. Only what Normalize refuses fails here (ErrInvalidTarget, ErrInvalidDataType,
-// ErrDataTypeMismatch), as Read makes the exporter refuse the same record.
+// dropped there. Only what Normalize refuses fails here (ErrInvalidTarget), as Read makes the
+// exporter refuse the same record.
 func (ev Event) Score(queuedAt pcommon.Timestamp) (Score, error) {
 	s := Score{
 		TraceID:       ev.TraceID,

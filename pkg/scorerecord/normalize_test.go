@@ -35,11 +35,10 @@ func TestNormalizeBothPaths(t *testing.T) {
 		{name: "bool false, lower-case boolean", dataType: "boolean", value: false, wantType: DataTypeBoolean, wantValue: 0.0, wantObservation: observation},
 		{name: "BOOLEAN 1", dataType: "BOOLEAN", value: int64(1), wantType: DataTypeBoolean, wantValue: 1.0, wantObservation: observation},
 		{name: "bool declared NUMERIC", dataType: "NUMERIC", value: true, wantType: DataTypeNumeric, wantValue: 1.0, wantObservation: observation},
-		{name: "BOOLEAN 0.5", dataType: "BOOLEAN", value: 0.5, wantErr: ErrDataTypeMismatch},
-		{name: "BOOLEAN string", dataType: "BOOLEAN", value: "true", wantErr: ErrDataTypeMismatch},
-		{name: "NUMERIC string", dataType: "NUMERIC", value: "high", wantErr: ErrDataTypeMismatch},
-		{name: "CATEGORICAL number", dataType: "CATEGORICAL", value: 2.0, wantErr: ErrDataTypeMismatch},
-		{name: "unknown type", dataType: "PERCENT", value: 0.5, wantErr: ErrInvalidDataType},
+		// The platform judges whether a type fits its value (a 207 with its reason): both paths
+		// send the same request.
+		{name: "BOOLEAN 7, the platform's to refuse", dataType: "boolean", value: int64(7), wantType: DataTypeBoolean, wantValue: 7.0, wantObservation: observation},
+		{name: "unknown type, upper-cased", dataType: "percent", value: 0.5, wantType: "PERCENT", wantValue: 0.5, wantObservation: observation},
 		{name: "target observation", value: 0.5, target: "observation", wantType: DataTypeNumeric, wantValue: 0.5, wantObservation: observation},
 		{name: "target trace", value: 0.5, target: "trace", wantType: DataTypeNumeric, wantValue: 0.5},
 		{name: "target TRACE", value: 0.5, target: "TRACE", wantType: DataTypeNumeric, wantValue: 0.5},

@@ -61,7 +61,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ConnectorSvcscoreScoresDropped, err = builder.meter.Int64Counter(
 		"otelcol_connector_svcscore_scores_dropped",
-		metric.WithDescription("Scoring events the connector did not turn into score records, by source, event and reason (sampled_out, invalid_target, invalid_data_type for a data type the platform does not know or that does not fit the value). [Development]"),
+		metric.WithDescription("Scoring events the connector did not turn into score records, by source, event and reason (sampled_out, invalid_target). [Development]"),
 		metric.WithUnit("{score}"),
 	)
 	errs = errors.Join(errs, err)

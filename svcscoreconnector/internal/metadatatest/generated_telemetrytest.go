@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) connector.Settings {
 func AssertEqualConnectorSvcscoreScoresDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_connector_svcscore_scores_dropped",
-		Description: "Scoring events the connector did not turn into score records, by source, event and reason (sampled_out, invalid_target, invalid_data_type for a data type the platform does not know or that does not fit the value). [Development]",
+		Description: "Scoring events the connector did not turn into score records, by source, event and reason (sampled_out, invalid_target). [Development]",
 		Unit:        "{score}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
