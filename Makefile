@@ -13,14 +13,14 @@ BUILD_DIR    := $(CURDIR)/build
 # Build C of `make bench`: contrib's OTTL processors, the pipeline a user would otherwise write.
 PEER         := $(BUILD_DIR)/peer/peer-otelcol
 # Every Go module with packages, in dependency order (the root module only pins tools).
-MODULES      := pkg svcauthextension svcidguardextension svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector testbed benchmarks distribution/kubernetes
+MODULES      := pkg svcauthextension svcidguardextension svcsamplingextension svcexporter svcfilestorageextension svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector testbed benchmarks distribution/kubernetes
 # Modules with an mdatagen metadata.yaml.
-COMPONENTS   := svcauthextension svcidguardextension svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector
+COMPONENTS   := svcauthextension svcidguardextension svcsamplingextension svcfilestorageextension svcexporter svcspanfilterprocessor svcmetadataprocessor svcscoreconnector svcevaluatorconnector
 GO_TEST_FLAGS ?= -count=1
 # Unit tests run under the race detector: the collector calls each component from many goroutines.
 UNIT_TEST_FLAGS ?= $(GO_TEST_FLAGS) -race
 
-.PHONY: all tools build peer run demo test fmt-check vet versions unit-test e2e-test generate bench faults lint clean image image-test
+.PHONY: all tools build peer run demo test fmt-check vet versions unit-test e2e-test generate bench faults lint clean image image-test prometheus monitoring-test
 
 # Container image (`make image`): FROM scratch, built offline by Debian's buildah with storage of
 # its own under build/image (vfs: no kernel overlay needed), written out as an oci-archive.
@@ -88,7 +88,7 @@ demo: build
 
 ## test: formatting, vet, one release per module family, unit tests (-race) of every module, the
 ## distribution build, the end-to-end tests and the container image with its test.
-test: fmt-check vet versions unit-test build e2e-test image-test
+test: fmt-check vet versions unit-test monitoring-test build e2e-test image-test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './build/*')); \
@@ -209,6 +209,21 @@ tidy-check:
 
 tidy:
 	for m in . $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy); done
+
+## prometheus: Debian's prometheus package (prometheus and promtool), installed with apt-get when
+## missing, like buildah: `monitoring-test` and the monitoring e2e test (testbed/e2e) use both.
+prometheus:
+	command -v promtool >/dev/null && command -v prometheus >/dev/null || \
+	  { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus || \
+	    { $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; }; }
+
+## monitoring-test: the alert rules of distribution/monitoring load, and each fires and resolves
+## on its unit series (promtool test rules). The e2e test against a running gateway is in e2e-test.
+monitoring-test: prometheus
+	cd distribution/monitoring && promtool check rules alerts.yaml && promtool test rules alerts_test.yaml
+
+# The monitoring e2e test (testbed/e2e/monitoring_test.go) runs Prometheus.
+e2e-test: prometheus
 
 clean:
 	rm -rf $(BUILD_DIR) bin

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/svc/svc-collector/pkg/observation"
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/pkg/scorerecord"
@@ -18,6 +20,11 @@ type Config struct {
 	// sample_rate): evaluations of a sampled-out trace make no score, unless a span marks the
 	// trace as an experiment (pkg/sampling, the rule of event scores).
 	SampleRate float64 `mapstructure:"sample_rate"`
+
+	// Sampling names the svcsampling extension whose decision the connector takes: its
+	// sample_rate and its memory of experiment traces, shared with the span filter and the
+	// svcscore connector that name it. Then sample_rate is not set here.
+	Sampling *component.ID `mapstructure:"sampling"`
 
 	// Evaluators run on every span, in order; none configured: the connector emits nothing.
 	Evaluators []EvaluatorConfig `mapstructure:"evaluators"`
@@ -97,6 +104,9 @@ func createDefaultConfig() *Config {
 
 // Validate checks the configuration when the collector loads it: every evaluator compiles.
 func (c *Config) Validate() error {
+	if c.Sampling != nil && c.SampleRate != 1 {
+		return fmt.Errorf("sample_rate is the sampling extension's (%s): set it there, not here", c.Sampling)
+	}
 	if err := sampling.ValidateRate(c.SampleRate); err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/svc/svc-collector/svcevaluatorconnector/internal/metadata"
 )
 
+var samplingID = component.MustNewID("svcsampling")
+
 func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
@@ -46,6 +48,8 @@ func TestLoadConfig(t *testing.T) {
 		{name: "bad_target", wantErr: `score.target must be "observation" or "trace", got "session"`},
 		{name: "bad_comment", wantErr: "score.comment: unknown placeholder {{output}}"},
 		{name: "zero_rate", wantErr: "sample_rate must be greater than 0 and at most 1, got 0"},
+		{name: "shared_sampling", want: &Config{SampleRate: 1, Sampling: &samplingID}},
+		{name: "shared_sampling_and_rate", wantErr: "sample_rate is the sampling extension's (svcsampling): set it there, not here"},
 		{name: "unknown_check", wantErr: "toxicity"},
 		{name: "ottl", want: &Config{SampleRate: 1, Evaluators: []EvaluatorConfig{
 			{Name: "tool_retry", Check: CheckConfig{OTTLCondition: `span.attributes["retry.count"] > 0 and span.name != "healthcheck"`}},

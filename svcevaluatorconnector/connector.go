@@ -36,13 +36,14 @@ const idNamespace = "svcevaluator"
 // evaluatorConnector runs the evaluators on every span it consumes and emits their scores. It
 // never changes the spans.
 type evaluatorConnector struct {
-	component.StartFunc
-
 	next       consumer.Logs
 	logger     *zap.Logger
 	telemetry  *metadata.TelemetryBuilder
 	evaluators []*evaluator
+	// decider is the sampling decision: the sampling extension's when samplingID names one (set
+	// at Start, before any data), else the connector's own.
 	decider    *sampling.Decider
+	samplingID *component.ID
 
 	// Metric attribute sets, built once per evaluator: recording must not allocate per batch.
 	evaluatorAttrs []metric.AddOption
@@ -67,6 +68,7 @@ func newEvaluatorConnector(set connector.Settings, cfg *Config, next consumer.Lo
 		evaluators: evs,
 		decider: sampling.NewDecider(sampling.NewRatio(cfg.SampleRate),
 			sampling.NewExperimentTraces(sampling.DefaultExperimentTracesMax, sampling.DefaultExperimentTracesTTL)),
+		samplingID:     cfg.Sampling,
 		evaluatorAttrs: make([]metric.AddOption, len(evs)),
 		outcomeAttrs:   make([][numOutcomes]metric.AddOption, len(evs)),
 	}
@@ -83,6 +85,12 @@ func newEvaluatorConnector(set connector.Settings, cfg *Config, next consumer.Lo
 // Capabilities: the connector reads spans and builds new logs.
 func (c *evaluatorConnector) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
+}
+
+// Start takes the sampling extension's decision when the config names one.
+func (c *evaluatorConnector) Start(_ context.Context, host component.Host) (err error) {
+	c.decider, err = sampling.Shared(host.GetExtensions(), c.samplingID, c.decider)
+	return err
 }
 
 // Shutdown releases the component's telemetry.
@@ -125,7 +133,7 @@ func (c *evaluatorConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces
 		return nil
 	}
 	now := time.Now()
-	c.markExperimentTraces(td, now)
+	c.decider.MarkExperiments(td, now)
 	b := &batch{
 		now:      pcommon.NewTimestampFromTime(now),
 		out:      plog.NewLogs(),
@@ -218,24 +226,6 @@ func environment(v *observation.View) string {
 		return e.AsString()
 	}
 	return ""
-}
-
-// markExperimentTraces remembers the sampled-out traces that a span of td marks as an
-// experiment, before any span is evaluated (the rule of svcscore, pkg/sampling).
-func (c *evaluatorConnector) markExperimentTraces(td ptrace.Traces, now time.Time) {
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				span := spans.At(k)
-				if c.decider.SamplesOut(span.TraceID()) && svcattr.IsExperiment(span.Attributes()) {
-					c.decider.Mark(span.TraceID(), now)
-				}
-			}
-		}
-	}
 }
 
 // flush hands the batch's scores to the next consumer and records the batch's counts. The next

@@ -103,6 +103,10 @@ func validateEndpoint(endpoint string) error {
 		return errors.New("endpoint must be set to the svc platform base URL, e.g. https://cloud.svc.example")
 	}
 	u, err := url.Parse(endpoint)
+	if !strings.Contains(endpoint, "://") {
+		// host:port or a bare host name: the most common slip, told with its fix.
+		return fmt.Errorf("endpoint must be an absolute http:// or https:// URL (the platform base URL); got %q, which has no scheme: write %q (or http:// for a platform without TLS)", endpoint, "https://"+endpoint)
+	}
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("endpoint must be an absolute http:// or https:// URL (the platform base URL); got %q", endpoint)
 	}

@@ -140,7 +140,8 @@ func (e *svcExporter) start(ctx context.Context, host component.Host) error {
 	tracesCfg.Compression = compressionNone
 	client, err := tracesCfg.ToClient(ctx, host.GetExtensions(), e.settings)
 	if err != nil {
-		return err
+		// Mostly a TLS file (tls::ca_file, cert_file, key_file) missing or unreadable.
+		return fmt.Errorf("cannot build the HTTP client for the platform (check that every tls:: file exists and is readable by the collector's user): %w", err)
 	}
 	e.tracesClient = client
 

@@ -231,14 +231,16 @@ func TestScoresValidationDropsOnlyTheInvalid(t *testing.T) {
 		id    string
 		name  string
 		value func(pcommon.Value)
+		attrs map[string]string
 	}{
-		{"empty-name", "", func(v pcommon.Value) { v.SetDouble(1) }},
-		{"nan", "quality", func(v pcommon.Value) { v.SetDouble(math.NaN()) }},
-		{"inf", "quality", func(v pcommon.Value) { v.SetDouble(math.Inf(1)) }},
-		{"minus-inf", "quality", func(v pcommon.Value) { v.SetDouble(math.Inf(-1)) }},
-		{"bool", "quality", func(v pcommon.Value) { v.SetBool(true) }},
-		{"map", "quality", func(v pcommon.Value) { v.SetEmptyMap().PutStr("a", "b") }},
-		{"missing-value", "quality", nil},
+		{"empty-name", "", func(v pcommon.Value) { v.SetDouble(1) }, nil},
+		{"nan", "quality", func(v pcommon.Value) { v.SetDouble(math.NaN()) }, nil},
+		{"inf", "quality", func(v pcommon.Value) { v.SetDouble(math.Inf(1)) }, nil},
+		{"minus-inf", "quality", func(v pcommon.Value) { v.SetDouble(math.Inf(-1)) }, nil},
+		{"bytes", "quality", func(v pcommon.Value) { v.SetEmptyBytes().FromRaw([]byte("x")) }, nil},
+		{"map", "quality", func(v pcommon.Value) { v.SetEmptyMap().PutStr("a", "b") }, nil},
+		{"missing-value", "quality", nil, nil},
+		{"unknown-target", "quality", func(v pcommon.Value) { v.SetDouble(1) }, map[string]string{scorerecord.AttrTarget: "session"}},
 	}
 	for _, bad := range invalid {
 		lr := lrs.AppendEmpty()
@@ -248,6 +250,9 @@ func TestScoresValidationDropsOnlyTheInvalid(t *testing.T) {
 		lr.Attributes().PutStr(scorerecord.AttrName, bad.name)
 		if bad.value != nil {
 			bad.value(lr.Attributes().PutEmpty(scorerecord.AttrValue))
+		}
+		for k, v := range bad.attrs {
+			lr.Attributes().PutStr(k, v)
 		}
 	}
 	require.NoError(t, exp.pushScores(context.Background(), ld), "invalid scores are dropped, not failed")
@@ -269,6 +274,7 @@ func TestScoresValidationDropsOnlyTheInvalid(t *testing.T) {
 	assert.Contains(t, errs[0].ContextMap()["error"], "score name is empty")
 	assert.Contains(t, errs[1].ContextMap()["error"], "not a finite number")
 	assert.Contains(t, errs[4].ContextMap()["error"], "neither a number nor a string")
+	assert.Contains(t, errs[7].ContextMap()["error"], "svc.score.target must be")
 	metadatatest.AssertEqualExporterSvcScoresDroppedInvalid(t, env.telemetry,
 		[]metricdata.DataPoint[int64]{{Value: int64(len(invalid))}}, metricdatatest.IgnoreTimestamp())
 }

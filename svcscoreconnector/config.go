@@ -1,6 +1,10 @@
 package svcscoreconnector
 
 import (
+	"fmt"
+
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/pkg/sampling"
 )
@@ -12,6 +16,11 @@ type Config struct {
 	// it. Scores without a trace id (run-level) and the scores of experiment traces (once a span
 	// marks its trace, see README.md) are always kept.
 	SampleRate float64 `mapstructure:"sample_rate"`
+
+	// Sampling names the svcsampling extension whose decision the connector takes: its
+	// sample_rate and its memory of experiment traces, shared with the span filter and the other
+	// connectors that name it. Then sample_rate is not set here.
+	Sampling *component.ID `mapstructure:"sampling"`
 
 	// Masking masks each score record's comment, string value and metadata with pkg/masking,
 	// the engine svcmetadata masks spans with; give both the same settings (the distribution's
@@ -28,5 +37,8 @@ func createDefaultConfig() *Config {
 
 // Validate checks the configuration when the collector loads it.
 func (c *Config) Validate() error {
+	if c.Sampling != nil && c.SampleRate != 1 {
+		return fmt.Errorf("sample_rate is the sampling extension's (%s): set it there, not here", c.Sampling)
+	}
 	return sampling.ValidateRate(c.SampleRate)
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/svc/svc-collector/svcscoreconnector/internal/metadata"
 )
 
+var samplingID = component.MustNewID("svcsampling")
+
 func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
@@ -38,6 +40,8 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "above_one"), wantErr: "sample_rate must be greater than 0 and at most 1, got 1.5"},
 		{id: component.NewIDWithName(metadata.Type, "not_a_number"), wantErr: "sample_rate"},
 		{id: component.NewIDWithName(metadata.Type, "unknown_key"), wantErr: "sample_ratio"},
+		{id: component.NewIDWithName(metadata.Type, "shared_sampling"), want: &Config{SampleRate: 1, Sampling: &samplingID, Masking: masking.DefaultConfig()}},
+		{id: component.NewIDWithName(metadata.Type, "shared_sampling_and_rate"), wantErr: "sample_rate is the sampling extension's (svcsampling): set it there, not here"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {

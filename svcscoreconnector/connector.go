@@ -47,16 +47,17 @@ var dropReasonNames = [numDropReasons]string{dropSampledOut: "sampled_out", drop
 // scoreConnector turns scoring events into score records. One type serves both the traces → logs
 // and the logs → logs pipelines; it never changes the data it consumes.
 type scoreConnector struct {
-	component.StartFunc
-
 	next      consumer.Logs
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
 	masker    *masking.Engine // nil when masking is off
-	// decider is the sampling decision; its set of experiment traces is shared with the other
-	// instance of this connector id (traces_to_logs and logs_to_logs), released at Shutdown.
+	// decider is the sampling decision: the sampling extension's when the config names one (set at
+	// Start, before any data); else one of its own whose set of experiment traces is shared with
+	// the other instance of this connector id (traces_to_logs and logs_to_logs), released at
+	// Shutdown.
 	decider            *sampling.Decider
 	releaseExperiments func()
+	samplingID         *component.ID
 	// now is the time a score without a time of its own is queued at.
 	now func() pcommon.Timestamp
 
@@ -80,11 +81,12 @@ func newScoreConnector(set connector.Settings, cfg *Config, next consumer.Logs) 
 		return nil, err
 	}
 	c := &scoreConnector{
-		masker:    masker,
-		next:      next,
-		logger:    set.Logger,
-		telemetry: tb,
-		now:       func() pcommon.Timestamp { return pcommon.NewTimestampFromTime(time.Now()) },
+		masker:     masker,
+		next:       next,
+		logger:     set.Logger,
+		telemetry:  tb,
+		now:        func() pcommon.Timestamp { return pcommon.NewTimestampFromTime(time.Now()) },
+		samplingID: cfg.Sampling,
 	}
 	experiments, release := acquireExperimentTraces(set.ID)
 	c.decider = sampling.NewDecider(sampling.NewRatio(cfg.SampleRate), experiments)
@@ -105,6 +107,19 @@ func newScoreConnector(set connector.Settings, cfg *Config, next consumer.Logs) 
 // Capabilities: the connector reads its input and builds new logs.
 func (c *scoreConnector) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
+}
+
+// Start takes the sampling extension's decision when the config names one.
+func (c *scoreConnector) Start(_ context.Context, host component.Host) error {
+	decider, err := sampling.Shared(host.GetExtensions(), c.samplingID, c.decider)
+	if err != nil {
+		return err
+	}
+	if decider != c.decider {
+		c.decider = decider
+		c.releaseExperiments() // its own set is not used
+	}
+	return nil
 }
 
 // Shutdown releases the component's telemetry.
@@ -161,6 +176,7 @@ func (b *batch) add(src source, ev scorerecord.Event, observed pcommon.Timestamp
 ) {
 	score, err := ev.Score(b.queuedAt)
 	if err != nil {
+		// The exporter would refuse the record alike (scorerecord.Normalize on both sides).
 		b.dropped[src][ev.Kind][dropInvalidTarget]++
 		if b.firstErr == nil {
 			b.firstErr = err
@@ -186,32 +202,13 @@ func (b *batch) add(src source, ev scorerecord.Event, observed pcommon.Timestamp
 	b.emitted[src][ev.Kind]++
 }
 
-// markExperimentTraces remembers the sampled-out traces that a span of td marks as experiments
-// (svcattr.IsExperiment, the span filter's rule), before any score of td is decided: the scores
-// of a trace follow its experiment marking wherever in the batch the marking span is.
-func (c *scoreConnector) markExperimentTraces(td ptrace.Traces, now time.Time) {
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				span := spans.At(k)
-				if c.decider.SamplesOut(span.TraceID()) && svcattr.IsExperiment(span.Attributes()) {
-					c.decider.Mark(span.TraceID(), now)
-				}
-			}
-		}
-	}
-}
-
 // ConsumeTraces makes one score record per `svc.score` or `gen_ai.evaluation.result` span event.
 // The scores of a sampled-out trace are dropped, unless a span of the trace (in this batch or
 // an earlier one) marked it as an experiment.
 func (c *scoreConnector) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	b := c.newBatch()
 	now := b.queuedAt.AsTime()
-	c.markExperimentTraces(td, now)
+	c.decider.MarkExperiments(td, now)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)

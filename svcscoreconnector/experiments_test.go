@@ -1,11 +1,20 @@
 package svcscoreconnector
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/svcscoreconnector/internal/metadata"
 )
 
@@ -28,4 +37,71 @@ func TestExperimentTracesAreSharedPerConnectorID(t *testing.T) {
 	experimentTraces.Lock()
 	assert.NotContains(t, experimentTraces.byID, id, "dropped with its last instance")
 	experimentTraces.Unlock()
+}
+
+// samplingHost is a host running one sampling extension (sampling.Provider) as svcsampling.
+type samplingHost struct {
+	component.Host
+	decider *sampling.Decider
+}
+
+type fakeSamplingExtension struct {
+	component.StartFunc
+	component.ShutdownFunc
+	decider *sampling.Decider
+}
+
+func (e fakeSamplingExtension) Decider() *sampling.Decider { return e.decider }
+
+func (h samplingHost) GetExtensions() map[component.ID]component.Component {
+	return map[component.ID]component.Component{samplingID: fakeSamplingExtension{decider: h.decider}}
+}
+
+// TestSamplingExtensionSharesTheDecisionAcrossComponents: connectors of different ids that name
+// one sampling extension take its rate and share its experiment memory: a trace marked through
+// one keeps its scores in the other. Without the extension they would not know each other.
+func TestSamplingExtensionSharesTheDecisionAcrossComponents(t *testing.T) {
+	const rate = 1e-9
+	ids := sampledOutTraceIDs(t, rate, 2)
+	experiment, other := ids[0], ids[1]
+	decider := sampling.NewDecider(sampling.NewRatio(rate), sampling.NewExperimentTraces(10, time.Hour))
+	host := samplingHost{Host: componenttest.NewNopHost(), decider: decider}
+	ctx := context.Background()
+	cfg := &Config{SampleRate: 1, Sampling: &samplingID} // the connector's own rate is not used
+	sinkA, sinkB := &consumertest.LogsSink{}, &consumertest.LogsSink{}
+	settings := func(name string) connector.Settings {
+		set := connectortest.NewNopSettings(metadata.Type)
+		set.ID = component.MustNewIDWithName(metadata.Type.String(), name)
+		return set
+	}
+	a, err := NewFactory().CreateTracesToLogs(ctx, settings("a"), cfg, sinkA)
+	require.NoError(t, err)
+	b, err := NewFactory().CreateTracesToLogs(ctx, settings("b"), cfg, sinkB)
+	require.NoError(t, err)
+	for _, c := range []component.Component{a, b} {
+		require.NoError(t, c.Start(ctx, host))
+		t.Cleanup(func() { require.NoError(t, c.Shutdown(ctx)) })
+	}
+
+	marking := ptrace.NewTraces()
+	scoredSpan(t, marking.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans(), experiment, "root", map[string]any{"svc.experiment.id": "exp-1"})
+	require.NoError(t, a.ConsumeTraces(ctx, marking))
+
+	late := ptrace.NewTraces()
+	spans := late.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	scoredSpan(t, spans, experiment, "late_span", nil)
+	scoredSpan(t, spans, other, "sampled_out", nil)
+	require.NoError(t, b.ConsumeTraces(ctx, late))
+
+	assert.Equal(t, []string{"root"}, names(sinkA))
+	assert.Equal(t, []string{"late_span"}, names(sinkB), "b keeps the trace a saw marked, and applies the extension's rate")
+}
+
+func TestSamplingExtensionMissingFailsStart(t *testing.T) {
+	ctx := context.Background()
+	c, err := NewFactory().CreateTracesToLogs(ctx, connectortest.NewNopSettings(metadata.Type), &Config{SampleRate: 1, Sampling: &samplingID}, &consumertest.LogsSink{})
+	require.NoError(t, err)
+	err = c.Start(ctx, componenttest.NewNopHost())
+	assert.ErrorContains(t, err, `extension "svcsampling" is not running`)
+	require.NoError(t, c.Shutdown(ctx))
 }

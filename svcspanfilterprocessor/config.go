@@ -46,6 +46,9 @@ type Config struct {
 	// SampleRate is the OpenTelemetry TraceIdRatioBased rate: 0 < rate <= 1. Experiment spans are
 	// never sampled out.
 	SampleRate float64 `mapstructure:"sample_rate"`
+	// Sampling names the svcsampling extension whose sample_rate the filter takes instead (the
+	// one setting the svcscore and svcevaluator connectors read too); then sample_rate is unset.
+	Sampling *component.ID `mapstructure:"sampling"`
 	// TraceIntegrity bounds the wait of kept spans whose parent has not been seen yet.
 	TraceIntegrity TraceIntegrityConfig `mapstructure:"trace_integrity"`
 	// Storage names a storage extension (file_storage/<name>) that keeps the held state across a
@@ -183,6 +186,9 @@ func (cfg *Config) Validate() error {
 	var errs []error
 	if err := sampling.ValidateRate(cfg.SampleRate); err != nil {
 		errs = append(errs, err)
+	}
+	if cfg.Sampling != nil && cfg.SampleRate != defaultSampleRate {
+		errs = append(errs, fmt.Errorf("sample_rate is the sampling extension's (%s): set it there, not here", cfg.Sampling))
 	}
 	if !cfg.DefaultFilter && len(cfg.Keep.InstrumentationScopes) == 0 &&
 		len(cfg.Keep.AttributePrefixes) == 0 && len(cfg.Keep.SpanNames) == 0 {

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 
+	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 )
 
@@ -44,6 +45,13 @@ func createTraces(ctx context.Context, set processor.Settings, cfg component.Con
 	return processorhelper.NewTraces(ctx, set, cfg, next, p.processTraces,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
 		processorhelper.WithStart(func(ctx context.Context, host component.Host) error {
+			if c.Sampling != nil { // the sampling extension's rate, before any span
+				decider, err := sampling.FromExtensions(host.GetExtensions(), *c.Sampling)
+				if err != nil {
+					return err
+				}
+				p.filter.sampler = decider.Ratio()
+			}
 			if err := shared.Start(ctx, host); err != nil {
 				return err
 			}

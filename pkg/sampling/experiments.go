@@ -6,14 +6,19 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/pkg/svcattr"
 )
 
 // Defaults for ExperimentTraces shared by the components, so that the span filter and the score
-// connector remember experiment traces alike.
+// connectors remember experiment traces alike.
 const (
 	// DefaultExperimentTracesMax bounds the set at about 10 MB (~100 bytes per trace id).
 	DefaultExperimentTracesMax = 100_000
-	// DefaultExperimentTracesTTL is how long a trace stays marked after its last marking span.
+	// DefaultExperimentTracesTTL is the one lifetime of an experiment trace: how long it stays
+	// marked after the last span or score of it that a Decider saw (agents run for minutes, and
+	// scores of a trace can come long after its spans).
 	DefaultExperimentTracesTTL = time.Hour
 )
 
@@ -71,15 +76,36 @@ func (s *ExperimentTraces) Mark(id pcommon.TraceID, now time.Time) {
 func (s *ExperimentTraces) Contains(id pcommon.TraceID, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.lookup(id, now) != nil
+}
+
+// Seen reports whether the trace is marked and not yet forgotten at now, and if so keeps it
+// marked ttl from now: the lifetime of a trace in use runs from its last span or score, not its
+// first marking span.
+func (s *ExperimentTraces) Seen(id pcommon.TraceID, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.lookup(id, now)
+	if e == nil {
+		return false
+	}
+	e.Value.(*markedTrace).markedAt = now
+	s.order.MoveToBack(e)
+	return true
+}
+
+// lookup is the trace's element, nil when it is not marked or expired at now (then it is
+// dropped). The caller holds mu.
+func (s *ExperimentTraces) lookup(id pcommon.TraceID, now time.Time) *list.Element {
 	e, ok := s.byID[id]
 	if !ok {
-		return false
+		return nil
 	}
 	if s.expired(e.Value.(*markedTrace), now) {
 		s.remove(e)
-		return false
+		return nil
 	}
-	return true
+	return e
 }
 
 // Len is the number of ids held, expired ones not yet dropped included.
@@ -120,8 +146,9 @@ func NewDecider(ratio Ratio, experiments *ExperimentTraces) *Decider {
 
 // Keep reports whether a span (or score) of the trace is kept at now. marksExperiment tells that
 // the span itself marks its trace as an experiment (svcattr.IsExperiment on its attributes); the
-// trace is then remembered, so later spans of it are kept too. A trace the ratio keeps needs no
-// memory: all of it is kept anyway. An empty trace id (a run-level score) is always kept.
+// trace is then remembered, so later spans of it are kept too, and each span or score of it kept
+// so extends its lifetime (ExperimentTraces.Seen). A trace the ratio keeps needs no memory: all
+// of it is kept anyway. An empty trace id (a run-level score) is always kept.
 func (d *Decider) Keep(traceID pcommon.TraceID, marksExperiment bool, now time.Time) bool {
 	if !d.SamplesOut(traceID) {
 		return true
@@ -130,7 +157,7 @@ func (d *Decider) Keep(traceID pcommon.TraceID, marksExperiment bool, now time.T
 		d.experiments.Mark(traceID, now)
 		return true
 	}
-	return d.experiments.Contains(traceID, now)
+	return d.experiments.Seen(traceID, now)
 }
 
 // Mark remembers the trace as an experiment when the ratio would sample it out, without
@@ -141,6 +168,31 @@ func (d *Decider) Mark(traceID pcommon.TraceID, now time.Time) {
 		d.experiments.Mark(traceID, now)
 	}
 }
+
+// MarkExperiments remembers the sampled-out traces that a span of td marks as an experiment
+// (svcattr.IsExperiment), before anything of td is decided: the spans and scores of a trace follow
+// its experiment marking wherever in the batch the marking span is.
+func (d *Decider) MarkExperiments(td ptrace.Traces, now time.Time) {
+	if d.ratio.KeepAll() {
+		return
+	}
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				span := spans.At(k)
+				if d.SamplesOut(span.TraceID()) && svcattr.IsExperiment(span.Attributes()) {
+					d.experiments.Mark(span.TraceID(), now)
+				}
+			}
+		}
+	}
+}
+
+// Ratio is the decider's TraceIdRatioBased sampler.
+func (d *Decider) Ratio() Ratio { return d.ratio }
 
 // SamplesOut reports whether the ratio alone samples the trace out; only then is a span's
 // experiment marking worth reading.

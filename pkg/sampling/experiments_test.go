@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 var t0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
@@ -150,4 +151,35 @@ func TestDeciderMarkBeforeDeciding(t *testing.T) {
 	// A trace the ratio keeps is not remembered: it needs no memory.
 	d.Mark(pcommon.TraceID{15: 1}, t0)
 	assert.Equal(t, 1, experiments.Len())
+}
+
+// TestDeciderLifetimeRunsFromTheLastSpanOrScore: a kept span or score of an experiment trace
+// extends its lifetime, so a trace in use for longer than the ttl is not forgotten midway.
+func TestDeciderLifetimeRunsFromTheLastSpanOrScore(t *testing.T) {
+	d := NewDecider(NewRatio(1e-9), NewExperimentTraces(10, time.Minute))
+	id := traceN(1)
+	assert.True(t, d.Keep(id, true, t0))
+	assert.True(t, d.Keep(id, false, t0.Add(50*time.Second)))
+	assert.True(t, d.Keep(id, false, t0.Add(100*time.Second)), "50 s after the last span, though 100 s after the mark")
+	assert.False(t, d.Keep(id, false, t0.Add(161*time.Second)), "forgotten a ttl after its last span")
+}
+
+// TestMarkExperimentsMarksSampledOutExperimentTraces: only traces the ratio samples out and a
+// span marks are remembered.
+func TestMarkExperimentsMarksSampledOutExperimentTraces(t *testing.T) {
+	d := NewDecider(NewRatio(1e-9), NewExperimentTraces(10, time.Hour))
+	td := ptrace.NewTraces()
+	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	marked := spans.AppendEmpty()
+	marked.SetTraceID(traceN(1))
+	marked.Attributes().PutStr("svc.experiment.id", "exp-1")
+	plain := spans.AppendEmpty()
+	plain.SetTraceID(traceN(2))
+	d.MarkExperiments(td, t0)
+	assert.True(t, d.Keep(traceN(1), false, t0))
+	assert.False(t, d.Keep(traceN(2), false, t0))
+
+	keepAll := NewDecider(NewRatio(1), NewExperimentTraces(10, time.Hour))
+	keepAll.MarkExperiments(td, t0)
+	assert.Equal(t, 0, keepAll.experiments.Len(), "a rate that keeps everything needs no memory")
 }

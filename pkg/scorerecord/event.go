@@ -91,13 +91,11 @@ type Event struct {
 	Environment string
 }
 
-// ErrInvalidTarget reports a svc.score.target that is neither observation nor trace.
-var ErrInvalidTarget = fmt.Errorf("%s must be %q or %q", AttrTarget, TargetObservation, TargetTrace)
-
 // Score maps a scoring event onto a score. queuedAt is the timestamp of a score whose event has
 // no time. The score's name and value are not validated here: the svc exporter validates every
 // score at one place (SPEC.md 7.2), so a score without a name or value goes on and is logged and
-// dropped there. Only what the event alone can tell fails here: the target (ErrInvalidTarget).
+// dropped there. Only what Normalize refuses fails here (ErrInvalidTarget), as Read makes the
+// exporter refuse the same record.
 func (ev Event) Score(queuedAt pcommon.Timestamp) (Score, error) {
 	s := Score{
 		TraceID:       ev.TraceID,
@@ -107,14 +105,14 @@ func (ev Event) Score(queuedAt pcommon.Timestamp) (Score, error) {
 	if s.Timestamp == 0 {
 		s.Timestamp = queuedAt
 	}
-	var target, label string
+	var dataType, target, label string
 	var hasLabel bool
 	ev.Attrs.Range(func(k string, v pcommon.Value) bool {
 		switch k {
 		case AttrID:
 			s.ID = v.AsString()
 		case AttrDataType:
-			s.DataType = strings.ToUpper(v.AsString())
+			dataType = v.AsString()
 		case AttrConfigID:
 			s.ConfigID = v.AsString()
 		case AttrEnvironment:
@@ -164,26 +162,7 @@ func (ev Event) Score(queuedAt pcommon.Timestamp) (Score, error) {
 		return true
 	})
 
-	switch target {
-	case "", TargetObservation:
-	case TargetTrace:
-		s.ObservationID = pcommon.SpanID{}
-	default:
-		return s, fmt.Errorf("score %q: %w, got %q", s.Name, ErrInvalidTarget, target)
-	}
-
 	hasValue := s.Value != (pcommon.Value{}) && s.Value.Type() != pcommon.ValueTypeEmpty
-	if hasValue && s.Value.Type() == pcommon.ValueTypeBool {
-		// An OpenTelemetry bool attribute is the platform's BOOLEAN score, valued 1 or 0.
-		b := s.Value.Bool()
-		s.Value = pcommon.NewValueDouble(0)
-		if b {
-			s.Value.SetDouble(1)
-		}
-		if s.DataType == "" {
-			s.DataType = DataTypeBoolean
-		}
-	}
 	switch {
 	case hasLabel && hasValue:
 		// gen_ai.evaluation.result with both: the number is the score, the label rides along.
@@ -191,9 +170,14 @@ func (ev Event) Score(queuedAt pcommon.Timestamp) (Score, error) {
 	case hasLabel:
 		// A label without a value is a categorical score (DESIGN.md 2.4).
 		s.Value = pcommon.NewValueStr(label)
-		if s.DataType == "" {
-			s.DataType = DataTypeCategorical
-		}
+	}
+	typed, err := Normalize(dataType, s.Value, target)
+	if err != nil {
+		return s, fmt.Errorf("score %q: %w", s.Name, err)
+	}
+	s.DataType, s.Value = typed.DataType, typed.Value
+	if typed.TraceLevel {
+		s.ObservationID = pcommon.SpanID{}
 	}
 
 	if s.Environment == "" {

@@ -140,10 +140,14 @@ type Request struct {
 	Environment   string         `json:"environment,omitempty"`
 	Metadata      map[string]any `json:"metadata,omitempty"`
 	Timestamp     string         `json:"timestamp,omitempty"`
+
+	// refused is what Normalize refused in the record, reported by Validate.
+	refused error
 }
 
-// Read maps a score record onto the request the exporter sends. It never fails: whatever it
-// cannot map shows in Validate.
+// Read maps a score record onto the request the exporter sends, with Normalize's rule for its
+// data type, value and target (the rule the connector applied when it wrote the record). It never
+// fails: whatever it cannot map shows in Validate.
 func Read(lr plog.LogRecord) Request {
 	attrs := lr.Attributes()
 	req := Request{}
@@ -160,7 +164,8 @@ func Read(lr plog.LogRecord) Request {
 	if ts != 0 {
 		req.Timestamp = ts.AsTime().UTC().Format(time.RFC3339Nano)
 	}
-	traceLevel := false
+	var dataType, target string
+	var value pcommon.Value
 	attrs.Range(func(k string, v pcommon.Value) bool {
 		switch k {
 		case AttrID:
@@ -168,9 +173,9 @@ func Read(lr plog.LogRecord) Request {
 		case AttrName:
 			req.Name = v.AsString()
 		case AttrValue:
-			req.Value = scoreValue(v)
+			value = v
 		case AttrDataType:
-			req.DataType = v.AsString()
+			dataType = v.AsString()
 		case AttrComment:
 			req.Comment = v.AsString()
 		case AttrConfigID:
@@ -180,7 +185,7 @@ func Read(lr plog.LogRecord) Request {
 		case AttrTarget:
 			// A record an application sent straight to the exporter may still say what it
 			// scores; a trace-level score names no observation.
-			traceLevel = v.AsString() == TargetTrace
+			target = v.AsString()
 		case AttrSessionID:
 			req.SessionID = v.AsString()
 		case AttrDatasetRunID:
@@ -195,16 +200,14 @@ func Read(lr plog.LogRecord) Request {
 		}
 		return true
 	})
-	if traceLevel {
-		req.ObservationID = ""
+	typed, err := Normalize(dataType, value, target)
+	req.refused = err
+	req.DataType = typed.DataType
+	if typed.Value != (pcommon.Value{}) {
+		req.Value = scoreValue(typed.Value)
 	}
-	if req.DataType == "" {
-		switch req.Value.(type) {
-		case float64:
-			req.DataType = DataTypeNumeric
-		case string:
-			req.DataType = DataTypeCategorical
-		}
+	if typed.TraceLevel {
+		req.ObservationID = ""
 	}
 	return req
 }
@@ -233,8 +236,12 @@ var (
 )
 
 // Validate applies the client-side validation of SPEC.md 7.2: a score with an empty name, or a
-// value that is a non-finite number or neither number nor string, must be dropped.
+// value that is a non-finite number or neither number nor string, must be dropped; so must a
+// record whose data type or target Normalize refused.
 func (r Request) Validate() error {
+	if r.refused != nil {
+		return r.refused
+	}
 	if r.Name == "" {
 		return ErrEmptyName
 	}

@@ -181,7 +181,8 @@ func TestValidate(t *testing.T) {
 		{"+Inf", Request{Name: "n", Value: math.Inf(1)}, ErrNonFiniteValue},
 		{"-Inf", Request{Name: "n", Value: math.Inf(-1)}, ErrNonFiniteValue},
 		{"missing value", Request{Name: "n"}, ErrInvalidValue},
-		{"bool attribute", Request{Name: "n", Value: valueOf(pcommon.NewValueBool(true))}, ErrInvalidValue},
+		{"bool attribute is a BOOLEAN score", Request{Name: "n", Value: valueOf(pcommon.NewValueBool(true))}, nil},
+		{"bytes attribute", Request{Name: "n", Value: valueOf(pcommon.NewValueBytes())}, ErrInvalidValue},
 		{"list attribute", Request{Name: "n", Value: valueOf(list)}, ErrInvalidValue},
 		{"map attribute", Request{Name: "n", Value: valueOf(pcommon.NewValueMap())}, ErrInvalidValue},
 		{"int attribute", Request{Name: "n", Value: valueOf(pcommon.NewValueInt(7))}, nil},
@@ -198,10 +199,10 @@ func TestValidate(t *testing.T) {
 
 func TestValidateNamesTheBadType(t *testing.T) {
 	lr := plog.NewLogRecord()
-	Write(lr, Score{Name: "n", Value: pcommon.NewValueBool(true)})
+	Write(lr, Score{Name: "n", Value: pcommon.NewValueBytes()})
 	err := Read(lr).Validate()
-	if err == nil || !strings.Contains(err.Error(), "Bool") {
-		t.Errorf("Validate() = %v, want an error naming the Bool type", err)
+	if err == nil || !strings.Contains(err.Error(), "Bytes") {
+		t.Errorf("Validate() = %v, want an error naming the Bytes type", err)
 	}
 }
 

@@ -55,7 +55,8 @@ func TestUnwritableStorageFailsStart(t *testing.T) {
 		{name: "path through a file", dir: func(*testing.T) string { return filepath.Join(file, "storage") },
 			want: []string{"file_storage", "not a directory"}},
 		{name: "read-only file system", dir: func(t *testing.T) string { return mountTmpfs(t, "1m", true) },
-			want: []string{`failed to start "svc" exporter`, "read-only file system"}},
+			// The storage directory is locked before any pipeline starts (one instance per directory).
+			want: []string{"failed to start extensions: file_storage directory", "cannot create its lock file", "read-only file system"}},
 		{name: "missing directory on a read-only file system", dir: func(t *testing.T) string { return filepath.Join(mountTmpfs(t, "1m", true), "svc") },
 			want: []string{`failed to create extension "file_storage"`, "read-only file system"}},
 	}

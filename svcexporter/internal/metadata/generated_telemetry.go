@@ -90,7 +90,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ExporterSvcScoresDroppedInvalid, err = builder.meter.Int64Counter(
 		"otelcol_exporter_svc_scores_dropped_invalid",
-		metric.WithDescription("Score records dropped before sending because they fail the client validation (empty name, value not a finite number or a string). [Alpha]"),
+		metric.WithDescription("Score records dropped before sending because they fail the client validation (empty name, value not a finite number or a string, a target neither observation nor trace). [Alpha]"),
 		metric.WithUnit("{score}"),
 	)
 	errs = errors.Join(errs, err)

@@ -72,7 +72,7 @@ func AssertEqualExporterSvcScoresAccepted(t *testing.T, tt *componenttest.Teleme
 func AssertEqualExporterSvcScoresDroppedInvalid(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_svc_scores_dropped_invalid",
-		Description: "Score records dropped before sending because they fail the client validation (empty name, value not a finite number or a string). [Alpha]",
+		Description: "Score records dropped before sending because they fail the client validation (empty name, value not a finite number or a string, a target neither observation nor trace). [Alpha]",
 		Unit:        "{score}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

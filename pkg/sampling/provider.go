@@ -1,0 +1,36 @@
+package sampling
+
+import (
+	"fmt"
+)
+
+// Provider is the svcsampling extension as the components that reference it see it: the one
+// sampling decision of a collector, its rate and its memory of experiment traces, shared by every
+// component that names the extension in its `sampling` setting.
+type Provider interface {
+	Decider() *Decider
+}
+
+// FromExtensions returns the Decider of the sampling extension id among a host's extensions
+// (component.Host.GetExtensions()). The components call it at Start, when the extensions are
+// known. It is generic over the map so that this package needs no collector module beyond pdata.
+func FromExtensions[ID comparable, Ext any](extensions map[ID]Ext, id ID) (*Decider, error) {
+	ext, ok := extensions[id]
+	if !ok {
+		return nil, fmt.Errorf("sampling: extension %q is not running: add it under extensions and service::extensions", fmt.Sprint(id))
+	}
+	p, ok := any(ext).(Provider)
+	if !ok {
+		return nil, fmt.Errorf("sampling: extension %q is not a sampling extension (svcsampling)", fmt.Sprint(id))
+	}
+	return p.Decider(), nil
+}
+
+// Shared is the decider a component uses: the sampling extension's when the component's
+// `sampling` setting names one (id), else its own.
+func Shared[ID comparable, Ext any](extensions map[ID]Ext, id *ID, own *Decider) (*Decider, error) {
+	if id == nil {
+		return own, nil
+	}
+	return FromExtensions(extensions, *id)
+}

@@ -1,0 +1,10 @@
+//go:generate mdatagen metadata.yaml
+
+// Package svcfilestorageextension is the distribution's `file_storage` extension: contrib's
+// filestorage extension, unchanged, with one directory per collector instance enforced at start.
+//
+// Two collectors on one storage directory would otherwise fail late and obscurely: the second one's
+// exporter queue waits for the first one's bbolt file lock and fails with a bare "timeout". This
+// extension takes an exclusive lock on the directory when it starts, before any pipeline, and
+// refuses to start with an error that names the directory and says to give each instance its own.
+package svcfilestorageextension // import "github.com/svc/svc-collector/svcfilestorageextension"

@@ -1,0 +1,28 @@
+package svcfilestorageextension
+
+import (
+	"context"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+)
+
+// NewFactory returns the factory of `file_storage`: contrib's, with its type, configuration and
+// stability, whose extensions lock their directory at start.
+func NewFactory() extension.Factory {
+	contrib := filestorage.NewFactory()
+	return extension.NewFactory(
+		contrib.Type(),
+		contrib.CreateDefaultConfig,
+		func(ctx context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
+			inner, err := contrib.Create(ctx, set, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return &exclusiveStorage{Extension: inner.(storage.Extension), dir: cfg.(*filestorage.Config).Directory}, nil
+		},
+		contrib.Stability(),
+	)
+}

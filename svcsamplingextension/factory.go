@@ -1,0 +1,23 @@
+package svcsamplingextension
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension"
+
+	"github.com/svc/svc-collector/svcsamplingextension/internal/metadata"
+)
+
+// NewFactory returns the factory of the svcsampling extension.
+func NewFactory() extension.Factory {
+	return extension.NewFactory(metadata.Type, createDefaultConfig, createExtension, metadata.ExtensionStability)
+}
+
+func createDefaultConfig() component.Config {
+	return &Config{SampleRate: 1}
+}
+
+func createExtension(_ context.Context, _ extension.Settings, cfg component.Config) (extension.Extension, error) {
+	return newSamplingExtension(cfg.(*Config)), nil
+}
