@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	"go.uber.org/zap"
@@ -139,18 +140,24 @@ func newSDKSpan(td ptrace.Traces) ptrace.Span {
 	return ss.Spans().AppendEmpty()
 }
 
-func TestMetricsAndDropWarning(t *testing.T) {
+// startObservedProcessor starts the processor with cfg, its metrics and warnings recorded.
+func startObservedProcessor(t *testing.T, cfg *Config) (processor.Traces, *consumertest.TracesSink, *componenttest.Telemetry, *observer.ObservedLogs) {
+	t.Helper()
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := metadatatest.NewSettings(tel)
 	core, logs := observer.New(zap.WarnLevel)
 	set.Logger = zap.New(core)
-
 	sink := new(consumertest.TracesSink)
-	p, err := NewFactory().CreateTraces(context.Background(), set, maskingTestConfig(), sink)
+	p, err := NewFactory().CreateTraces(context.Background(), set, cfg, sink)
 	require.NoError(t, err)
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, p.Shutdown(context.Background())) })
+	return p, sink, tel, logs
+}
+
+func TestMetricsAndDropWarning(t *testing.T) {
+	p, sink, tel, logs := startObservedProcessor(t, maskingTestConfig())
 
 	td := ptrace.NewTraces()
 	span := newSDKSpan(td)
@@ -403,15 +410,7 @@ func TestBareTraceMetadataLimitPerMember(t *testing.T) {
 		}, map[string]any{"tenant": "acme", "tier": int64(2)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tel := componenttest.NewTelemetry()
-			t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-			set := metadatatest.NewSettings(tel)
-			core, logs := observer.New(zap.WarnLevel)
-			set.Logger = zap.New(core)
-			sink := new(consumertest.TracesSink)
-			p, err := NewFactory().CreateTraces(context.Background(), set, createDefaultConfig(), sink)
-			require.NoError(t, err)
-
+			p, sink, tel, logs := startObservedProcessor(t, createDefaultConfig())
 			td := ptrace.NewTraces()
 			tt.put(newSDKSpan(td).Attributes())
 			require.NoError(t, p.ConsumeTraces(context.Background(), td))
