@@ -43,10 +43,10 @@ type deliveryResult struct {
 }
 
 // splitBudget is how many answers a budgeted error (400) may get in one push of n items (the
-// first and 4 per halving level); the last of them ends the splitting. One malformed span fails one half per level (about log2(n)
-// answers), a few of them stay well within it, while a 400 that is not about one span (a proxy,
-// an encoding the platform does not take) would otherwise split the push down to single items:
-// 2n-1 requests and n refusals.
+// first and 4 per halving level); the last of them ends the splitting. One malformed span fails
+// one half per level (about log2(n) answers), and a few of them stay well within it, while a 400
+// that is not about one span (a proxy, an encoding the platform does not take) would otherwise
+// split the push down to single items: 2n-1 requests and n refusals.
 func splitBudget(n int) int {
 	return 1 + 4*bits.Len(uint(max(n-1, 0))) // bits.Len(n-1) is log2(n) rounded up
 }
