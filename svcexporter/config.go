@@ -102,6 +102,10 @@ func validateEndpoint(endpoint string) error {
 	if endpoint == "" {
 		return errors.New("endpoint must be set to the svc platform base URL, e.g. https://cloud.svc.example")
 	}
+	if hasUserinfo(endpoint) {
+		// Checked first, and the endpoint never quoted: user:password@ would show a secret.
+		return errors.New("endpoint must not carry credentials (user:password@); set public_key and secret_key instead")
+	}
 	u, err := url.Parse(endpoint)
 	if !strings.Contains(endpoint, "://") {
 		// host:port or a bare host name: the most common slip, told with its fix.
@@ -110,14 +114,24 @@ func validateEndpoint(endpoint string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("endpoint must be an absolute http:// or https:// URL (the platform base URL); got %q", endpoint)
 	}
-	if u.User != nil {
-		// Credentials in the URL would be printed with every error that names the endpoint.
-		return errors.New("endpoint must not carry credentials (user:password@); set public_key and secret_key instead")
-	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("endpoint must be the platform base URL without query or fragment; got %q", endpoint)
+		// Not quoted: a query may carry a token.
+		return fmt.Errorf("endpoint must be the platform base URL without query or fragment; got %q with one", u.Scheme+"://"+u.Host+u.Path)
 	}
 	return nil
+}
+
+// hasUserinfo reports an "@" in the endpoint's authority (between the scheme, if any, and the
+// first "/", "?" or "#"), with or without a scheme.
+func hasUserinfo(endpoint string) bool {
+	authority := endpoint
+	if _, rest, ok := strings.Cut(endpoint, "://"); ok {
+		authority = rest
+	}
+	if i := strings.IndexAny(authority, "/?#"); i >= 0 {
+		authority = authority[:i]
+	}
+	return strings.Contains(authority, "@")
 }
 
 // supportedCompression: the empty value means "not set in the config" and lets the environment

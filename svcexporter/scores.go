@@ -41,7 +41,7 @@ func (e *svcExporter) pushScores(ctx context.Context, ld plog.Logs) error {
 
 	res := deliver(len(reqs), evenChunks(len(reqs), scorerecord.MaxBatchSize), func(r itemRange) error {
 		return e.sendScores(ctx, creds, reqs[r.lo:r.hi])
-	}, isTooLarge)
+	}, isTooLarge, nil)
 	if res.splits > 0 {
 		e.telemetry.ExporterSvcRequestsSplit.Add(ctx, int64(res.splits))
 	}

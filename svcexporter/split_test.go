@@ -2,9 +2,11 @@ package svcexporter
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 )
 
@@ -91,7 +93,7 @@ func TestDeliver(t *testing.T) {
 			res := deliver(tt.n, tt.chunks, func(r itemRange) error {
 				sent = append(sent, r)
 				return tt.answer(r)
-			}, isTooLarge)
+			}, isTooLarge, nil)
 			assert.Equal(t, tt.wantSent, sent)
 			assert.Equal(t, tt.wantFrom, res.undeliveredFrom)
 			assert.Equal(t, tt.wantRetry, res.retryErr != nil)
@@ -120,4 +122,60 @@ func TestIsTooLargeOrMalformed(t *testing.T) {
 	assert.False(t, isTooLargeOrMalformed(consumererror.NewPermanent(&statusError{code: 401})))
 	assert.False(t, isTooLargeOrMalformed(&statusError{code: 500}))
 	assert.False(t, isTooLargeOrMalformed(nil))
+}
+
+func TestDeliverSplitBudgetFor400(t *testing.T) {
+	malformed := consumererror.NewPermanent(&statusError{code: 400})
+	for _, tt := range []struct {
+		name string
+		n    int
+		bad  func(r itemRange) bool // the requests answered 400
+		// wantAlone are the items refused alone; wantUnsplit the items refused unsplit.
+		wantAlone   int
+		wantUnsplit int
+	}{
+		{"every request answered 400", 512, func(itemRange) bool { return true }, -1, -1},
+		{"one malformed item", 512, func(r itemRange) bool { return r.lo <= 300 && 300 < r.hi }, 1, 0},
+		{"four malformed items", 512, func(r itemRange) bool {
+			return slices.ContainsFunc([]int{3, 170, 171, 500}, func(i int) bool { return r.lo <= i && i < r.hi })
+		}, 4, 0},
+		{"a single item", 1, func(itemRange) bool { return true }, 1, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sent, refused := 0, 0
+			res := deliver(tt.n, []itemRange{{0, tt.n}}, func(r itemRange) error {
+				sent++
+				if tt.bad(r) {
+					refused++
+					return malformed
+				}
+				return nil
+			}, isTooLargeOrMalformed, isMalformed)
+			assert.LessOrEqual(t, refused, splitBudget(tt.n), "the budget counts the 400 answers")
+			assert.Equal(t, tt.n, res.undeliveredFrom)
+			if tt.wantAlone >= 0 {
+				assert.Len(t, res.refusedAlone, tt.wantAlone)
+				assert.Equal(t, tt.wantUnsplit, res.unsplitItems)
+				assert.Empty(t, res.permanent)
+				return
+			}
+			// Every item is refused, each exactly once, most of them unsplit as one error.
+			assert.Equal(t, tt.n, len(res.refusedAlone)+res.unsplitItems)
+			assert.Equal(t, res.unsplitItems, res.permanentItems)
+			require.Len(t, res.permanent, 1)
+			assert.True(t, consumererror.IsPermanent(res.permanent[0]))
+			t.Logf("%d requests, %d items refused alone, %d unsplit (budget %d)", sent, len(res.refusedAlone), res.unsplitItems, splitBudget(tt.n))
+		})
+	}
+}
+
+func TestDeliverSplitBudgetLeaves413Unbounded(t *testing.T) {
+	sent := 0
+	res := deliver(64, []itemRange{{0, 64}}, func(itemRange) error {
+		sent++
+		return &statusError{code: 413}
+	}, isTooLargeOrMalformed, isMalformed)
+	assert.Equal(t, 2*64-1, sent, "413 is about sizes: every item is tried alone")
+	assert.Len(t, res.refusedAlone, 64)
+	assert.Zero(t, res.unsplitItems)
 }

@@ -35,7 +35,9 @@ func (e *svcExporter) pushRequest(ctx context.Context, req xexporterhelper.Reque
 // spans are split in halves and resent (see deliver), and so when it answers 400: the platform
 // refuses a whole request for one malformed span, so the halves deliver every span it accepts.
 // A span refused even alone is dropped, counted and logged with its trace and span id (never its
-// content), and the rest is delivered. Only a 413 or 400 (or a compression changed since it was
+// content), and the rest is delivered. A 400 given to more requests than a few malformed spans
+// explain stops the splitting (splitBudget): the spans not delivered by then are refused together,
+// logged once. Only a 413 or 400 (or a compression changed since it was
 // queued) decodes a batch read from the persistent queue.
 func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 	total := req.ItemsCount()
@@ -72,9 +74,12 @@ func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 			refs = spanRefs(td)
 		}
 		return e.sendSpans(ctx, creds, tracesOf(td, refs[r.lo:r.hi]))
-	}, isTooLargeOrMalformed)
+	}, isTooLargeOrMalformed, isMalformed)
 	if res.splits > 0 {
 		e.telemetry.ExporterSvcRequestsSplit.Add(ctx, int64(res.splits))
+	}
+	if res.unsplitItems > 0 { // logged once, with the other permanent refusals, by outcome
+		e.telemetry.ExporterSvcSpansRefusedInvalid.Add(ctx, int64(res.unsplitItems))
 	}
 	if unsendable != nil {
 		return e.dropUnsendableSpans(ctx, total, unsendable)

@@ -615,3 +615,30 @@ func TestTraces400SingleSpanIsDropped(t *testing.T) {
 	assert.Equal(t, testSpanID(1).String(), errs[0].ContextMap()["span_id"])
 	assert.Contains(t, errs[0].ContextMap()["error"], "HTTP 400")
 }
+
+// A 400 not about one span (a proxy, an encoding the platform does not take) answers every
+// request: the batch is not split down to single spans.
+func TestTraces400ToEveryRequestStaysWithinTheSplitBudget(t *testing.T) {
+	clearCompressionEnv(t)
+	p := newFakePlatform(t)
+	p.setTraces(func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte("unsupported request"))
+	})
+	env := newTestEnv(t)
+	exp := startExporter(t, env, testConfig(p.srv.URL))
+
+	err := exp.pushTraces(context.Background(), makeTraces(2, 4, 64, 10))
+	require.Error(t, err)
+	assert.True(t, consumererror.IsPermanent(err))
+
+	requests := len(p.received(tracesPath))
+	assert.LessOrEqual(t, requests, splitBudget(512), "not 2·512−1 = 1023")
+	errs := env.logs.FilterLevelExact(zapcore.ErrorLevel).All()
+	assert.LessOrEqual(t, len(errs), splitBudget(512)/2+1, "not one line per span")
+	assert.Contains(t, errs[len(errs)-1].ContextMap()["error"], "not split further")
+	metadatatest.AssertEqualExporterSvcSpansRefusedInvalid(t, env.telemetry,
+		[]metricdata.DataPoint[int64]{{Value: 512}}, metricdatatest.IgnoreTimestamp())
+	t.Logf("%d requests and %d error lines for 512 spans answered 400", requests, len(errs))
+}

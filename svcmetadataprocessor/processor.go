@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/svc/svc-collector/pkg/jsontext"
 	"github.com/svc/svc-collector/pkg/masking"
 	"github.com/svc/svc-collector/pkg/svcattr"
 	"github.com/svc/svc-collector/svcmetadataprocessor/internal/metadata"
@@ -47,7 +48,7 @@ func newMetadataProcessor(cfg *Config, set component.TelemetrySettings) (*metada
 		return nil, err
 	}
 	p := &metadataProcessor{cfg: cfg, logger: set.Logger, telemetry: tb, masker: m}
-	p.relevant = kindsMetadataKey
+	p.relevant = kindsMetadataKey | kindBareTraceMetadata
 	if cfg.Promote.OpenInference {
 		p.relevant |= kindOpenInferenceMetadata
 	}
@@ -131,9 +132,9 @@ func (p *metadataProcessor) metadataSteps(span ptrace.Span, found attrKind, enc 
 	if found&kindsMetadataKey != 0 && enc == jsonEncoding {
 		c.encoded += encodeNonStringMetadata(attrs)
 	}
-	// A bare svc.observation.metadata / svc.trace.metadata object stays as it is: the platform
+	// A bare svc.observation.metadata / svc.trace.metadata object is not split: the platform
 	// parses it itself, and per-key copies of its nested objects would beat it (as OTLP maps,
-	// shown as their wire wrapper).
+	// shown as their wire wrapper). Only the limit below acts on a propagated one.
 	if found&p.relevant&kindOpenInferenceMetadata != 0 {
 		c.promoted += promoteOpenInference(attrs, enc)
 	}
@@ -171,32 +172,80 @@ func encodeNonStringMetadata(attrs pcommon.Map) int64 {
 }
 
 // dropLongPropagatedMetadata removes, on a new-SDK span, svc.trace.metadata.<key> values whose
-// JSON text is longer than the platform accepts, with a warning naming the key and the trace.
-// Other spans' values are the platform's old shape, which the limit does not apply to.
+// JSON text is longer than the platform accepts, and such members of a bare svc.trace.metadata
+// object (the platform reads its members as propagated values too), each with a warning naming
+// the key and the trace. Other spans' values are the platform's old shape, which the limit does
+// not apply to.
 func (p *metadataProcessor) dropLongPropagatedMetadata(span ptrace.Span) int64 {
 	var n int64
-	span.Attributes().RemoveIf(func(k string, v pcommon.Value) bool {
+	attrs := span.Attributes()
+	attrs.RemoveIf(func(k string, v pcommon.Value) bool {
 		if !strings.HasPrefix(k, svcattr.TraceMetadataPrefix) {
 			return false
 		}
-		text := v.AsString()
-		if len(text) <= maxPropagatedMetadataLength {
+		if !p.overPropagatedLimit(span, k[len(svcattr.TraceMetadataPrefix):], v.AsString()) {
 			return false
 		}
-		length := utf8.RuneCountInString(text)
-		if length <= maxPropagatedMetadataLength {
-			return false
-		}
-		p.logger.Warn("Dropped propagated metadata value longer than the platform accepts",
-			zap.String("key", k[len(svcattr.TraceMetadataPrefix):]),
-			zap.String("trace_id", span.TraceID().String()),
-			zap.String("span_id", span.SpanID().String()),
-			zap.Int("length", length),
-			zap.Int("limit", maxPropagatedMetadataLength))
 		n++
 		return true
 	})
+	if blob, ok := attrs.Get(svcattr.TraceMetadata); ok {
+		n += p.dropLongBlobMembers(span, blob)
+	}
 	return n
+}
+
+// dropLongBlobMembers removes the members over the limit from a bare svc.trace.metadata object:
+// JSON object text (the other members keep their text, compacted) or an OTLP map. Anything else
+// is left to the platform, which reads only objects.
+func (p *metadataProcessor) dropLongBlobMembers(span ptrace.Span, blob pcommon.Value) int64 {
+	var n int64
+	switch blob.Type() {
+	case pcommon.ValueTypeStr:
+		kept := []byte{'{'}
+		err := jsontext.ObjectMembers(blob.Str(), func(key, valueJSON string) {
+			if p.overPropagatedLimit(span, key, valueJSON) {
+				n++
+				return
+			}
+			if len(kept) > 1 {
+				kept = append(kept, ',')
+			}
+			kept = append(jsontext.AppendString(kept, key), ':')
+			kept = append(kept, valueJSON...)
+		})
+		if err == nil && n > 0 {
+			blob.SetStr(string(append(kept, '}')))
+		}
+	case pcommon.ValueTypeMap:
+		blob.Map().RemoveIf(func(key string, v pcommon.Value) bool {
+			if p.overPropagatedLimit(span, key, encodeValue(v)) {
+				n++
+				return true
+			}
+			return false
+		})
+	}
+	return n
+}
+
+// overPropagatedLimit reports a propagated value's JSON text longer than the platform accepts,
+// with a warning naming its key and the trace.
+func (p *metadataProcessor) overPropagatedLimit(span ptrace.Span, key, text string) bool {
+	if len(text) <= maxPropagatedMetadataLength {
+		return false
+	}
+	length := utf8.RuneCountInString(text)
+	if length <= maxPropagatedMetadataLength {
+		return false
+	}
+	p.logger.Warn("Dropped propagated metadata value longer than the platform accepts",
+		zap.String("key", key),
+		zap.String("trace_id", span.TraceID().String()),
+		zap.String("span_id", span.SpanID().String()),
+		zap.Int("length", length),
+		zap.Int("limit", maxPropagatedMetadataLength))
+	return true
 }
 
 // upgradeTraceIO copies svc.trace.input / svc.trace.output of a root span to the root

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	"go.uber.org/zap"
@@ -139,18 +140,24 @@ func newSDKSpan(td ptrace.Traces) ptrace.Span {
 	return ss.Spans().AppendEmpty()
 }
 
-func TestMetricsAndDropWarning(t *testing.T) {
+// startObservedProcessor starts the processor with cfg, its metrics and warnings recorded.
+func startObservedProcessor(t *testing.T, cfg *Config) (processor.Traces, *consumertest.TracesSink, *componenttest.Telemetry, *observer.ObservedLogs) {
+	t.Helper()
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := metadatatest.NewSettings(tel)
 	core, logs := observer.New(zap.WarnLevel)
 	set.Logger = zap.New(core)
-
 	sink := new(consumertest.TracesSink)
-	p, err := NewFactory().CreateTraces(context.Background(), set, maskingTestConfig(), sink)
+	p, err := NewFactory().CreateTraces(context.Background(), set, cfg, sink)
 	require.NoError(t, err)
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, p.Shutdown(context.Background())) })
+	return p, sink, tel, logs
+}
+
+func TestMetricsAndDropWarning(t *testing.T) {
+	p, sink, tel, logs := startObservedProcessor(t, maskingTestConfig())
 
 	td := ptrace.NewTraces()
 	span := newSDKSpan(td)
@@ -381,4 +388,41 @@ func TestVercelAIUserSessionTagsReachThePlatform(t *testing.T) {
 		"svc.observation.metadata.response_format": "json",
 		"ai.telemetry.functionId":                  "answer",
 	}, out)
+}
+
+// A bare svc.trace.metadata object on a new-SDK span holds propagated values too: the limit
+// applies to each member, the others stay, with the per-key attribute's warning and counter.
+func TestBareTraceMetadataLimitPerMember(t *testing.T) {
+	long := strings.Repeat("z", 199) // JSON text of 201 characters
+	for _, tt := range []struct {
+		name string
+		put  func(pcommon.Map)
+		want any
+	}{
+		{"JSON object", func(m pcommon.Map) {
+			m.PutStr("svc.trace.metadata", `{"tenant": "acme", "notes": "`+long+`", "tier": 2}`)
+		}, `{"tenant":"acme","tier":2}`},
+		{"OTLP map", func(m pcommon.Map) {
+			blob := m.PutEmptyMap("svc.trace.metadata")
+			blob.PutStr("tenant", "acme")
+			blob.PutStr("notes", long)
+			blob.PutInt("tier", 2)
+		}, map[string]any{"tenant": "acme", "tier": int64(2)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, sink, tel, logs := startObservedProcessor(t, createDefaultConfig())
+			td := ptrace.NewTraces()
+			tt.put(newSDKSpan(td).Attributes())
+			require.NoError(t, p.ConsumeTraces(context.Background(), td))
+
+			got, ok := sink.AllTraces()[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().Get("svc.trace.metadata")
+			require.True(t, ok)
+			assert.Equal(t, tt.want, got.AsRaw())
+			metadatatest.AssertEqualProcessorSvcmetadataValuesDroppedForLength(t, tel, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
+			warnings := logs.FilterMessageSnippet("propagated metadata").All()
+			require.Len(t, warnings, 1)
+			assert.Equal(t, "notes", warnings[0].ContextMap()["key"])
+			assert.Equal(t, int64(201), warnings[0].ContextMap()["length"])
+		})
+	}
 }

@@ -105,3 +105,32 @@ func TestSamplingExtensionMissingFailsStart(t *testing.T) {
 	assert.ErrorContains(t, err, `extension "svcsampling" is not running`)
 	require.NoError(t, c.Shutdown(ctx))
 }
+
+// TestSamplingExtensionReleasesTheOwnSetOnce: a connector that takes the extension's decision
+// releases its own experiment set in Start; its Shutdown must not release it again, which would
+// take the reference of another instance of the same id and drop the set under it.
+func TestSamplingExtensionReleasesTheOwnSetOnce(t *testing.T) {
+	ctx := context.Background()
+	set := connectortest.NewNopSettings(metadata.Type)
+	set.ID = component.MustNewIDWithName(metadata.Type.String(), "release_once")
+	// Another instance of the id holds the set too (a test stand-in for the logs_to_logs one).
+	_, releaseOther := acquireExperimentTraces(set.ID)
+	defer releaseOther()
+	refs := func() int {
+		experimentTraces.Lock()
+		defer experimentTraces.Unlock()
+		if shared, ok := experimentTraces.byID[set.ID]; ok {
+			return shared.refs
+		}
+		return 0
+	}
+
+	host := samplingHost{Host: componenttest.NewNopHost(), decider: sampling.NewDecider(sampling.NewRatio(1), nil)}
+	c, err := NewFactory().CreateTracesToLogs(ctx, set, &Config{SampleRate: 1, Sampling: &samplingID}, &consumertest.LogsSink{})
+	require.NoError(t, err)
+	assert.Equal(t, 2, refs())
+	require.NoError(t, c.Start(ctx, host))
+	assert.Equal(t, 1, refs(), "the extension's set is used: the own one is released in Start")
+	require.NoError(t, c.Shutdown(ctx))
+	assert.Equal(t, 1, refs(), "not released twice: the other instance still holds the set")
+}

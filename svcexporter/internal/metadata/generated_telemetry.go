@@ -138,7 +138,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ExporterSvcSpansRefusedInvalid, err = builder.meter.Int64Counter(
 		"otelcol_exporter_svc_spans_refused_invalid",
-		metric.WithDescription("Spans dropped because the platform refused (400, a malformed span) even a request holding that span alone; the rest of their batch is delivered. [Alpha]"),
+		metric.WithDescription("Spans dropped because the platform refused (400, a malformed span) even a request holding that span alone, the rest of their batch being delivered; or refused unsplit once the platform answered 400 to more requests of their batch than a few malformed spans explain (see the README's split budget). [Alpha]"),
 		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)

@@ -200,7 +200,7 @@ func AssertEqualExporterSvcSpansDroppedTooLarge(t *testing.T, tt *componenttest.
 func AssertEqualExporterSvcSpansRefusedInvalid(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_svc_spans_refused_invalid",
-		Description: "Spans dropped because the platform refused (400, a malformed span) even a request holding that span alone; the rest of their batch is delivered. [Alpha]",
+		Description: "Spans dropped because the platform refused (400, a malformed span) even a request holding that span alone, the rest of their batch being delivered; or refused unsplit once the platform answered 400 to more requests of their batch than a few malformed spans explain (see the README's split budget). [Alpha]",
 		Unit:        "{span}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

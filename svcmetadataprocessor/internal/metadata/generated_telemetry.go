@@ -65,7 +65,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ProcessorSvcmetadataValuesDroppedForLength, err = builder.meter.Int64Counter(
 		"otelcol_processor_svcmetadata_values_dropped_for_length",
-		metric.WithDescription("Number of propagated svc.trace.metadata.<key> values dropped because their JSON is longer than 200 characters. [Development]"),
+		metric.WithDescription("Number of propagated svc.trace.metadata.<key> values, and members of a bare svc.trace.metadata object, dropped because their JSON is longer than 200 characters. [Development]"),
 		metric.WithUnit("{value}"),
 	)
 	errs = errors.Join(errs, err)

@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) processor.Settings {
 func AssertEqualProcessorSvcmetadataValuesDroppedForLength(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcmetadata_values_dropped_for_length",
-		Description: "Number of propagated svc.trace.metadata.<key> values dropped because their JSON is longer than 200 characters. [Development]",
+		Description: "Number of propagated svc.trace.metadata.<key> values, and members of a bare svc.trace.metadata object, dropped because their JSON is longer than 200 characters. [Development]",
 		Unit:        "{value}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
