@@ -65,7 +65,10 @@ func TestJournalOnlyWhatIsHeld(t *testing.T) {
 			require.NoError(t, err, "agent passes")
 			assert.Len(t, spanRecords(fj), tc.wantRecords)
 			if !tc.refuse {
-				assert.Equal(t, appends, fj.appends, "nothing written for a connector handed on at once")
+				// Only the ids of the dropped span are written (its trace has open parents: a kept
+				// span arriving after a restart below it walks through it), not the connector.
+				assert.Equal(t, appends+1, fj.appends, "nothing written for a connector handed on at once")
+				assert.Len(t, kindRecords(fj, journal.KindDropped), 1)
 				assert.Equal(t, 2, sink.SpanCount(), "the connector went on")
 				return
 			}
@@ -80,7 +83,7 @@ func TestJournalOnlyWhatIsHeld(t *testing.T) {
 func spanRecords(fj *fakeJournal) []journal.Record {
 	var out []journal.Record
 	for _, r := range fj.records() {
-		if r.Kind != journal.KindOpen {
+		if r.Kind != journal.KindOpen && r.Kind != journal.KindDropped {
 			out = append(out, r)
 		}
 	}

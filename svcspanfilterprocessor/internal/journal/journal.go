@@ -18,6 +18,11 @@ const (
 	// a dropped parent ending after a restart is still bridged by a connector span. Payload: 24 bytes
 	// per parent, its trace id then its span id; HeldAt is when they became open.
 	KindOpen Kind = 3
+	// KindDropped: the ids and parents of dropped spans, so that a kept span arriving after a
+	// restart below a dropped span that arrived before it still finds its nearest kept ancestor
+	// (or becomes a root). Payload: 32 bytes per span, its trace id, its span id, then its parent
+	// span id (zero for a root); HeldAt is when they were written.
+	KindDropped Kind = 4
 )
 
 // Record is one durable record.

@@ -136,6 +136,9 @@ func (a *Admission) giveBack(out *released) []*Delivery {
 		sh := m.shards[m.shardOf(j.trace.id)]
 		sh.mu.Lock()
 		t := sh.touch(m, j.trace.id, now) // its trace, or a new one if it was evicted meanwhile
+		if t.joined != nil {
+			sh.forgetJoined(m, t, j.span, j.content) // not joined after all: it waits for the resend
+		}
 		own := ownContent(j.content, j.tenant, nil)
 		if len(own) < len(j.content) {
 			for _, c := range j.content {

@@ -58,8 +58,10 @@ type Admission struct {
 	// replaced are held copies that spans of this batch, sent again, took the place of: their
 	// records are done at Commit; Abort puts them back (the old copy is still acknowledged).
 	replaced []*item
-	// opened are the parents the batch's connector spans made open, to journal.
-	opened []openedParent
+	// opened are the parents the batch's connector spans made open, and dropped the dropped spans
+	// to journal.
+	opened  []openedParent
+	dropped []droppedSpan
 	// abortable: the batch's journal append is still to come and may fail (Admit with a journal).
 	// What Abort gives back is then kept aside: joined is the waiting content the batch's spans
 	// took, reopened the open parents its connector spans closed.
@@ -172,12 +174,16 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 		m.observe(&adm.Stats)
 	}
 	// Parents the batch's connector spans opened are journaled before the batch is acknowledged.
-	if err := m.journalOpened(context.Background(), adm.opened); err != nil {
-		adm.opened = nil
+	// So are the dropped spans that later spans of their traces may walk through (dropped.go).
+	err := m.journalOpened(context.Background(), adm.opened)
+	if err == nil {
+		err = m.journalDropped(context.Background(), adm.dropped)
+	}
+	adm.opened, adm.dropped = nil, nil
+	if err != nil {
 		adm.Abort()
 		return nil, fmt.Errorf("svcspanfilter: %w", err)
 	}
-	adm.opened = nil
 	return adm, nil
 }
 
@@ -238,7 +244,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		sh.unlock(m)
 	}
 	out.finishRefs()
-	adm.opened = out.opened
+	adm.opened, adm.dropped = out.opened, out.dropped
 
 	adm.Kept = make([]bool, len(refs))
 	goesOn := 0
@@ -310,11 +316,16 @@ func (sc *admitScratch) fill(counts []int32) []int32 {
 func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, og *origins, copies *heldCopy, now time.Time, out *released) {
 	// First every span is recorded, so that a parent later in the batch is already known.
 	var last *trace
+	var calls *callTraces
+	if m.cfg.Journaled {
+		calls = &callTraces{}
+	}
 	for n, i := range idx {
 		r := &refs[i]
 		if id := r.span.TraceID(); last == nil || last.id != id {
 			last = sh.touch(m, id, now)
 			if last.records == nil {
+				calls.first(last)
 				// Sized for the spans of the trace that follow in the batch: no growth while they
 				// are recorded.
 				last.records = make(map[pcommon.SpanID]record, max(8, sameTraceRun(refs, idx[n:], id)))
@@ -361,6 +372,9 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 			sh.arrived(m, r.trace, id, out)
 		}
 	}
+	if calls != nil {
+		calls.pickDropped(refs, idx, out)
+	}
 	sh.sizeIfMany(m)
 }
 
@@ -394,9 +408,13 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	awaits := r.scopeAwaits && m.join.AwaitsContent(span)
 	gather, joined := false, false
 	var contentRefs []*RecordRef
-	if cs, ok := t.content[id]; ok {
-		if !awaits || m.join.Complete(contentsOf(ownContent(cs, og.request.tenant, nil))) {
-			if adm.abortable {
+	cs, waiting := t.content[id]
+	// again: a copy of a span whose content was joined before (sent again): it gets that content
+	// at once, and waits for none.
+	again := t.joined != nil && len(ownContent(t.joined[id], og.request.tenant, nil)) > 0
+	if waiting || again {
+		if again || !awaits || m.join.Complete(contentsOf(ownContent(cs, og.request.tenant, nil))) {
+			if adm.abortable && waiting {
 				adm.joined = append(adm.joined, joinedContent{trace: t, span: id, tenant: og.request.tenant, content: cs})
 			}
 			contentRefs = sh.joinWaitingContent(m, t, span, og.request.tenant, out)
@@ -415,7 +433,10 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 			out.stats.Reparented[ReparentNoKeptAncestor]++
 		}
 	case endDelivered:
-		if at != span.ParentSpanID() {
+		if t.cutsCycle(id, at) {
+			setParent(span, pcommon.SpanID{})
+			out.stats.Reparented[ReparentCycle]++
+		} else if at != span.ParentSpanID() {
 			setParent(span, at)
 			out.stats.Reparented[ReparentDroppedParent]++
 		}
@@ -499,10 +520,10 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	conn.Status().SetCode(span.Status().Code())
 	conn.Attributes().PutBool(ConnectorAttribute, true)
 	end, at := t.walk(id, span.ParentSpanID())
-	switch end {
-	case endDelivered:
+	switch {
+	case end == endDelivered && !t.cutsCycle(id, at):
 		conn.SetParentSpanID(at)
-	case endUnknown:
+	case end == endUnknown:
 		conn.SetParentSpanID(at)
 		out.open(m, t, at)
 	}
@@ -529,12 +550,14 @@ func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) 
 			next.waitPrev = nil
 		}
 		end, at := t.walk(it.span.SpanID(), id)
-		switch end {
-		case endRoot:
+		switch {
+		case end == endRoot:
 			sh.settleParent(m, t, it, pcommon.SpanID{}, ReparentNoKeptAncestor, ReleaseParentArrived, out)
-		case endDelivered:
+		case end == endDelivered && t.cutsCycle(it.span.SpanID(), at):
+			sh.settleParent(m, t, it, pcommon.SpanID{}, ReparentCycle, ReleaseParentArrived, out)
+		case end == endDelivered:
 			sh.settleParent(m, t, it, at, ReparentDroppedParent, ReleaseParentArrived, out)
-		case endUnknown:
+		default:
 			t.addWaiting(it, at)
 		}
 		it = next

@@ -1,6 +1,3 @@
-// Package tracememory is the span filter's per-trace memory: what it knows of each trace's spans, the
-// kept spans it holds until their parent is settled, the parents delivered spans point at, and the
-// budget that bounds all of it. It decides where a kept span hangs; the processor decides what is kept.
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (

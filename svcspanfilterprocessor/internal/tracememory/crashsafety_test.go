@@ -106,11 +106,11 @@ func TestRefusedSpansDoNotEvictWaitingContent(t *testing.T) {
 }
 
 // spanRecords are the journal's records of held spans and content, without the open parents
-// (KindOpen), which stay for the late parent window.
+// (KindOpen) and dropped spans (KindDropped), which stay as long as their trace is remembered.
 func (j *fakeJournal) spanRecords() []journal.Record {
 	var out []journal.Record
 	for _, r := range j.records() {
-		if r.Kind != journal.KindOpen {
+		if r.Kind != journal.KindOpen && r.Kind != journal.KindDropped {
 			out = append(out, r)
 		}
 	}

@@ -128,7 +128,7 @@ func TestJournaledCopyWaitsWhereTheWalkEnded(t *testing.T) {
 				require.NoError(t, d.send(tc.before...))
 			}
 			require.NoError(t, d.send(sp{name: "chat", parent: "tool", kept: true}))
-			recs := d.journal.records()
+			recs := d.journal.spanRecords()
 			require.Len(t, recs, 1)
 			td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(recs[0].Payload)
 			require.NoError(t, err)
@@ -152,7 +152,7 @@ func TestJournaledCopyWaitsWhereTheWalkEnded(t *testing.T) {
 			require.NoError(t, d2.send(sp{name: "agent", kept: true}))
 			d2.advance(10 * time.Second)
 			assert.Equal(t, tc.wantTreeParent, d2.tree()["chat"])
-			assert.Empty(t, d.journal.records())
+			assert.Empty(t, d.journal.spanRecords())
 		})
 	}
 }

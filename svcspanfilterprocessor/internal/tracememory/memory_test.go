@@ -293,9 +293,9 @@ func TestJournalRecords(t *testing.T) {
 	require.NoError(t, d.send(sp{name: "a", parent: "p", kept: true}, sp{name: "b", parent: "q", kept: true}))
 	assert.Equal(t, 1, d.journal.appends)
 	require.NoError(t, d.send(sp{name: "p", kept: true}))
-	assert.Len(t, d.journal.records(), 1, "b still held")
+	assert.Len(t, d.journal.spanRecords(), 1, "b still held")
 	require.NoError(t, d.send(sp{name: "q"}))
-	assert.Empty(t, d.journal.records())
+	assert.Empty(t, d.journal.spanRecords())
 	assert.Equal(t, 1, d.journal.removes)
 
 	d.journal.fail = true
@@ -451,7 +451,7 @@ func TestConcurrentAdmit(t *testing.T) {
 	wg.Wait()
 	d.shutdown()
 	d.checkInvariants(t, true, false)
-	assert.Empty(t, d.journal.records())
+	assert.Empty(t, d.journal.spanRecords())
 }
 
 // Two journal records that hold the same span (a crash between a resent span's append and the

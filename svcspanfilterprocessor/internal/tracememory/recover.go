@@ -18,10 +18,18 @@ import (
 // are not in the journal: a recovered span waits on its own parent id.
 func (m *Memory) Recover(records []journal.Record) error {
 	var errs []error
-	// Open parents first: recovered spans released by rule 1 before the crash point at them.
-	for _, rec := range records {
-		if rec.Kind == journal.KindOpen {
-			if err := m.recoverOpen(rec); err != nil {
+	// The dropped spans first, then the open parents: recovered spans walk through the ones and
+	// point at the others.
+	for _, kind := range []journal.Kind{journal.KindDropped, journal.KindOpen} {
+		for _, rec := range records {
+			if rec.Kind != kind {
+				continue
+			}
+			recover := m.recoverOpen
+			if kind == journal.KindDropped {
+				recover = m.recoverDropped
+			}
+			if err := recover(rec); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -46,7 +54,7 @@ func (m *Memory) Recover(records []journal.Record) error {
 		if err := m.journalOpened(context.Background(), adm.opened); err != nil {
 			errs = append(errs, err) // only a later restart would not bridge them
 		}
-		adm.opened = nil
+		adm.opened, adm.dropped = nil, nil // recovered spans are kept: none is dropped
 		if adm.Pass {
 			// Spans that resolve at once go on under the record too.
 			n := td.SpanCount()

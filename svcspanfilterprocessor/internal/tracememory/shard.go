@@ -155,6 +155,7 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 	for _, ref := range t.open {
 		out.closeOpen(ref)
 	}
+	out.done = append(out.done, t.droppedRefs...)
 	if t.list != nil {
 		t.list.remove(t)
 	}
@@ -183,6 +184,9 @@ func (sh *shard) compact(m *Memory, t *trace) {
 	}
 	m.addBytes(t, -int64(len(t.records)-len(bridges))*recordCost)
 	t.records = bridges // a new map: a Go map does not shrink when entries are deleted
+	for id := range t.joined {
+		sh.forgetJoined(m, t, id, nil) // its kept spans are forgotten: no copy of them is recognised
+	}
 	sh.moveTo(t, sh.late)
 }
 
@@ -217,8 +221,10 @@ type released struct {
 	// done are journal records to mark done once the shard locks are released (Done may write to
 	// the journal: no disk I/O under a shard lock).
 	done []*RecordRef
-	// opened are the parents that became open, for their journal record (journalOpened).
-	opened []openedParent
+	// opened are the parents that became open, for their journal record (journalOpened), and
+	// dropped the dropped spans to journal (journalDropped).
+	opened  []openedParent
+	dropped []droppedSpan
 }
 
 // finishRefs marks the collected records done; call it with no shard lock held.

@@ -1,0 +1,76 @@
+// Package tracememory is the span filter's per-trace memory: what it knows of each trace's spans, the
+// kept spans it holds until their parent is settled, the parents delivered spans point at, and the
+// budget that bounds all of it. It decides where a kept span hangs; the processor decides what is kept.
+//
+// # States
+//
+// A trace (trace.go) is in one of four states, by the shard list it is on:
+//
+//	idle       records of its spans (id, parent, kept/dropped/connector), no held span
+//	waiting    records and at least one held span
+//	late       compacted: only its dropped spans, open parents and waiting content are kept
+//	forgotten  not in memory (never seen, or forgotten)
+//
+// and carries, whatever its state: open parents (ids delivered spans point at and that it has not
+// seen), content waiting for its span, content joined onto its spans (for copies sent again), and
+// durable (the records of its dropped spans are journaled).
+//
+// A kept span is, in turn:
+//
+//	passed     it goes on in its own request, its parent settled (unchanged, re-parented, or a root)
+//	held       waiting for its parent (WaitParent: indexed under the unknown span its walk stopped at),
+//	           for its content (WaitContent), or both
+//	deferred   settled while its call's journal write is still to come: released by Commit,
+//	           discarded by Abort (abort.go; see "What is left" below)
+//	ready      released, in a Delivery counted in ReadyBytes until the next component takes it
+//	handed on  Delivered (or Discarded): its journal record is done when its last span is
+//
+// # Events
+//
+//	event                     effect
+//	span arrives, kept        recorded; walk up through dropped records: root / below the first
+//	                          delivered span (cycle: root) / held on the first unknown span;
+//	                          content waiting for it, or joined onto an earlier copy, joins it
+//	span arrives, dropped     recorded; an open parent becomes a connector span; its waiting content
+//	                          is discarded (span_dropped)
+//	parent arrives            the spans held on it walk on: released, or held on the next unknown span
+//	content arrives           a held span gathers it (released once complete); before its span it
+//	                          waits content_join.wait; after its span went on it is discarded
+//	wait ends                 wait_duration idle or max_wait_duration: held spans go on pointing at the
+//	                          unknown span (open parent); content wait: the span goes with what came
+//	budget exceeded           idle/late traces forgotten oldest first, then waiting traces released
+//	                          (rule 1); waiting content is never evicted (the logs side pushes back)
+//	next component refuses    retryable: the Delivery is requeued (still in the budget, still
+//	                          journaled); permanent: counted undeliverable, its records done
+//	shutdown                  Drain releases every held span by rule 1 (on_shutdown: keep leaves
+//	                          them journaled)
+//	recovery                  dropped records, then open parents, then held spans and content are
+//	                          restored from the journal; held spans keep their original held time
+//	remember_duration idle    an idle trace is forgotten, or compacted to late when it has open
+//	                          parents or waiting content; late_parent_window ends a late trace
+//
+// # Invariants (checked by the tests' oracle after every scenario: checkInvariants, checkCounts)
+//
+//  1. A delivered kept span hangs, through connectors only, below its nearest kept ancestor; it is
+//     a root only when every ancestor is known dropped (or its parents form a cycle); otherwise it
+//     points at a span that never arrived (an open parent), never at one that arrived and was
+//     dropped without a connector.
+//  2. No delivered span is its own ancestor.
+//  3. Only kept spans and connectors are delivered; a connector carries only its marker.
+//  4. Nothing is delivered twice, except after a restart (at least once), with the same parent.
+//  5. After shutdown nothing is held and every kept span that arrived was delivered.
+//  6. A held span waits only on a span its trace does not know.
+//  7. The memory's counters (bytes, held bytes, held spans) are the sums over its traces and held
+//     items; ReadyBytes is the sum of the Deliveries not yet taken.
+//  8. Journal (Config.Journaled): a call is acknowledged only once what it holds, the open parents
+//     it made and the dropped spans of traces it did not bring whole are written; a record of
+//     held spans is removed when its last span is handed on, a record of open parents when they
+//     closed, a record of dropped spans when every trace in it is forgotten.
+//
+// # What is left
+//
+// The journal write of held spans still follows Admit (the "deferred" state above and Abort undo a
+// call whose write failed). The open parents and dropped spans are written after Admit too, but
+// before the call is acknowledged. Writing ahead (a failed write refuses the call before anything
+// changes) is the planned next step: see the processor README, "Crash safety".
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"

@@ -1,0 +1,166 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+)
+
+// Trees survive a crash: with a journal, the ids and parents of dropped spans are journaled
+// (KindDropped, 32 bytes each) before the call that brought them is acknowledged, so that a kept
+// span arriving after a restart below a dropped span that arrived before it still walks to its
+// nearest kept ancestor, or becomes a root when every ancestor was dropped, instead of waiting for
+// a span that never comes and going on as an orphan.
+//
+// A trace that arrives whole in one call writes nothing (the common case): its spans' parents
+// are all in the call, at least one of them is kept, nothing of it is held, and none of its
+// dropped spans is a client or producer span (whose children run in another service and are
+// exported apart). Any other trace becomes durable: the records of its dropped spans that the
+// memory has are journaled, and from then on every dropped span it receives, until the trace is
+// forgotten (remember_duration, late_parent_window or eviction: the byte budget bounds them as it
+// bounds the records in memory), when the journal records go too.
+
+// droppedSpan is a dropped span to journal.
+type droppedSpan struct {
+	t          *trace
+	id, parent pcommon.SpanID
+}
+
+// droppedBytes is the size of one dropped span in a KindDropped payload.
+const droppedBytes = 16 + 8 + 8
+
+// refCost is what one journal record reference of a trace counts in the budget.
+const refCost = 16
+
+// callTraces are the traces one call made known in one shard (journaled memories only).
+type callTraces struct{ fresh map[*trace]bool }
+
+// first notes that the call made t known (no span recorded before); c may be nil.
+func (c *callTraces) first(t *trace) {
+	if c == nil {
+		return
+	}
+	if c.fresh == nil {
+		c.fresh = map[*trace]bool{}
+	}
+	c.fresh[t] = true
+}
+
+// pickDropped adds to out the dropped spans to journal of the call's spans in the shard (idx
+// into refs, after they were admitted).
+func (c *callTraces) pickDropped(refs []spanRef, idx []int32, out *released) {
+	whole, kept := map[*trace]bool{}, map[*trace]bool{}
+	for _, i := range idx {
+		r := &refs[i]
+		t := r.trace
+		w, seen := whole[t]
+		if !seen {
+			w = c.fresh[t] && len(t.open) == 0
+		}
+		whole[t] = w && c.closedBy(r)
+		kept[t] = kept[t] || r.kept
+	}
+	for t, w := range whole {
+		if w && kept[t] {
+			continue
+		}
+		if !t.durable { // every dropped span it has, this call's included
+			for id, rec := range t.records {
+				if rec.state != stateKept {
+					out.dropped = append(out.dropped, droppedSpan{t: t, id: id, parent: rec.parent})
+				}
+			}
+			continue
+		}
+		for _, i := range idx {
+			if r := &refs[i]; r.trace == t && !r.kept && !r.span.SpanID().IsEmpty() {
+				out.dropped = append(out.dropped, droppedSpan{t: t, id: r.span.SpanID(), parent: r.span.ParentSpanID()})
+			}
+		}
+	}
+}
+
+// closedBy reports whether span r leaves its trace whole in the call: not held, its parent known
+// (in the call, for a trace the call made known), and not a dropped client or producer span.
+func (c *callTraces) closedBy(r *spanRef) bool {
+	if r.held {
+		return false
+	}
+	if p := r.span.ParentSpanID(); !p.IsEmpty() {
+		if _, ok := r.trace.records[p]; !ok {
+			return false
+		}
+	}
+	k := r.span.Kind()
+	return r.kept || (k != ptrace.SpanKindClient && k != ptrace.SpanKindProducer)
+}
+
+// journalDropped writes one KindDropped record for dropped and attaches it to their traces (done
+// when each is forgotten). Call it with no shard lock held, before the call is acknowledged.
+func (m *Memory) journalDropped(ctx context.Context, dropped []droppedSpan) error {
+	if len(dropped) == 0 {
+		return nil
+	}
+	payload := make([]byte, 0, droppedBytes*len(dropped))
+	var traces []*trace
+	seen := map[*trace]bool{}
+	for _, d := range dropped {
+		payload = append(append(append(payload, d.t.id[:]...), d.id[:]...), d.parent[:]...)
+		if !seen[d.t] {
+			seen[d.t] = true
+			traces = append(traces, d.t)
+		}
+	}
+	id, err := m.journal.Append(ctx, journal.KindDropped, m.cfg.Now(), nil, payload)
+	if err != nil {
+		return fmt.Errorf("recording dropped spans: %w", err)
+	}
+	ref := m.NewRecordRef(id, len(traces))
+	gone := 0
+	for _, t := range traces {
+		sh := t.shard
+		sh.mu.Lock()
+		if sh.traces[t.id] == t {
+			t.durable = true
+			t.droppedRefs = append(t.droppedRefs, ref)
+			m.addBytes(t, refCost)
+		} else {
+			gone++ // forgotten while the record was written
+		}
+		sh.unlock(m)
+	}
+	ref.Done(gone)
+	return nil
+}
+
+// recoverDropped restores the records of a KindDropped record's dropped spans. Their traces are
+// active from the restart: the time the process was down does not count against the wait of
+// their late spans.
+func (m *Memory) recoverDropped(rec journal.Record) error {
+	if len(rec.Payload) == 0 || len(rec.Payload)%droppedBytes != 0 {
+		m.NewRecordRef(rec.ID, 1).Done(1)
+		return fmt.Errorf("journal record %d: dropped spans payload of %d bytes", rec.ID, len(rec.Payload))
+	}
+	ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
+	now := m.cfg.Now()
+	for p := rec.Payload; len(p) > 0; p = p[droppedBytes:] {
+		traceID := pcommon.TraceID(p[:16])
+		sh := m.shards[m.shardOf(traceID)]
+		sh.mu.Lock()
+		t := sh.touch(m, traceID, now)
+		m.addBytes(t, t.setRecord(pcommon.SpanID(p[16:24]), pcommon.SpanID(p[24:32]), stateDropped))
+		if n := len(t.droppedRefs); n == 0 || t.droppedRefs[n-1] != ref {
+			t.durable = true
+			t.droppedRefs = append(t.droppedRefs, ref)
+			m.addBytes(t, refCost)
+			ref.add(1)
+		}
+		sh.unlock(m)
+	}
+	ref.Done(1)
+	return nil
+}
