@@ -20,8 +20,9 @@ const (
 	KindOpen Kind = 3
 	// KindDropped: the ids and parents of dropped spans, so that a kept span arriving after a
 	// restart below a dropped span that arrived before it still finds its nearest kept ancestor
-	// (or becomes a root). Payload: 32 bytes per span, its trace id, its span id, then its parent
-	// span id (zero for a root); HeldAt is when they were written.
+	// (or becomes a root). Payload: 33 bytes per span, its trace id, its span id, its parent span
+	// id (zero for a root), then 1 when it went on as a connector span (else 0); HeldAt is when
+	// they were written.
 	KindDropped Kind = 4
 )
 

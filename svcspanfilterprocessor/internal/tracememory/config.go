@@ -27,7 +27,8 @@ type Config struct {
 	// ConnectorSpans: a dropped span that delivered spans point at is delivered as a stripped
 	// connector span.
 	ConnectorSpans bool
-	// Journaled: Admit copies newly held spans into Admission.HeldCopy for the journal.
+	// Journaled: the memory writes to its journal what it may hold (ahead of the call), the open
+	// parents and the dropped spans of traces not brought whole in one call (dropped.go).
 	Journaled bool
 	// Shards splits the memory by trace id, each shard under its own lock (default 32).
 	Shards int

@@ -1,7 +1,6 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
-	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -196,20 +195,12 @@ func (sh *shard) rememberJoined(m *Memory, t *trace, id pcommon.SpanID, cs []wai
 	}
 }
 
-// forgetJoined forgets the remembered content of span id that is among cs (a refused call gives
-// it back to wait), or all of it when cs is nil (the trace is compacted).
-func (sh *shard) forgetJoined(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent) {
-	keep := t.joined[id][:0]
+// forgetJoined forgets the content remembered as joined onto span id (its trace is compacted).
+func (sh *shard) forgetJoined(m *Memory, t *trace, id pcommon.SpanID) {
 	for _, j := range t.joined[id] {
-		if cs != nil && !slices.ContainsFunc(cs, func(c waitingContent) bool { return c.content == j.content }) {
-			keep = append(keep, j)
-			continue
-		}
 		m.addBytes(t, -(j.content.Size() + contentCost))
 	}
-	if len(keep) > 0 {
-		t.joined[id] = keep
-	} else if delete(t.joined, id); len(t.joined) == 0 {
+	if delete(t.joined, id); len(t.joined) == 0 {
 		t.joined = nil
 	}
 }

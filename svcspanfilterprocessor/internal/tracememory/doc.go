@@ -20,10 +20,16 @@
 //	passed     it goes on in its own request, its parent settled (unchanged, re-parented, or a root)
 //	held       waiting for its parent (WaitParent: indexed under the unknown span its walk stopped at),
 //	           for its content (WaitContent), or both
-//	deferred   settled while its call's journal write is still to come: released by Commit,
-//	           discarded by Abort (abort.go; see "What is left" below)
-//	ready      released, in a Delivery counted in ReadyBytes until the next component takes it
+//	ready      released (or a delivery of its own call: carrying content joined on arrival, or a
+//	           connector), in a Delivery counted in ReadyBytes until the next component takes it
 //	handed on  Delivered (or Discarded): its journal record is done when its last span is
+//
+// With a journal every call runs: plan (read only: which spans may be held, or go on as deliveries
+// of the call) -> write ahead (one KindSpans record of copies of those spans) -> apply (the events
+// below, under the shard locks) -> write the open parents and dropped spans it made known (idempotent:
+// a resend writes them again) -> answer. A failed write ahead refuses the call before anything
+// changed; nothing is ever undone. A span the plan did not expect to hold (its trace changed since)
+// goes on at once by rule 1 instead of being held.
 //
 // # Events
 //
@@ -62,15 +68,9 @@
 //  6. A held span waits only on a span its trace does not know.
 //  7. The memory's counters (bytes, held bytes, held spans) are the sums over its traces and held
 //     items; ReadyBytes is the sum of the Deliveries not yet taken.
-//  8. Journal (Config.Journaled): a call is acknowledged only once what it holds, the open parents
-//     it made and the dropped spans of traces it did not bring whole are written; a record of
-//     held spans is removed when its last span is handed on, a record of open parents when they
-//     closed, a record of dropped spans when every trace in it is forgotten.
-//
-// # What is left
-//
-// The journal write of held spans still follows Admit (the "deferred" state above and Abort undo a
-// call whose write failed). The open parents and dropped spans are written after Admit too, but
-// before the call is acknowledged. Writing ahead (a failed write refuses the call before anything
-// changes) is the planned next step: see the processor README, "Crash safety".
+//  8. Journal (Config.Journaled): a span is held only if its call wrote it ahead; a call is
+//     acknowledged only once the open parents and the dropped spans of traces it did not bring
+//     whole are written too; a record of held spans is removed when its last span is handed on, a
+//     record of open parents when they closed, a record of dropped spans when every trace in it is
+//     forgotten; a call of whole traces with no content waiting writes nothing.
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"

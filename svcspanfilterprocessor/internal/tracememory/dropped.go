@@ -11,7 +11,7 @@ import (
 )
 
 // Trees survive a crash: with a journal, the ids and parents of dropped spans are journaled
-// (KindDropped, 32 bytes each) before the call that brought them is acknowledged, so that a kept
+// (KindDropped, 33 bytes each) before the call that brought them is acknowledged, so that a kept
 // span arriving after a restart below a dropped span that arrived before it still walks to its
 // nearest kept ancestor, or becomes a root when every ancestor was dropped, instead of waiting for
 // a span that never comes and going on as an orphan.
@@ -28,10 +28,12 @@ import (
 type droppedSpan struct {
 	t          *trace
 	id, parent pcommon.SpanID
+	connector  bool // it went on as a connector span: a copy sent again goes on as one too
 }
 
-// droppedBytes is the size of one dropped span in a KindDropped payload.
-const droppedBytes = 16 + 8 + 8
+// droppedBytes is the size of one dropped span in a KindDropped payload: trace id, span id, parent
+// span id, and 1 for a connector (else 0).
+const droppedBytes = 16 + 8 + 8 + 1
 
 // refCost is what one journal record reference of a trace counts in the budget.
 const refCost = 16
@@ -71,14 +73,14 @@ func (c *callTraces) pickDropped(refs []spanRef, idx []int32, out *released) {
 		if !t.durable { // every dropped span it has, this call's included
 			for id, rec := range t.records {
 				if rec.state != stateKept {
-					out.dropped = append(out.dropped, droppedSpan{t: t, id: id, parent: rec.parent})
+					out.dropped = append(out.dropped, droppedSpan{t: t, id: id, parent: rec.parent, connector: rec.state == stateConnector})
 				}
 			}
 			continue
 		}
 		for _, i := range idx {
 			if r := &refs[i]; r.trace == t && !r.kept && !r.span.SpanID().IsEmpty() {
-				out.dropped = append(out.dropped, droppedSpan{t: t, id: r.span.SpanID(), parent: r.span.ParentSpanID()})
+				out.dropped = append(out.dropped, droppedSpan{t: t, id: r.span.SpanID(), parent: t.records[r.span.SpanID()].parent, connector: r.connector})
 			}
 		}
 	}
@@ -110,6 +112,11 @@ func (m *Memory) journalDropped(ctx context.Context, dropped []droppedSpan) erro
 	seen := map[*trace]bool{}
 	for _, d := range dropped {
 		payload = append(append(append(payload, d.t.id[:]...), d.id[:]...), d.parent[:]...)
+		if d.connector {
+			payload = append(payload, 1)
+		} else {
+			payload = append(payload, 0)
+		}
 		if !seen[d.t] {
 			seen[d.t] = true
 			traces = append(traces, d.t)
@@ -152,7 +159,11 @@ func (m *Memory) recoverDropped(rec journal.Record) error {
 		sh := m.shards[m.shardOf(traceID)]
 		sh.mu.Lock()
 		t := sh.touch(m, traceID, now)
-		m.addBytes(t, t.setRecord(pcommon.SpanID(p[16:24]), pcommon.SpanID(p[24:32]), stateDropped))
+		st := stateDropped
+		if p[32] == 1 {
+			st = stateConnector
+		}
+		m.addBytes(t, t.setRecord(pcommon.SpanID(p[16:24]), pcommon.SpanID(p[24:32]), st))
 		if n := len(t.droppedRefs); n == 0 || t.droppedRefs[n-1] != ref {
 			t.durable = true
 			t.droppedRefs = append(t.droppedRefs, ref)

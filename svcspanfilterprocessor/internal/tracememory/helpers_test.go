@@ -197,19 +197,8 @@ func (d *driver) send(spans ...sp) error {
 	d.mu.Unlock()
 	adm, err := d.m.Admit(client.Info{}, td, decisions)
 	if err != nil {
+		d.deliver(d.m.TakeReady()) // earlier calls' spans it released go on all the same
 		return err
-	}
-	if adm.Journaled > 0 {
-		payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(adm.HeldCopy)
-		require.NoError(d.t, err)
-		id, err := d.journal.Append(context.Background(), journal.KindSpans, adm.HeldAt, nil, payload)
-		if err != nil {
-			adm.Abort()
-			return err
-		}
-		adm.Commit(id)
-	} else {
-		adm.Commit(0)
 	}
 	if adm.Pass {
 		d.collect(td)

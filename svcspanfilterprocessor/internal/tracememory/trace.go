@@ -53,7 +53,10 @@ type trace struct {
 	// joined is the content joined onto spans that went on (or are held carrying it), by span id:
 	// a copy of such a span sent again (a client retrying) gets it too, for as long as the trace
 	// is remembered, so that the copy the platform keeps last is never one without it.
-	joined     map[pcommon.SpanID][]waitingContent
+	joined map[pcommon.SpanID][]waitingContent
+	// joinedRefs are the journal records of content joined onto spans that went on in their own
+	// call: done when the trace is forgotten (a resend of a refused call joins it again).
+	joinedRefs []*RecordRef
 	experiment bool
 	// durable: the records of its dropped spans are journaled (dropped.go), in droppedRefs, done
 	// when the trace is forgotten.
