@@ -77,7 +77,11 @@ func newRefusalFixture(t *testing.T, j *refusingJournal) *refusalFixture {
 	require.NoError(t, err)
 	cfg := createDefaultConfig().(*Config)
 	set := processortest.NewNopSettings(metadata.Type)
-	f.p, err = newSpanFilterProcessor(set, cfg, next, j)
+	var jj journal.Journal = journal.Nop // nil: no storage
+	if j != nil {
+		jj = j
+	}
+	f.p, err = newSpanFilterProcessor(set, cfg, next, jj)
 	require.NoError(t, err)
 	f.p.now = f.clock.Now
 	f.p.running.Store(true)
