@@ -427,10 +427,10 @@ func TestConcurrentAdmit(t *testing.T) {
 			}
 		})
 	}
-	wg.Add(1)
-	stop := make(chan struct{})
+	// The releaser runs all along, until every sender is done.
+	stop, released := make(chan struct{}), make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(released)
 		for {
 			select {
 			case <-stop:
@@ -441,9 +441,9 @@ func TestConcurrentAdmit(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(10 * time.Millisecond)
-	close(stop)
 	wg.Wait()
+	close(stop)
+	<-released
 	d.shutdown()
 	d.checkInvariants(t, true, false)
 	assert.Empty(t, d.journal.spanRecords())
