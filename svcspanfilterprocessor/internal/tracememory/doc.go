@@ -31,6 +31,13 @@
 // changed; nothing is ever undone. A span the plan did not expect to hold (its trace changed since)
 // goes on at once by rule 1 instead of being held.
 //
+// Why this design: the plan looks at the call itself (a span whose walk ends inside the call can
+// hold nothing) and asks the memory only two read-only questions per span (is content waiting for
+// it, is it an open parent), so calls of whole traces write nothing and the plan adds no state.
+// Planning from a copy of the memory, or applying and undoing, would each add states; what the plan
+// cannot foresee (a trace changing between plan and apply) ends in rule 1, which is always safe.
+// Without a journal there is no plan: the benchmarks of the held path run that way.
+//
 // # Events
 //
 //	event                     effect
