@@ -196,7 +196,8 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 			return err
 		}
 	}
-	out := m.applyByShard(adm, sc, refs, shardOf, og, heldAt)
+	var out released
+	m.applyByShard(adm, sc, refs, shardOf, og, heldAt, &out)
 	adm.Kept = make([]bool, len(refs))
 	goesOn := 0
 	for i := range refs {
@@ -220,7 +221,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 
 // applyByShard admits the spans shard by shard (each shard locked once), in a counting sort of
 // their indexes by shard.
-func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, shardOf []int32, og *origins, now time.Time) *released {
+func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, shardOf []int32, og *origins, now time.Time, out *released) {
 	counts := sc.counts(len(m.shards))
 	for _, s := range shardOf {
 		counts[s+1]++
@@ -234,7 +235,6 @@ func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, 
 		order[fill[s]] = int32(i)
 		fill[s]++
 	}
-	out := &released{}
 	for s := range m.shards {
 		idx := order[counts[s]:counts[s+1]]
 		if len(idx) == 0 {
@@ -250,7 +250,6 @@ func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, 
 	}
 	out.finishRefs()
 	adm.opened, adm.dropped = out.opened, out.dropped
-	return out
 }
 
 // removeGone removes from td the spans that do not go on in it (dropped or held; refs has td's
@@ -400,7 +399,9 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		// It goes on in td. Content joined onto it when its write ahead did not expect that
 		// (the content came since) stays journaled until its trace is forgotten: a resend after a
 		// refusal of td joins that content again.
-		t.joinedRefs = append(t.joinedRefs, contentRefs...)
+		if len(contentRefs) > 0 {
+			t.keepRefs().joined = append(t.keepRefs().joined, contentRefs...)
+		}
 		return
 	}
 	it := &item{span: og.newHeld(), origin: og.get(r), trace: t, heldAt: now, reason: reason, ref: adm.ref, contentRefs: contentRefs}

@@ -70,7 +70,7 @@ func (c *callTraces) pickDropped(refs []spanRef, idx []int32, out *released) {
 		if w && kept[t] {
 			continue
 		}
-		if !t.durable { // every dropped span it has, this call's included
+		if !t.durable() { // every dropped span it has, this call's included
 			for id, rec := range t.records {
 				if rec.state != stateKept {
 					out.dropped = append(out.dropped, droppedSpan{t: t, id: id, parent: rec.parent, connector: rec.state == stateConnector})
@@ -132,8 +132,8 @@ func (m *Memory) journalDropped(ctx context.Context, dropped []droppedSpan) erro
 		sh := t.shard
 		sh.mu.Lock()
 		if sh.traces[t.id] == t {
-			t.durable = true
-			t.droppedRefs = append(t.droppedRefs, ref)
+			r := t.keepRefs()
+			r.durable, r.dropped = true, append(r.dropped, ref)
 			m.addBytes(t, refCost)
 		} else {
 			gone++ // forgotten while the record was written
@@ -164,9 +164,8 @@ func (m *Memory) recoverDropped(rec journal.Record) error {
 			st = stateConnector
 		}
 		m.addBytes(t, t.setRecord(pcommon.SpanID(p[16:24]), pcommon.SpanID(p[24:32]), st))
-		if n := len(t.droppedRefs); n == 0 || t.droppedRefs[n-1] != ref {
-			t.durable = true
-			t.droppedRefs = append(t.droppedRefs, ref)
+		if r := t.keepRefs(); len(r.dropped) == 0 || r.dropped[len(r.dropped)-1] != ref {
+			r.durable, r.dropped = true, append(r.dropped, ref)
 			m.addBytes(t, refCost)
 			ref.add(1)
 		}

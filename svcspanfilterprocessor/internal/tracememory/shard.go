@@ -146,8 +146,9 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 	for _, ref := range t.open {
 		out.closeOpen(ref)
 	}
-	out.done = append(out.done, t.droppedRefs...)
-	out.done = append(out.done, t.joinedRefs...)
+	if t.refs != nil {
+		out.done = append(append(out.done, t.refs.dropped...), t.refs.joined...)
+	}
 	if t.list != nil {
 		t.list.remove(t)
 	}
@@ -179,8 +180,10 @@ func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	for id := range t.joined {
 		sh.forgetJoined(m, t, id) // its kept spans are forgotten: no copy of them is recognised
 	}
-	out.done = append(out.done, t.joinedRefs...)
-	t.joinedRefs = nil
+	if t.refs != nil {
+		out.done = append(out.done, t.refs.joined...)
+		t.refs.joined = nil
+	}
 	sh.moveTo(t, sh.late)
 }
 

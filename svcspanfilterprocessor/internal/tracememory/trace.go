@@ -54,14 +54,10 @@ type trace struct {
 	// a copy of such a span sent again (a client retrying) gets it too, for as long as the trace
 	// is remembered, so that the copy the platform keeps last is never one without it.
 	joined map[pcommon.SpanID][]waitingContent
-	// joinedRefs are the journal records of content joined onto spans that went on in their own
-	// call: done when the trace is forgotten (a resend of a refused call joins it again).
-	joinedRefs []*RecordRef
+	// refs are the journal records it keeps until it is forgotten (nil while there are none: most
+	// traces have none, and a remembered trace stays small).
+	refs       *traceRefs
 	experiment bool
-	// durable: the records of its dropped spans are journaled (dropped.go), in droppedRefs, done
-	// when the trace is forgotten.
-	durable     bool
-	droppedRefs []*RecordRef
 
 	lastActivity time.Time
 	bytes        int64
@@ -70,6 +66,27 @@ type trace struct {
 	list       *traceList
 	prev, next *trace
 }
+
+// traceRefs are the journal records a trace keeps until it is forgotten.
+type traceRefs struct {
+	// durable: the records of its dropped spans are journaled (dropped.go), in dropped.
+	durable bool
+	dropped []*RecordRef
+	// joined are the records of content joined onto spans that went on in their own call (a
+	// resend after a refusal of that call joins the content again).
+	joined []*RecordRef
+}
+
+// keepRefs is t's traceRefs, made on first use.
+func (t *trace) keepRefs() *traceRefs {
+	if t.refs == nil {
+		t.refs = &traceRefs{}
+	}
+	return t.refs
+}
+
+// durable reports whether the records of t's dropped spans are journaled.
+func (t *trace) durable() bool { return t.refs != nil && t.refs.durable }
 
 func newTrace(id pcommon.TraceID, sh *shard) *trace {
 	return &trace{id: id, shard: sh, bytes: traceCost}
