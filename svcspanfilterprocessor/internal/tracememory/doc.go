@@ -62,7 +62,8 @@
 //	remember_duration idle    an idle trace is forgotten, or compacted to late when it has open
 //	                          parents or waiting content; late_parent_window ends a late trace
 //
-// # Invariants (checked by the tests' oracle after every scenario: checkInvariants, checkCounts)
+// # Invariants (the tests' oracle: checkInvariants checks 1-6 and calls checkCounts, which checks
+// 7, at the end of every scenario; the journal tests check 8)
 //
 //  1. A delivered kept span hangs, through connectors only, below its nearest kept ancestor; it is
 //     a root only when every ancestor is known dropped (or its parents form a cycle); otherwise it
@@ -74,7 +75,7 @@
 //  5. After shutdown nothing is held and every kept span that arrived was delivered.
 //  6. A held span waits only on a span its trace does not know.
 //  7. The memory's counters (bytes, held bytes, held spans) are the sums over its traces and held
-//     items; ReadyBytes is the sum of the Deliveries not yet taken.
+//     items, and the items counted by an estimate are exactly those on their shard's unsized list.
 //  8. Journal (Config.Journaled): a span is held only if its call wrote it ahead; a call is
 //     acknowledged only once the open parents and the dropped spans of traces it did not bring
 //     whole are written too; a record of held spans is removed when its last span is handed on, a
