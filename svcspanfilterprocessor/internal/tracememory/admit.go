@@ -306,7 +306,6 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		if id := r.span.TraceID(); last == nil || last.id != id {
 			last = sh.touch(m, id, now)
 			if last.records == nil {
-				calls.first(last)
 				// Sized for the spans of the trace that follow in the batch: no growth while they
 				// are recorded.
 				last.records = make(map[pcommon.SpanID]record, max(8, sameTraceRun(refs, idx[n:], id)))

@@ -17,8 +17,8 @@ import (
 // its content or its parent walk through the call's own spans leaves the call, and it goes on as a
 // delivery carrying content that waits for it; a dropped span goes on as a connector span when
 // delivered spans point at it. The spans of whole traces (every ancestor up to a kept one or the
-// root in the call) with no content waiting can hold nothing: a call of whole traces writes
-// nothing.
+// root in the call) with no content waiting can hold nothing: a call of whole traces writes no
+// held span (only the ids of its dropped spans, dropped.go).
 func (m *Memory) writeAhead(ref *RecordRef, info client.Info, refs []spanRef, og *origins, heldAt time.Time) error {
 	var local map[callKey]int32
 	var copies *heldCopy

@@ -28,7 +28,7 @@ type Config struct {
 	// connector span.
 	ConnectorSpans bool
 	// Journaled: the memory writes to its journal what it may hold (ahead of the call), the open
-	// parents and the dropped spans of traces not brought whole in one call (dropped.go).
+	// parents and the ids and parents of dropped spans (dropped.go).
 	Journaled bool
 	// Shards splits the memory by trace id, each shard under its own lock (default 32).
 	Shards int

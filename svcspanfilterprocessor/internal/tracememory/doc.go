@@ -33,7 +33,7 @@
 //
 // Why this design: the plan looks at the call itself (a span whose walk ends inside the call can
 // hold nothing) and asks the memory only two read-only questions per span (is content waiting for
-// it, is it an open parent), so calls of whole traces write nothing and the plan adds no state.
+// it, is it an open parent), so calls of whole traces write no held span and the plan adds no state.
 // Planning from a copy of the memory, or applying and undoing, would each add states; what the plan
 // cannot foresee (a trace changing between plan and apply) ends in rule 1, which is always safe.
 // Without a journal there is no plan: the benchmarks of the held path run that way.
@@ -77,8 +77,7 @@
 //  7. The memory's counters (bytes, held bytes, held spans) are the sums over its traces and held
 //     items, and the items counted by an estimate are exactly those on their shard's unsized list.
 //  8. Journal (Config.Journaled): a span is held only if its call wrote it ahead; a call is
-//     acknowledged only once the open parents and the dropped spans of traces it did not bring
-//     whole are written too; a record of held spans is removed when its last span is handed on, a
+//     acknowledged only once the open parents and the dropped spans it made known are written too; a record of held spans is removed when its last span is handed on, a
 //     record of open parents when they closed, a record of dropped spans when every trace in it is
-//     forgotten; a call of whole traces with no content waiting writes nothing.
+//     forgotten; a call of whole traces with no content waiting writes no held span.
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"

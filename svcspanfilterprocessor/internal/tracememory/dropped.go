@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
@@ -16,13 +15,10 @@ import (
 // nearest kept ancestor, or becomes a root when every ancestor was dropped, instead of waiting for
 // a span that never comes and going on as an orphan.
 //
-// A trace that arrives whole in one call writes nothing (the common case): its spans' parents
-// are all in the call, at least one of them is kept, nothing of it is held, and none of its
-// dropped spans is a client or producer span (whose children run in another service and are
-// exported apart). Any other trace becomes durable: the records of its dropped spans that the
-// memory has are journaled, and from then on every dropped span it receives, until the trace is
-// forgotten (remember_duration, late_parent_window or eviction: the byte budget bounds them as it
-// bounds the records in memory), when the journal records go too.
+// Every dropped span is journaled, until its trace is forgotten (remember_duration,
+// late_parent_window or eviction: the byte budget bounds them as it bounds the records in memory),
+// when the journal records go too: a trace that arrived whole in one call may still get a late
+// span of another service below one of its dropped spans.
 
 // droppedSpan is a dropped span to journal.
 type droppedSpan struct {
@@ -38,67 +34,32 @@ const droppedBytes = 16 + 8 + 8 + 1
 // refCost is what one journal record reference of a trace counts in the budget.
 const refCost = 16
 
-// callTraces are the traces one call made known in one shard (journaled memories only).
-type callTraces struct{ fresh map[*trace]bool }
-
-// first notes that the call made t known (no span recorded before); c may be nil.
-func (c *callTraces) first(t *trace) {
-	if c == nil {
-		return
-	}
-	if c.fresh == nil {
-		c.fresh = map[*trace]bool{}
-	}
-	c.fresh[t] = true
-}
+// callTraces picks the dropped spans of one call in one shard (journaled memories only).
+type callTraces struct{}
 
 // pickDropped adds to out the dropped spans to journal of the call's spans in the shard (idx
-// into refs, after they were admitted).
+// into refs, after they were admitted): for a trace not yet durable every dropped span it has,
+// else the call's own.
 func (c *callTraces) pickDropped(refs []spanRef, idx []int32, out *released) {
-	whole, kept := map[*trace]bool{}, map[*trace]bool{}
+	seen := map[*trace]bool{}
 	for _, i := range idx {
 		r := &refs[i]
 		t := r.trace
-		w, seen := whole[t]
-		if !seen {
-			w = c.fresh[t] && len(t.open) == 0
-		}
-		whole[t] = w && c.closedBy(r)
-		kept[t] = kept[t] || r.kept
-	}
-	for t, w := range whole {
-		if w && kept[t] {
-			continue
-		}
-		if !t.durable() { // every dropped span it has, this call's included
-			for id, rec := range t.records {
-				if rec.state != stateKept {
-					out.dropped = append(out.dropped, droppedSpan{t: t, id: id, parent: rec.parent, connector: rec.state == stateConnector})
+		if !t.durable() {
+			if !seen[t] {
+				seen[t] = true
+				for id, rec := range t.records {
+					if rec.state != stateKept {
+						out.dropped = append(out.dropped, droppedSpan{t: t, id: id, parent: rec.parent, connector: rec.state == stateConnector})
+					}
 				}
 			}
 			continue
 		}
-		for _, i := range idx {
-			if r := &refs[i]; r.trace == t && !r.kept && !r.span.SpanID().IsEmpty() {
-				out.dropped = append(out.dropped, droppedSpan{t: t, id: r.span.SpanID(), parent: t.records[r.span.SpanID()].parent, connector: r.connector})
-			}
+		if !r.kept && !r.span.SpanID().IsEmpty() {
+			out.dropped = append(out.dropped, droppedSpan{t: t, id: r.span.SpanID(), parent: t.records[r.span.SpanID()].parent, connector: r.connector})
 		}
 	}
-}
-
-// closedBy reports whether span r leaves its trace whole in the call: not held, its parent known
-// (in the call, for a trace the call made known), and not a dropped client or producer span.
-func (c *callTraces) closedBy(r *spanRef) bool {
-	if r.held {
-		return false
-	}
-	if p := r.span.ParentSpanID(); !p.IsEmpty() {
-		if _, ok := r.trace.records[p]; !ok {
-			return false
-		}
-	}
-	k := r.span.Kind()
-	return r.kept || (k != ptrace.SpanKindClient && k != ptrace.SpanKindProducer)
 }
 
 // journalDropped writes one KindDropped record for dropped and attaches it to their traces (done

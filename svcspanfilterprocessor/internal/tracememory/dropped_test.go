@@ -86,23 +86,22 @@ func TestDroppedAncestorsSurviveRestart(t *testing.T) {
 	}
 }
 
-// A trace that arrives whole in one call writes nothing; once more of it comes, the dropped spans
-// it had are journaled with the new ones.
-func TestWholeTraceWritesNothing(t *testing.T) {
+// A trace that arrives whole in one call writes its dropped spans too: a late span of another
+// service below one of them, arriving after a restart, still finds its nearest kept ancestor.
+func TestWholeTraceSurvivesRestart(t *testing.T) {
 	d := newDriver(t, nil)
-	require.NoError(t, d.send(sp{name: "GET /", kind: ptrace.SpanKindServer}, sp{name: "handler", parent: "GET /"},
-		sp{name: "chat", parent: "handler", kept: true}))
-	assert.Empty(t, d.journal.records())
-
-	require.NoError(t, d.send(sp{name: "late", parent: "handler", kept: true}))
+	require.NoError(t, d.send(sp{name: "GET /", kind: ptrace.SpanKindServer}, sp{name: "agent", parent: "GET /", kept: true},
+		sp{name: "publish job", parent: "agent"}))
 	recs := d.journal.records()
 	require.Len(t, recs, 1)
 	assert.Equal(t, journal.KindDropped, recs[0].Kind)
-	assert.Len(t, recs[0].Payload, 2*droppedBytes, "GET / and handler")
+	assert.Len(t, recs[0].Payload, 2*droppedBytes, "GET / and publish job")
 	d.kill()
-	require.NoError(t, d.send(sp{name: "later", parent: "handler", kept: true}))
+	require.NoError(t, d.send(sp{name: "execute_tool", parent: "publish job", kept: true}))
 	d.shutdown()
-	assert.Equal(t, map[string]string{"chat": "", "late": "", "later": ""}, d.tree())
+	assert.Equal(t, map[string]string{"agent": "", "execute_tool": "agent"}, d.tree())
+	d.advance(testConfig(d.clock).LateParentWindow + time.Minute)
+	assert.Empty(t, d.journal.records(), "their records go when their trace is forgotten")
 }
 
 // SIGKILL at random moments between calls, traces in any order over many calls: no delivered
