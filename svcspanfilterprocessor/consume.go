@@ -2,21 +2,20 @@ package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfi
 
 import (
 	"context"
-	"fmt"
+	"errors"
 
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 	"go.uber.org/zap"
 
-	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
-// processTraces is the synchronous part: decide every span, let the memory admit the batch, make
-// what it holds durable, deliver what it released, and return the batch less its dropped and held
-// spans. A retryable error (push back, journal failure) refuses the whole batch before anything of
-// it is delivered; the client sends it again.
+// processTraces is the synchronous part: decide every span, let the memory admit the batch (it
+// writes ahead what it may hold), deliver the spans of earlier calls it released, and return the
+// batch less its dropped and held spans. A retryable error (push back, a failed write) refuses the
+// whole batch; the client sends it again.
 func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	sc := p.scratch.Get().(*batchScratch)
 	defer func() {
@@ -24,14 +23,12 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 		p.scratch.Put(sc)
 	}()
 	p.decideAll(td, sc)
-	info := client.FromContext(ctx)
-	adm, err := p.mem.Admit(info, td, sc.decisions)
+	adm, err := p.mem.Admit(client.FromContext(ctx), td, sc.decisions)
 	if err != nil {
 		p.telemetry.ProcessorSvcspanfilterSpansRefused.Add(ctx, int64(len(sc.decisions)))
-		return td, err
-	}
-	if err := p.commit(ctx, info, adm); err != nil {
-		p.telemetry.ProcessorSvcspanfilterSpansRefused.Add(ctx, int64(len(sc.decisions)))
+		if !errors.Is(err, tracememory.ErrOverloaded) {
+			p.logger.Warn("Could not record the spans of a call in the journal; the call is refused for the client to retry", zap.Error(err))
+		}
 		return td, err
 	}
 	p.recordDecisions(ctx, sc, adm.Kept)
@@ -41,75 +38,6 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 		return td, processorhelper.ErrSkipProcessingData
 	}
 	return td, nil
-}
-
-// commit writes the spans held from the batch to the journal (one record) before the batch is
-// acknowledged. A failed write holds nothing, delivers nothing of the batch (Abort) and refuses it
-// with a retryable error. When the batch holds nothing, the spans it hands on (connectors, spans
-// carrying joined content) go first, and are journaled only if the next consumer refuses some of
-// them: the journal keeps only what the processor still holds when it answers. Those it refused
-// stay with the admission until the write: Abort must not deliver them.
-func (p *spanFilterProcessor) commit(ctx context.Context, info client.Info, adm *tracememory.Admission) error {
-	ended := false // Commit or Abort was called
-	defer func() {
-		if !ended {
-			// A panic before either (marshalling, the journal; deliverOne turns the next
-			// consumer's into a refusal, for Abort cannot take back deliveries it took): the batch is
-			// refused as if its append failed. Otherwise its spans would stay held for a Commit that
-			// never comes and its hold on eviction would block every later call at the next
-			// eviction (the HTTP server survives a handler's panic). The panic goes on.
-			adm.Abort()
-		}
-	}()
-	if adm.Journaled == 0 || p.journal == journal.Nop {
-		ended = true
-		adm.Commit(0)
-		return nil
-	}
-	handedOnFirst := adm.Held == 0
-	if handedOnFirst {
-		adm.HandsOnFirst()
-		adm.Deliveries = p.handOn(ctx, adm.Deliveries)
-		if adm.HandedOn() {
-			ended = true
-			adm.Commit(0)
-			p.requeue(adm)
-			return nil
-		}
-	}
-	payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(adm.HeldCopy)
-	var id uint64
-	if err == nil {
-		id, err = p.journal.Append(ctx, journal.KindSpans, adm.HeldAt, metadataOf(info), payload)
-	}
-	ended = true
-	if err != nil {
-		adm.Abort()
-		p.logger.Warn("Could not record held spans in the journal; the batch is refused for the client to retry", zap.Error(err))
-		return fmt.Errorf("svcspanfilter: recording held spans: %w", err)
-	}
-	adm.Commit(id)
-	if handedOnFirst {
-		p.requeue(adm)
-	}
-	return nil
-}
-
-// requeue puts the deliveries the next consumer refused back for the releaser.
-func (p *spanFilterProcessor) requeue(adm *tracememory.Admission) {
-	p.mem.Requeue(adm.Deliveries...)
-	adm.Deliveries = nil
-}
-
-func metadataOf(info client.Info) map[string][]string {
-	var md map[string][]string
-	for k := range info.Metadata.Keys() {
-		if md == nil {
-			md = map[string][]string{}
-		}
-		md[k] = info.Metadata.Get(k)
-	}
-	return md
 }
 
 // decideAll runs the filter on every span of td.

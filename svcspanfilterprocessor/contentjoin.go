@@ -158,7 +158,7 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 		}
 		// Content goes out on its span, with the span's own request metadata; the request's own
 		// metadata is kept only to tell after a restart whose content it is (TenantOf).
-		id, err := j.Append(ctx, journal.KindContent, now, metadataOf(info), payload)
+		id, err := j.Append(ctx, journal.KindContent, now, tracememory.Metadata(info), payload)
 		if err != nil {
 			return out, fmt.Errorf("svcspanfilter: content records could not be made durable, retry: %w", err)
 		}

@@ -88,7 +88,6 @@ func (f *joinFixture) sendSpan(kept bool) {
 	}
 	adm, err := f.m.Admit(f.spanClient, td, []tracememory.Decision{{Verdict: verdict}})
 	require.NoError(f.t, err)
-	adm.Commit(0)
 	// Deliveries of the call go on with it (a span carrying joined content is one): not held.
 	for _, d := range adm.Deliveries {
 		f.passed = append(f.passed, d.Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0))
@@ -304,7 +303,7 @@ func TestContentJournalRecordRemovedWhenJoined(t *testing.T) {
 	assert.Empty(t, len(j.live), "both records removed once their content is on the span")
 }
 
-// Finding C, the logs side: content that does not fit in a memory whose rest cannot be evicted
+// The logs side: content that does not fit in a memory whose rest cannot be evicted
 // without loss is refused with a retryable error before anything is journaled.
 func TestContentPushBackWhenMemoryIsFull(t *testing.T) {
 	j := &memJournal{live: map[uint64]journal.Record{}}

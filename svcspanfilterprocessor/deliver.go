@@ -66,8 +66,8 @@ func (p *spanFilterProcessor) deliverOne(ctx context.Context, d *tracememory.Del
 
 // consumeRecovering hands d to the next consumer and turns its panic (a bug in a later component)
 // into a retryable refusal of d: the deliveries before d went on and are done, d and the rest are
-// the caller's to keep. Were the panic to go on, the call's Abort would take the deliveries that
-// went on for its own refusals and queue them again: delivered twice.
+// the caller's to keep. Were the panic to go on, d and the deliveries after it would be neither
+// handed on nor put back.
 func (p *spanFilterProcessor) consumeRecovering(ctx context.Context, d *tracememory.Delivery) (err error) {
 	defer func() {
 		if v := recover(); v != nil {

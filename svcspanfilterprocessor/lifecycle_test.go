@@ -18,7 +18,7 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 )
 
-// Finding E: the trace memory starts (recovery, releaser) and drains with the TRACES processor's own
+// The trace memory starts (recovery, releaser) and drains with the TRACES processor's own
 // Start and Shutdown, whatever the logs processor of the same ID does; the logs side's content is
 // refused, retryably, while the traces side is not running.
 func TestTracesProcessorOwnsTheMemoryLifecycle(t *testing.T) {

@@ -18,6 +18,12 @@ const (
 	// a dropped parent ending after a restart is still bridged by a connector span. Payload: 24 bytes
 	// per parent, its trace id then its span id; HeldAt is when they became open.
 	KindOpen Kind = 3
+	// KindDropped: the ids and parents of dropped spans, so that a kept span arriving after a
+	// restart below a dropped span that arrived before it still finds its nearest kept ancestor
+	// (or becomes a root). Payload: 33 bytes per span, its trace id, its span id, its parent span
+	// id (zero for a root), then 1 when it went on as a connector span (else 0); HeldAt is when
+	// they were written.
+	KindDropped Kind = 4
 )
 
 // Record is one durable record.

@@ -307,7 +307,7 @@ func decodeRecord(b []byte) (Record, error) {
 		return Record{}, fmt.Errorf("checksum mismatch (stored %08x, computed %08x)", want, got)
 	}
 	rec := Record{Kind: Kind(b[1]), HeldAt: time.Unix(0, int64(binary.BigEndian.Uint64(b[6:])))}
-	if rec.Kind != KindSpans && rec.Kind != KindContent && rec.Kind != KindOpen {
+	if rec.Kind < KindSpans || rec.Kind > KindDropped {
 		return Record{}, fmt.Errorf("unknown record kind %d", rec.Kind)
 	}
 	r := reader{b: b[recordHeader:]}

@@ -250,7 +250,7 @@ func TestWriteErrorsWriteNothing(t *testing.T) {
 	}
 }
 
-// Finding L: a failed Remove is retried by the journal itself (with the next write, or at
+// A failed Remove is retried by the journal itself (with the next write, or at
 // Close), so the record neither stays stored for ever nor pins the index range that recovery
 // reads from; until it succeeds, a restart recovers the record (at least once, never lost).
 func TestFailedRemoveIsRetried(t *testing.T) {

@@ -213,7 +213,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorSvcspanfilterSpansReparented, err = builder.meter.Int64Counter(
 		"otelcol_processor_svcspanfilter_spans_reparented",
-		metric.WithDescription("Kept spans whose parent span id was changed, by reason (dropped_parent: moved to the nearest kept ancestor or connector; no_kept_ancestor: every ancestor is known dropped, made a root; open_ancestor: the wait ended at an unknown ancestor above a dropped parent, which the span now points at). [Development]"),
+		metric.WithDescription("Kept spans whose parent span id was changed, by reason (dropped_parent: moved to the nearest kept ancestor or connector; no_kept_ancestor: every ancestor is known dropped, made a root; open_ancestor: the wait ended at an unknown ancestor above a dropped parent, which the span now points at; cycle: its chain of parents led back to it, made a root). [Development]"),
 		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)

@@ -193,7 +193,7 @@ func AssertEqualProcessorSvcspanfilterSpansReleased(t *testing.T, tt *componentt
 func AssertEqualProcessorSvcspanfilterSpansReparented(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcspanfilter_spans_reparented",
-		Description: "Kept spans whose parent span id was changed, by reason (dropped_parent: moved to the nearest kept ancestor or connector; no_kept_ancestor: every ancestor is known dropped, made a root; open_ancestor: the wait ended at an unknown ancestor above a dropped parent, which the span now points at). [Development]",
+		Description: "Kept spans whose parent span id was changed, by reason (dropped_parent: moved to the nearest kept ancestor or connector; no_kept_ancestor: every ancestor is known dropped, made a root; open_ancestor: the wait ended at an unknown ancestor above a dropped parent, which the span now points at; cycle: its chain of parents led back to it, made a root). [Development]",
 		Unit:        "{spans}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

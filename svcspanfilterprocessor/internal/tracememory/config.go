@@ -1,6 +1,3 @@
-// Package tracememory is the span filter's per-trace memory: what it knows of each trace's spans, the
-// kept spans it holds until their parent is settled, the parents delivered spans point at, and the
-// budget that bounds all of it. It decides where a kept span hangs; the processor decides what is kept.
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
@@ -30,7 +27,8 @@ type Config struct {
 	// ConnectorSpans: a dropped span that delivered spans point at is delivered as a stripped
 	// connector span.
 	ConnectorSpans bool
-	// Journaled: Admit copies newly held spans into Admission.HeldCopy for the journal.
+	// Journaled: the memory writes to its journal what it may hold (ahead of the call), the open
+	// parents and the ids and parents of dropped spans (dropped.go).
 	Journaled bool
 	// Shards splits the memory by trace id, each shard under its own lock (default 32).
 	Shards int

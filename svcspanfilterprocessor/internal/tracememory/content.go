@@ -81,15 +81,16 @@ func recordsOf(cs []waitingContent) int64 {
 }
 
 // applyContent joins cs onto span and counts the outcome.
-func (m *Memory) applyContent(span ptrace.Span, cs []waitingContent, out *released) {
+func (m *Memory) applyContent(span ptrace.Span, cs []waitingContent, out *released) bool {
 	if len(cs) == 0 {
-		return
+		return false
 	}
 	if m.join.Apply(span, contentsOf(cs)) {
 		out.stats.ContentJoined++
-	} else {
-		out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(cs)
+		return true
 	}
+	out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(cs)
+	return false
 }
 
 // contentWaitEnded ends the content wait of a held span and records how long it waited.
@@ -158,14 +159,50 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 
 // joinWaitingContent joins the content waiting for a kept span that just arrived and returns the
 // content's journal records: the caller attaches them to the span, done when it is handed on.
+// The content joined onto an earlier copy of the span (sent again) is joined with it.
 func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, tenant string, out *released) []*RecordRef {
-	cs, ok := t.content[span.SpanID()]
-	if !ok {
-		return nil
+	id := span.SpanID()
+	cs := t.content[id]
+	own := ownContent(cs, tenant, out)
+	before := ownContent(t.joined[id], tenant, nil)
+	if len(own)+len(before) == 0 {
+		sh.removeContent(m, t, id, cs)
+		return refsOf(cs)
 	}
-	m.applyContent(span, ownContent(cs, tenant, out), out)
-	sh.removeContent(m, t, span.SpanID(), cs)
+	if m.join.Apply(span, contentsOf(append(append([]waitingContent(nil), before...), own...))) {
+		out.stats.ContentJoined++
+		sh.removeContent(m, t, id, cs)
+		sh.rememberJoined(m, t, id, own)
+	} else {
+		out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(own)
+		sh.removeContent(m, t, id, cs)
+	}
 	return refsOf(cs)
+}
+
+// rememberJoined keeps cs, just joined onto span id, for a copy of the span sent again (counted
+// in the budget until the trace is forgotten or compacted).
+func (sh *shard) rememberJoined(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent) {
+	if len(cs) == 0 {
+		return
+	}
+	if t.joined == nil {
+		t.joined = map[pcommon.SpanID][]waitingContent{}
+	}
+	for _, c := range cs {
+		t.joined[id] = append(t.joined[id], waitingContent{content: c.content})
+		m.addBytes(t, c.content.Size()+contentCost)
+	}
+}
+
+// forgetJoined forgets the content remembered as joined onto span id (its trace is compacted).
+func (sh *shard) forgetJoined(m *Memory, t *trace, id pcommon.SpanID) {
+	for _, j := range t.joined[id] {
+		m.addBytes(t, -(j.content.Size() + contentCost))
+	}
+	if delete(t.joined, id); len(t.joined) == 0 {
+		t.joined = nil
+	}
 }
 
 func refsOf(cs []waitingContent) []*RecordRef {
@@ -204,7 +241,9 @@ func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	if len(it.content) == 0 {
 		return
 	}
-	m.applyContent(it.span, it.content, out)
+	if m.applyContent(it.span, it.content, out) {
+		sh.rememberJoined(m, t, it.span.SpanID(), it.content)
+	}
 	for _, c := range it.content {
 		m.addBytes(t, -(c.content.Size() + contentCost))
 	}

@@ -56,7 +56,7 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 		}
 		next = t.next
 		if len(t.open) > 0 || len(t.content) > 0 {
-			sh.compact(m, t)
+			sh.compact(m, t, out)
 		} else {
 			sh.forget(m, t, out)
 		}
@@ -108,9 +108,6 @@ func (m *Memory) Enforce() {
 	if _, over := m.overBudget(); !over {
 		return
 	}
-	// Not while a call is between its admission and its journal write (see Memory.admitting).
-	m.admitting.Lock()
-	defer m.admitting.Unlock()
 	var out released
 	idle, waiting := fronts{}, fronts{waiting: true}
 	for {
@@ -192,7 +189,7 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 		// Content waiting for its span is acknowledged data: eviction never forgets it (only its
 		// content wait does). The trace keeps it and loses its records; when nothing else is left
 		// to evict, the logs side pushes back (ContentRoom) instead.
-		sh.compact(m, t)
+		sh.compact(m, t, out)
 	} else {
 		sh.forget(m, t, out)
 	}

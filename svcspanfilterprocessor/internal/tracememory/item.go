@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -70,9 +69,8 @@ type item struct {
 	// waitPrev and waitNext link the items waiting on the same span (trace.waitingOn): taken out in
 	// constant time, with no allocation per waiting span.
 	waitPrev, waitNext *item
-	// ref is the journal record of the batch that held it; one per admission, it also tells a
-	// refused append which items are its own (an item does not point at its Admission, which would
-	// keep the batch's deliveries alive as long as one of its spans is held).
+	// ref is the journal record of the call that held it (an item does not point at its
+	// Admission, which would keep the call's deliveries alive as long as one of its spans is held).
 	ref *RecordRef
 	// unsizedPrev and unsizedNext link the held items of the shard not yet sized (shard.unsized).
 	unsizedPrev, unsizedNext *item
@@ -83,12 +81,6 @@ type item struct {
 	// exact size, not an estimate. Beside held: the small fields share one word.
 	indexed bool
 	sized   bool
-	// deferred: it was settled while its batch's journal append was still to come; Commit releases
-	// it (for deferredWhy), Abort discards it (Admission.releaseDeferred).
-	deferred    bool
-	deferredWhy ReleaseReason
-	// unheldGoesOn: deferred, but not held (goOnUnheld): its batch's commit hands it on as it is.
-	unheldGoesOn bool
 	// content gathered while it waits for the rest of its content (WaitContent).
 	content []waitingContent
 	// contentRefs are the journal records of the content joined onto it: done only when the span
@@ -109,14 +101,6 @@ type RecordRef struct {
 	left    int
 	journal journal.Journal
 	logger  *zap.Logger
-	// appendToCome (the admission's append may still fail) and refused (it failed) rule, under mu,
-	// who finishes the content records of a copy of this batch that a later batch's copy replaced:
-	// owed holds them for this batch's commit (contentDoneWhenWritten).
-	appendToCome, refused bool
-	owed                  []*RecordRef
-	// state is refCommitted, or refPending / refDeferred while the record of an admission may still
-	// fail to be written (deferRelease).
-	state atomic.Int32
 }
 
 // NewRecordRef is the reference of journal record id with items still to hand on (recovery and
@@ -141,39 +125,4 @@ func (r *RecordRef) Done(n int) {
 				zap.Uint64("record", id), zap.Error(err))
 		}
 	}
-}
-
-// commit sets the journal id of a record whose items may already be in flight, and releases the
-// guard that kept the count above zero until the id was known.
-func (r *RecordRef) commit(id uint64) {
-	r.mu.Lock()
-	r.id = id
-	owed := r.owed
-	r.owed, r.appendToCome = nil, false
-	r.mu.Unlock()
-	for _, c := range owed {
-		c.Done(1)
-	}
-	r.Done(1)
-}
-
-// contentDoneWhenWritten takes refs, the records of the content joined onto a copy of r's batch
-// that a later batch's copy replaced, and returns those to finish now: all of them once r's record
-// is written. While r's append is still to come they wait for its commit (a refusal instead gives
-// that content back to wait, for the later copy to gather and finish at its delivery); once r is
-// refused, none.
-func (r *RecordRef) contentDoneWhenWritten(refs []*RecordRef) []*RecordRef {
-	if len(refs) == 0 {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch {
-	case r.refused:
-		return nil
-	case r.appendToCome:
-		r.owed = append(r.owed, refs...)
-		return nil
-	}
-	return refs
 }

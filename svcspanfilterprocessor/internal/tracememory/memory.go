@@ -42,11 +42,6 @@ type Memory struct {
 
 	scratch sync.Pool
 
-	// admitting is read-held by every admission from Admit until its Commit or Abort, and held by
-	// Enforce while it evicts: eviction never releases a span of a call whose journal write may
-	// still fail (the client would resend it: delivered twice).
-	admitting sync.RWMutex
-
 	readyMu sync.Mutex
 	ready   []*Delivery
 	wake    chan struct{}

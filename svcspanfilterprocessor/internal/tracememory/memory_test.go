@@ -293,9 +293,9 @@ func TestJournalRecords(t *testing.T) {
 	require.NoError(t, d.send(sp{name: "a", parent: "p", kept: true}, sp{name: "b", parent: "q", kept: true}))
 	assert.Equal(t, 1, d.journal.appends)
 	require.NoError(t, d.send(sp{name: "p", kept: true}))
-	assert.Len(t, d.journal.records(), 1, "b still held")
+	assert.Len(t, d.journal.spanRecords(), 1, "b still held")
 	require.NoError(t, d.send(sp{name: "q"}))
-	assert.Empty(t, d.journal.records())
+	assert.Empty(t, d.journal.spanRecords())
 	assert.Equal(t, 1, d.journal.removes)
 
 	d.journal.fail = true
@@ -315,11 +315,6 @@ func TestRecoverAfterCrash(t *testing.T) {
 	adm, err := d.m.Admit(client.Info{Metadata: client.NewMetadata(md)}, td, decisions)
 	require.NoError(t, err)
 	require.Equal(t, 2, adm.Held, "a waits on p, c on x; b hangs below a at once")
-	payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(adm.HeldCopy)
-	require.NoError(t, err)
-	id, err := d.journal.Append(context.Background(), journal.KindSpans, adm.HeldAt, md, payload)
-	require.NoError(t, err)
-	adm.Commit(id)
 	require.NoError(t, d.send(sp{name: "x", kept: true})) // c goes on before the crash
 
 	// Crash: the first memory is gone.
@@ -432,10 +427,10 @@ func TestConcurrentAdmit(t *testing.T) {
 			}
 		})
 	}
-	wg.Add(1)
-	stop := make(chan struct{})
+	// The releaser runs all along, until every sender is done.
+	stop, released := make(chan struct{}), make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(released)
 		for {
 			select {
 			case <-stop:
@@ -446,12 +441,12 @@ func TestConcurrentAdmit(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(10 * time.Millisecond)
-	close(stop)
 	wg.Wait()
+	close(stop)
+	<-released
 	d.shutdown()
 	d.checkInvariants(t, true, false)
-	assert.Empty(t, d.journal.records())
+	assert.Empty(t, d.journal.spanRecords())
 }
 
 // Two journal records that hold the same span (a crash between a resent span's append and the
@@ -482,32 +477,13 @@ func TestRecoverSpanInTwoRecords(t *testing.T) {
 	assert.Empty(t, d.journal.records(), "both records removed")
 }
 
-// A batch that holds nothing hands its deliveries on before its journal write (the processor's
-// commit); eviction meanwhile must not wait for it (the next consumer may retry for minutes, and
-// every other admission would queue behind the waiting eviction).
-func TestHandsOnFirstDoesNotHoldEviction(t *testing.T) {
+// A call that puts the memory over max_traces brings it back under the bound itself: with the write
+// ahead there is no call between its admission and its write for eviction to wait for.
+func TestAdmitEnforcesTheBound(t *testing.T) {
 	d := newDriver(t, func(c *Config) { c.MaxTraces = 1 })
 	require.NoError(t, d.send(sp{name: "old", kept: true, trace: pcommon.TraceID{9}}))
-	// A second trace puts the memory over max_traces: eviction has work to do while the
-	// admission is pending.
-	td, decisions := buildBatch([]sp{{name: "agent", kept: true}, {name: "chat", parent: "agent", kept: true}})
-	adm, err := d.m.Admit(client.Info{}, td, decisions)
-	require.NoError(t, err)
-	require.Zero(t, adm.Held)
-	require.Equal(t, int64(2), d.m.Traces())
-	adm.HandsOnFirst()
-	evicted := make(chan struct{})
-	go func() {
-		d.m.Enforce()
-		close(evicted)
-	}()
-	select {
-	case <-evicted:
-	case <-time.After(10 * time.Second):
-		t.Fatal("eviction waited for an admission that holds nothing")
-	}
-	assert.Equal(t, int64(1), d.m.Traces(), "the idle old trace was evicted meanwhile")
-	adm.Commit(0)
+	require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "chat", parent: "agent", kept: true}))
+	assert.Equal(t, int64(1), d.m.Traces(), "the idle old trace was evicted")
 }
 
 // A span held for one tenant is not replaced by another tenant's span with the same ids (which a
@@ -522,7 +498,6 @@ func TestHeldSpanNotReplacedByAnotherTenant(t *testing.T) {
 		td, decisions := buildBatch([]sp{s})
 		adm, err := d.m.Admit(info, td, decisions)
 		require.NoError(t, err)
-		adm.Commit(0)
 		d.deliver(adm.Deliveries)
 		if adm.Pass {
 			d.collect(td)

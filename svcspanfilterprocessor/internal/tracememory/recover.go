@@ -18,59 +18,25 @@ import (
 // are not in the journal: a recovered span waits on its own parent id.
 func (m *Memory) Recover(records []journal.Record) error {
 	var errs []error
-	// Open parents first: recovered spans released by rule 1 before the crash point at them.
-	for _, rec := range records {
-		if rec.Kind == journal.KindOpen {
-			if err := m.recoverOpen(rec); err != nil {
+	// The dropped spans first, then the open parents: recovered spans walk through the ones and
+	// point at the others.
+	for _, kind := range []journal.Kind{journal.KindDropped, journal.KindOpen} {
+		for _, rec := range records {
+			if rec.Kind != kind {
+				continue
+			}
+			recover := m.recoverOpen
+			if kind == journal.KindDropped {
+				recover = m.recoverDropped
+			}
+			if err := recover(rec); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
 	for _, rec := range records {
-		if rec.Kind != journal.KindSpans {
-			continue
-		}
-		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(rec.Payload)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
-			m.NewRecordRef(rec.ID, 1).Done(1) // unreadable: nothing to deliver from it
-			continue
-		}
-		decisions := make([]Decision, td.SpanCount())
-		for i := range decisions {
-			decisions[i].Verdict = Keep
-		}
-		adm := &Admission{m: m, ref: m.NewRecordRef(rec.ID, 1)}
-		info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
-		m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt)
-		if err := m.journalOpened(context.Background(), adm.opened); err != nil {
-			errs = append(errs, err) // only a later restart would not bridge them
-		}
-		adm.opened = nil
-		if adm.Pass {
-			// Spans that resolve at once go on under the record too.
-			n := td.SpanCount()
-			adm.ref.add(n)
-			d := &Delivery{Info: info, Traces: td, Spans: n, refs: map[*RecordRef]int{adm.ref: n}}
-			adm.Deliveries = append(adm.Deliveries, d)
-		}
-		m.queue(adm.Deliveries)
-		// An older record held a copy of a span this one holds again (a crash between a resent
-		// span's append and the old record's removal, or a removal still owed): the older
-		// record is done, or it would pin the journal and be delivered again at every restart.
-		for _, old := range adm.replaced {
-			if old.aborted() {
-				continue // never during recovery (nothing is aborted): as in Commit
-			}
-			old.ref.Done(1)
-			for _, r := range old.contentRefs {
-				r.Done(1)
-			}
-		}
-		adm.replaced = nil
-		adm.ref.Done(1) // the guard: the record goes when its last span is handed on
-		if !adm.Stats.empty() {
-			m.observe(&adm.Stats)
+		if rec.Kind == journal.KindSpans {
+			errs = append(errs, m.recoverSpans(rec)...)
 		}
 	}
 	for _, sh := range m.shards {
@@ -83,4 +49,38 @@ func (m *Memory) Recover(records []journal.Record) error {
 		return fmt.Errorf("tracememory: %d journal records could not be read: %v", len(errs), errs)
 	}
 	return nil
+}
+
+// recoverSpans re-admits the spans of one KindSpans record.
+func (m *Memory) recoverSpans(rec journal.Record) []error {
+	var errs []error
+	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(rec.Payload)
+	if err != nil {
+		m.NewRecordRef(rec.ID, 1).Done(1) // unreadable: nothing to deliver from it
+		return []error{fmt.Errorf("journal record %d: %w", rec.ID, err)}
+	}
+	decisions := make([]Decision, td.SpanCount())
+	for i := range decisions {
+		decisions[i].Verdict = Keep
+	}
+	adm := &Admission{m: m, ref: m.NewRecordRef(rec.ID, 1)}
+	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
+	_ = m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt, nil) // nothing to write ahead
+	if err := m.journalOpened(context.Background(), adm.opened); err != nil {
+		errs = append(errs, err) // only a later restart would not bridge them
+	}
+	adm.opened, adm.dropped = nil, nil // recovered spans are kept: none is dropped
+	if adm.Pass {
+		// Spans that resolve at once go on under the record too.
+		n := td.SpanCount()
+		adm.ref.add(n)
+		d := &Delivery{Info: info, Traces: td, Spans: n, refs: map[*RecordRef]int{adm.ref: n}}
+		adm.Deliveries = append(adm.Deliveries, d)
+	}
+	m.queue(adm.Deliveries)
+	adm.ref.Done(1) // the guard: the record goes when its last span is handed on
+	if !adm.Stats.empty() {
+		m.observe(&adm.Stats)
+	}
+	return errs
 }

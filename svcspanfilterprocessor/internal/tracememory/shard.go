@@ -62,9 +62,7 @@ func (m *Memory) addBytes(t *trace, n int64) {
 	t.shard.pending.bytes += n
 }
 
-// hold makes it a held item of t (it.trace, set when the item is made and never changed: Abort
-// and Commit read it before taking the shard lock); the caller has taken any earlier copy out
-// (Admission.replaced).
+// hold makes it a held item of t; the caller has taken any earlier copy out.
 func (sh *shard) hold(m *Memory, t *trace, it *item) {
 	if t.held == nil {
 		t.held = map[pcommon.SpanID]*item{}
@@ -120,15 +118,8 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 	}
 }
 
-// release hands a settled item to out. An item whose batch's journal append is still to come
-// stays held, settled, until that batch's Commit (Admission.releaseDeferred): were the append to
-// fail, the client would send it again and it would be delivered twice.
+// release hands a settled item to out.
 func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
-	if it.ref.deferRelease() {
-		it.reason = 0
-		it.deferred, it.deferredWhy = true, why
-		return
-	}
 	sh.joinHeldContent(m, t, it, out) // what it gathered, complete or not: its wait is over
 	sh.unhold(m, t, it)
 	it.reason = 0
@@ -155,6 +146,9 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 	for _, ref := range t.open {
 		out.closeOpen(ref)
 	}
+	if t.refs != nil {
+		out.done = append(append(out.done, t.refs.dropped...), t.refs.joined...)
+	}
 	if t.list != nil {
 		t.list.remove(t)
 	}
@@ -170,7 +164,7 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 // long ago still reaches the nearest kept ancestor. A walk that reaches a forgotten kept span stops
 // there as at an unknown one, which only delays the span by wait_duration: it then goes on pointing
 // at that kept span, which is in the delivered tree.
-func (sh *shard) compact(m *Memory, t *trace) {
+func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	var bridges map[pcommon.SpanID]record
 	for id, rec := range t.records {
 		if rec.state == stateKept {
@@ -183,6 +177,13 @@ func (sh *shard) compact(m *Memory, t *trace) {
 	}
 	m.addBytes(t, -int64(len(t.records)-len(bridges))*recordCost)
 	t.records = bridges // a new map: a Go map does not shrink when entries are deleted
+	for id := range t.joined {
+		sh.forgetJoined(m, t, id) // its kept spans are forgotten: no copy of them is recognised
+	}
+	if t.refs != nil {
+		out.done = append(out.done, t.refs.joined...)
+		t.refs.joined = nil
+	}
 	sh.moveTo(t, sh.late)
 }
 
@@ -217,8 +218,10 @@ type released struct {
 	// done are journal records to mark done once the shard locks are released (Done may write to
 	// the journal: no disk I/O under a shard lock).
 	done []*RecordRef
-	// opened are the parents that became open, for their journal record (journalOpened).
-	opened []openedParent
+	// opened are the parents that became open, for their journal record (journalOpened), and
+	// dropped the dropped spans to journal (journalDropped).
+	opened  []openedParent
+	dropped []droppedSpan
 }
 
 // finishRefs marks the collected records done; call it with no shard lock held.

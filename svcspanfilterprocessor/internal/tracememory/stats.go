@@ -39,12 +39,13 @@ const (
 	ReparentDroppedParent  ReparentReason = iota // moved to the nearest kept (or connector) ancestor
 	ReparentNoKeptAncestor                       // every ancestor is known dropped: made a root
 	ReparentOpenAncestor                         // the wait ended at an unknown ancestor above a dropped parent
+	ReparentCycle                                // its parent chain led back to it (a hostile tree): made a root
 
 	NumReparentReasons
 )
 
 func (r ReparentReason) String() string {
-	return [...]string{"dropped_parent", "no_kept_ancestor", "open_ancestor"}[r]
+	return [...]string{"dropped_parent", "no_kept_ancestor", "open_ancestor", "cycle"}[r]
 }
 
 // UnmatchedReason is why content records were not joined onto their span.

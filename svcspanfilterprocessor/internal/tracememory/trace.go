@@ -49,7 +49,14 @@ type trace struct {
 	// the record is written: see journalOpened).
 	open map[pcommon.SpanID]*RecordRef
 	// content waits for its span (issue 18), by span id.
-	content    map[pcommon.SpanID][]waitingContent
+	content map[pcommon.SpanID][]waitingContent
+	// joined is the content joined onto spans that went on (or are held carrying it), by span id:
+	// a copy of such a span sent again (a client retrying) gets it too, for as long as the trace
+	// is remembered, so that the copy the platform keeps last is never one without it.
+	joined map[pcommon.SpanID][]waitingContent
+	// refs are the journal records it keeps until it is forgotten (nil while there are none: most
+	// traces have none, and a remembered trace stays small).
+	refs       *traceRefs
 	experiment bool
 
 	lastActivity time.Time
@@ -59,6 +66,27 @@ type trace struct {
 	list       *traceList
 	prev, next *trace
 }
+
+// traceRefs are the journal records a trace keeps until it is forgotten.
+type traceRefs struct {
+	// durable: the records of its dropped spans are journaled (dropped.go), in dropped.
+	durable bool
+	dropped []*RecordRef
+	// joined are the records of content joined onto spans that went on in their own call (a
+	// resend after a refusal of that call joins the content again).
+	joined []*RecordRef
+}
+
+// keepRefs is t's traceRefs, made on first use.
+func (t *trace) keepRefs() *traceRefs {
+	if t.refs == nil {
+		t.refs = &traceRefs{}
+	}
+	return t.refs
+}
+
+// durable reports whether the records of t's dropped spans are journaled.
+func (t *trace) durable() bool { return t.refs != nil && t.refs.durable }
 
 func newTrace(id pcommon.TraceID, sh *shard) *trace {
 	return &trace{id: id, shard: sh, bytes: traceCost}
@@ -91,6 +119,29 @@ func (t *trace) walk(self, parent pcommon.SpanID) (walkEnd, pcommon.SpanID) {
 		p = rec.parent
 	}
 	return endRoot, pcommon.SpanID{}
+}
+
+// cutsCycle is asked before span id goes on below at, a span in the delivered tree: when the
+// chain of parents from at, through every span the trace knows, leads back to id, the two would
+// form a cycle (a span that is its own ancestor: a hostile or broken tree, within a request or
+// across requests). It then reports true, and id's record forgets its parent, so that id goes on
+// as a root and no later walk follows the cycle.
+func (t *trace) cutsCycle(id, at pcommon.SpanID) bool {
+	p := at
+	for steps := 0; steps <= len(t.records) && !p.IsEmpty(); steps++ {
+		if p == id {
+			if rec, ok := t.records[id]; ok {
+				t.records[id] = record{state: rec.state}
+			}
+			return true
+		}
+		rec, ok := t.records[p]
+		if !ok {
+			return false
+		}
+		p = rec.parent
+	}
+	return false
 }
 
 // setRecord remembers a span, and reports the size change.

@@ -8,11 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A panic between a call's admission and its journal append (a bug in the journal or the storage
-// extension; the HTTP server survives a handler's panic) refuses the call as a failed append does:
-// its spans are not left held for a Commit that never comes (nor its hold on eviction, which would
-// block every later call at the next eviction), and the client's resend goes on once, with content.
-func TestPanicBeforeCommitRefusesTheCall(t *testing.T) {
+// A panic in a call's write ahead (a bug in the journal or the storage extension; the HTTP server
+// survives a handler's panic) comes before the call changed anything: none of its spans is left
+// held, and the client's resend goes on once, with content.
+func TestPanicInTheWriteLeavesNothingHeld(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		contentFirst bool
@@ -21,7 +20,7 @@ func TestPanicBeforeCommitRefusesTheCall(t *testing.T) {
 		{name: "span joined its content, held with another", contentFirst: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newAbortFixture(t, &refusingJournal{panicSpans: 1})
+			f := newRefusalFixture(t, &refusingJournal{panicSpans: 1})
 			var extra []testSpan
 			if tc.contentFirst {
 				f.addContent()

@@ -27,8 +27,8 @@ import (
 )
 
 // refusingJournal is a journal whose next span appends fail (a full disk), optionally running
-// another call while the refused call is between its admission and its append, as a concurrent
-// request or logs call would.
+// another call while the refused call is being written, as a concurrent request or logs call would
+// (staged at that very point: no sleep).
 type refusingJournal struct {
 	fakeJournal
 	refuseSpans int
@@ -53,9 +53,9 @@ func (j *refusingJournal) Append(ctx context.Context, kind journal.Kind, heldAt 
 	return j.fakeJournal.Append(ctx, kind, heldAt, md, payload)
 }
 
-// abortFixture is the processor with a journal that can refuse appends, driven without its
+// refusalFixture is the processor with a journal that can refuse appends, driven without its
 // releaser goroutine: the test moves the clock and runs the releaser's rounds.
-type abortFixture struct {
+type refusalFixture struct {
 	t       *testing.T
 	j       *refusingJournal
 	clock   *fakeClock
@@ -66,8 +66,8 @@ type abortFixture struct {
 	content plog.Logs // the content records of the golden call (inputs and choice)
 }
 
-func newAbortFixture(t *testing.T, j *refusingJournal) *abortFixture {
-	f := &abortFixture{t: t, j: j, clock: &fakeClock{now: time.Unix(1_763_899_200, 0)}, sink: new(consumertest.TracesSink)}
+func newRefusalFixture(t *testing.T, j *refusingJournal) *refusalFixture {
+	f := &refusalFixture{t: t, j: j, clock: &fakeClock{now: time.Unix(1_763_899_200, 0)}, sink: new(consumertest.TracesSink)}
 	next, err := consumer.NewTraces(func(ctx context.Context, td ptrace.Traces) error {
 		if f.refuse.Load() {
 			return errors.New("exporter queue is full")
@@ -77,7 +77,11 @@ func newAbortFixture(t *testing.T, j *refusingJournal) *abortFixture {
 	require.NoError(t, err)
 	cfg := createDefaultConfig().(*Config)
 	set := processortest.NewNopSettings(metadata.Type)
-	f.p, err = newSpanFilterProcessor(set, cfg, next, j)
+	var jj journal.Journal = journal.Nop // nil: no storage
+	if j != nil {
+		jj = j
+	}
+	f.p, err = newSpanFilterProcessor(set, cfg, next, jj)
 	require.NoError(t, err)
 	f.p.now = f.clock.Now
 	f.p.running.Store(true)
@@ -90,7 +94,7 @@ func newAbortFixture(t *testing.T, j *refusingJournal) *abortFixture {
 
 // chatCall is the golden inference span whose content comes as log records (a content candidate),
 // with extra spans in the same batch.
-func (f *abortFixture) chatCall(extra ...testSpan) ptrace.Traces {
+func (f *refusalFixture) chatCall(extra ...testSpan) ptrace.Traces {
 	td := golden.ReadTraces(f.t, filepath.Join("internal", "genaicontent", "testdata", joinCase, "span.json"))
 	if len(extra) > 0 {
 		batch(extra...).ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
@@ -98,25 +102,25 @@ func (f *abortFixture) chatCall(extra ...testSpan) ptrace.Traces {
 	return td
 }
 
-func (f *abortFixture) send(td ptrace.Traces) error {
+func (f *refusalFixture) send(td ptrace.Traces) error {
 	return f.proc.ConsumeTraces(context.Background(), td)
 }
 
-func (f *abortFixture) addContent() {
+func (f *refusalFixture) addContent() {
 	ld := plog.NewLogs()
 	f.content.CopyTo(ld)
 	require.NoError(f.t, f.p.AddContent(context.Background(), ld))
 }
 
 // releaser runs one round of the releaser after d.
-func (f *abortFixture) releaser(d time.Duration) {
+func (f *refusalFixture) releaser(d time.Duration) {
 	f.clock.Advance(d)
 	f.p.mem.Expire()
 	f.p.deliverReady(context.Background(), false)
 }
 
 // delivered is every span that reached the next consumer, by name; a span delivered twice fails.
-func (f *abortFixture) delivered() map[string]ptrace.Span {
+func (f *refusalFixture) delivered() map[string]ptrace.Span {
 	out := map[string]ptrace.Span{}
 	for _, td := range f.sink.AllTraces() {
 		forEachSpan(td, func(_ ptrace.ResourceSpans, _ ptrace.ScopeSpans, s ptrace.Span) {
@@ -129,7 +133,7 @@ func (f *abortFixture) delivered() map[string]ptrace.Span {
 }
 
 // assertChatWithContent: the chat span reached the platform once, carrying its prompt and answer.
-func (f *abortFixture) assertChatWithContent(spans map[string]ptrace.Span) {
+func (f *refusalFixture) assertChatWithContent(spans map[string]ptrace.Span) {
 	chat, ok := spans["chat gpt-4o"]
 	require.True(f.t, ok, "the chat span was delivered")
 	in, _ := chat.Attributes().Get("gen_ai.input.messages")
@@ -138,39 +142,38 @@ func (f *abortFixture) assertChatWithContent(spans map[string]ptrace.Span) {
 	assert.Contains(f.t, out.Str(), "Order A-1042 has shipped.", "the answer is on the span")
 }
 
-// Finding 5: a span held by a call whose journal append has not happened yet is not released by
-// another call (its content records arriving, or its parent in a concurrent request) before that
-// append: when it fails, the call is refused and the client sends the span again, which would
-// deliver it twice (the second time without the content the first copy consumed).
-func TestHeldSpanOfUncommittedCallIsNotReleasedByAnotherCall(t *testing.T) {
+// Another call (its content records arriving, or its parent in a concurrent request) while a call
+// is being written sees nothing of it: when the write fails, the call is refused, nothing of it
+// went on, and the client's resend goes on once, with its content.
+func TestCallBeingWrittenIsNotReleasedByAnotherCall(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// held is the refused call; during runs while it waits for its append.
-		held   func(f *abortFixture) ptrace.Traces
-		during func(f *abortFixture)
+		held   func(f *refusalFixture) ptrace.Traces
+		during func(f *refusalFixture)
 		want   []string
 	}{
 		{
 			name: "its content arrives",
-			held: func(f *abortFixture) ptrace.Traces { return f.chatCall() },
-			during: func(f *abortFixture) {
+			held: func(f *refusalFixture) ptrace.Traces { return f.chatCall() },
+			during: func(f *refusalFixture) {
 				f.addContent() // complete: the chat span would go on at once
 			},
 			want: []string{"chat gpt-4o"},
 		},
 		{
 			name: "its parent arrives in a concurrent request",
-			held: func(*abortFixture) ptrace.Traces {
+			held: func(*refusalFixture) ptrace.Traces {
 				return batch(testSpan{name: "chat", scope: scopeSDK, parent: "agent"})
 			},
-			during: func(f *abortFixture) {
+			during: func(f *refusalFixture) {
 				require.NoError(f.t, f.send(batch(testSpan{name: "agent", scope: scopeSDK})))
 			},
 			want: []string{"agent", "chat"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newAbortFixture(t, &refusingJournal{refuseSpans: 1})
+			f := newRefusalFixture(t, &refusingJournal{refuseSpans: 1})
 			f.j.during = func() { tc.during(f) }
 			td := tc.held(f)
 			resend := cloneTraces(td)
@@ -197,11 +200,9 @@ func TestHeldSpanOfUncommittedCallIsNotReleasedByAnotherCall(t *testing.T) {
 	}
 }
 
-// Finding 6: a refused call (its journal append failed) delivers nothing of its own: a span that
-// joined waiting content gives the content back to wait for the client's resend (which joins it
-// again), and a connector span is not delivered (its parent is open again, so the resend makes it
-// again, journaled with that call). Before, the joined copy went on and the resend arrived without
-// content: the content-less copy replaced it on the platform (it upserts by span id).
+// A refused call (its write failed) delivers nothing of its own: the waiting content it would have
+// joined still waits for the client's resend, which joins it; the platform, which keeps the last
+// copy of a span id, never gets a copy without the content.
 func TestRefusedCallDeliversNothingOfItsOwn(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -217,7 +218,7 @@ func TestRefusedCallDeliversNothingOfItsOwn(t *testing.T) {
 		{name: "content arrives between the refusal and the resend", contentBetween: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newAbortFixture(t, &refusingJournal{})
+			f := newRefusalFixture(t, &refusingJournal{})
 			if !tc.contentBetween {
 				f.addContent() // the content comes first and waits for its span
 			}
@@ -246,9 +247,9 @@ func TestRefusedCallDeliversNothingOfItsOwn(t *testing.T) {
 	}
 }
 
-// Finding 6, connectors: the connector span of a refused call is not delivered; its parent stays
-// open (in memory and in the journal), so the resend makes the connector again, also after a crash
-// between the refusal and the resend.
+// The connector span of a refused call is not delivered; its parent stays open (in memory and in
+// the journal), so the resend makes the connector, also after a crash between the refusal and the
+// resend.
 func TestConnectorOfRefusedCallComesWithTheResend(t *testing.T) {
 	for _, crash := range []bool{false, true} {
 		name := "resend to the same process"
@@ -256,7 +257,7 @@ func TestConnectorOfRefusedCallComesWithTheResend(t *testing.T) {
 			name = "the process dies before the resend"
 		}
 		t.Run(name, func(t *testing.T) {
-			f := newAbortFixture(t, &refusingJournal{})
+			f := newRefusalFixture(t, &refusingJournal{})
 			require.NoError(t, f.send(batch(testSpan{name: "chat", scope: scopeSDK, parent: "tool http"})))
 			f.releaser(time.Minute) // chat goes on by rule 1: "tool http" is an open parent
 			require.Contains(t, openParents(&f.j.fakeJournal), idOf("tool http"))
@@ -276,7 +277,7 @@ func TestConnectorOfRefusedCallComesWithTheResend(t *testing.T) {
 			g := f
 			if crash {
 				// SIGKILL: a new process recovers the journal; its sink is what reaches the platform next.
-				g = newAbortFixture(t, f.j)
+				g = newRefusalFixture(t, f.j)
 				require.NoError(t, g.p.recoverJournal(f.j.records()))
 			}
 			require.NoError(t, g.send(resend))

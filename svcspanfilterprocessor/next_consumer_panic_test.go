@@ -20,10 +20,9 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 )
 
-// A call that holds nothing hands its deliveries on before its journal write. When the next
-// consumer (a bug in a later component) panics on one of them, those it took are done and the
-// rest are journaled and retried: every span reaches the platform exactly once, and the panic is
-// logged at error level.
+// When the next consumer (a bug in a later component) panics on one of a call's deliveries, those
+// it took are done and the rest stay journaled and are retried: every span reaches the platform
+// exactly once, and the panic is logged at error level.
 func TestNextConsumerPanicDeliversEverySpanOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -9,17 +9,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Finding F: a batch whose journal append fails is refused and sent again by the client; the
-// eviction its admission makes necessary must not release (and so deliver) any of its own spans
-// first, or they are delivered twice. Two waiting traces in one batch with max_traces 1: the
-// memory is over its bound until the batch is committed or aborted.
+// A call whose write fails is refused before it changes anything, and sent again by the client:
+// no eviction releases (and so delivers) any of its spans first, which would deliver them twice.
+// Two waiting traces in one batch with max_traces 1.
 func TestEvictionAfterFailedAppendDeliversNothingTwice(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -51,7 +48,7 @@ func TestEvictionAfterFailedAppendDeliversNothingTwice(t *testing.T) {
 	}
 }
 
-// Finding C: while the next consumer refuses released spans and they fill most of the byte
+// While the next consumer refuses released spans and they fill most of the byte
 // budget, eviction must not forget content that waits for its span (acknowledged: its journal
 // record would be removed and the content lost); the logs side is refused, retryably, instead.
 func TestRefusedSpansDoNotEvictWaitingContent(t *testing.T) {
@@ -102,15 +99,16 @@ func TestRefusedSpansDoNotEvictWaitingContent(t *testing.T) {
 		}
 	}
 	assert.True(t, joined, "the content waited and joined its span")
+	d.advance(time.Hour) // the trace is forgotten: no copy sent again needs the content
 	assert.Empty(t, d.journal.records())
 }
 
 // spanRecords are the journal's records of held spans and content, without the open parents
-// (KindOpen), which stay for the late parent window.
+// (KindOpen) and dropped spans (KindDropped), which stay as long as their trace is remembered.
 func (j *fakeJournal) spanRecords() []journal.Record {
 	var out []journal.Record
 	for _, r := range j.records() {
-		if r.Kind != journal.KindOpen {
+		if r.Kind != journal.KindOpen && r.Kind != journal.KindDropped {
 			out = append(out, r)
 		}
 	}
@@ -187,63 +185,46 @@ func (d *driver) tree2parent(t *testing.T, name string) pcommon.SpanID {
 	return pcommon.SpanID{}
 }
 
-// gatedJournal blocks the next append until released, then fails it.
-type gatedJournal struct {
+// hookedJournal runs during, once, inside the next append of held spans, then fails that append:
+// another call staged while the first one is being written (no sleep: the hook runs at that very
+// point).
+type hookedJournal struct {
 	*fakeJournal
-	entered, release chan struct{}
+	during func()
 }
 
-func (j *gatedJournal) Append(ctx context.Context, kind journal.Kind, heldAt time.Time, md map[string][]string, payload []byte) (uint64, error) {
-	if j.entered != nil {
-		close(j.entered)
-		j.entered = nil
-		<-j.release
+func (j *hookedJournal) Append(ctx context.Context, kind journal.Kind, heldAt time.Time, md map[string][]string, payload []byte) (uint64, error) {
+	if f := j.during; f != nil && kind == journal.KindSpans {
+		j.during = nil
+		f()
 		return 0, errors.New("disk full")
 	}
 	return j.fakeJournal.Append(ctx, kind, heldAt, md, payload)
 }
 
-// Finding F, concurrently: while one call waits for its journal write, another call (or the
-// releaser) that finds the memory over its bound must not evict the first call's held spans: the
-// write may fail, and the client resends the call.
-func TestConcurrentEvictionWaitsForJournalWrite(t *testing.T) {
+// While one call is being written, another call that puts the memory over its bound evicts: the
+// first call holds nothing yet (written ahead), so nothing of it goes on; its write fails, the
+// client resends it, and every span goes on once.
+func TestEvictionDuringAWriteDeliversNothingOfTheCall(t *testing.T) {
 	d := newDriver(t, func(c *Config) { c.MaxTraces = 1 })
-	gj := &gatedJournal{fakeJournal: d.journal, entered: make(chan struct{}), release: make(chan struct{})}
+	hj := &hookedJournal{fakeJournal: d.journal}
+	cfg := testConfig(d.clock)
+	cfg.Journaled, cfg.MaxTraces = true, 1
+	d.m = New(cfg, hj, nil, d.observe)
 	first := []sp{{name: "child 1", parent: "parent 1", kept: true, trace: pcommon.TraceID{0xf1, 15: 1}}}
-	td, decisions := buildBatch(first)
-	adm, err := d.m.Admit(client.Info{}, td, decisions)
-	require.NoError(t, err)
-	entered := gj.entered
-	appended := make(chan error, 1)
-	go func() {
-		payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(adm.HeldCopy)
-		if err == nil {
-			_, err = gj.Append(context.Background(), journal.KindSpans, adm.HeldAt, nil, payload)
-		}
-		if err != nil {
-			adm.Abort()
-		} else {
-			adm.Commit(0)
-		}
-		appended <- err
-	}()
-	<-entered
-	// Another call puts the memory over max_traces while the first one's write is pending.
-	second := make(chan error, 1)
-	go func() {
+	hj.during = func() {
 		d.clock.Advance(time.Millisecond)
-		second <- d.send(sp{name: "child 2", parent: "parent 2", kept: true, trace: pcommon.TraceID{0xf1, 15: 2}})
-	}()
-	time.Sleep(50 * time.Millisecond) // the second call reaches its eviction
-	close(gj.release)
-	require.Error(t, <-appended, "the first call's write fails: refused")
-	require.NoError(t, <-second)
+		require.NoError(t, d.send(sp{name: "child 2", parent: "parent 2", kept: true, trace: pcommon.TraceID{0xf1, 15: 2}}))
+		require.NoError(t, d.send(sp{name: "other", parent: "parent 3", kept: true, trace: pcommon.TraceID{0xf1, 15: 3}}))
+	}
+	require.Error(t, d.send(first...), "the first call's write fails: refused")
 	d.deliver(d.m.TakeReady())
 	require.NotContains(t, d.tree(), "child 1", "nothing of the refused call went on")
+	require.Contains(t, d.tree(), "child 2", "the eviction released the other call's held span")
 
 	require.NoError(t, d.send(first...)) // the client resends it
 	require.NoError(t, d.send(sp{name: "parent 1", kept: true, trace: pcommon.TraceID{0xf1, 15: 1}},
-		sp{name: "parent 2", kept: true, trace: pcommon.TraceID{0xf1, 15: 2}}))
+		sp{name: "parent 2", kept: true, trace: pcommon.TraceID{0xf1, 15: 2}}, sp{name: "parent 3", kept: true, trace: pcommon.TraceID{0xf1, 15: 3}}))
 	d.shutdown()
 	d.checkInvariants(t, true, true)
 }

@@ -1,0 +1,134 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+)
+
+// writeAhead marks the spans of a call that the memory may hold or release as its own deliveries
+// (spanRef.mayHold) and writes copies of them, one KindSpans record whose id ref takes, before the
+// call changes anything (it only reads the memory). A kept span may be held when it may wait for
+// its content or its parent walk through the call's own spans leaves the call, and it goes on as a
+// delivery carrying content that waits for it; a dropped span goes on as a connector span when
+// delivered spans point at it. The spans of whole traces (every ancestor up to a kept one or the
+// root in the call) with no content waiting can hold nothing: a call of whole traces writes no
+// held span (only the ids of its dropped spans, dropped.go).
+func (m *Memory) writeAhead(ref *RecordRef, info client.Info, refs []spanRef, og *origins, heldAt time.Time) error {
+	var local map[callKey]int32
+	var copies *heldCopy
+	for i := range refs {
+		r := &refs[i]
+		if r.decision.Verdict == Drop {
+			if !m.cfg.ConnectorSpans || !m.known(r.span, mayConnect) {
+				continue
+			}
+			r.mayHold = true
+			if copies == nil {
+				copies = newHeldCopy()
+			}
+			toConnector(copies.add(og.get(r), r.span))
+			continue
+		}
+		if !r.scopeAwaits || !m.join.AwaitsContent(r.span) {
+			if local == nil {
+				local = indexCall(refs)
+			}
+			if resolvesInCall(refs, local, r) && !m.known(r.span, hasWaitingContent) {
+				continue
+			}
+		}
+		r.mayHold = true
+		if copies == nil {
+			copies = newHeldCopy()
+		}
+		copies.add(og.get(r), r.span)
+	}
+	if copies == nil {
+		return nil
+	}
+	payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(copies.td)
+	if err != nil {
+		return err
+	}
+	id, err := m.journal.Append(context.Background(), journal.KindSpans, heldAt, Metadata(info), payload)
+	ref.id = id
+	return err
+}
+
+// mayConnect and hasWaitingContent are what writeAhead asks the memory of a span (under its
+// shard's lock): delivered spans point at it, or it went on as a connector before; content waits
+// for it.
+func mayConnect(t *trace, id pcommon.SpanID) bool {
+	_, open := t.open[id]
+	return open || t.records[id].state == stateConnector
+}
+
+func hasWaitingContent(t *trace, id pcommon.SpanID) bool {
+	_, ok := t.content[id]
+	return ok
+}
+
+// known asks what of span's trace, if the memory has it.
+func (m *Memory) known(span ptrace.Span, what func(*trace, pcommon.SpanID) bool) bool {
+	sh := m.shards[m.shardOf(span.TraceID())]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := sh.traces[span.TraceID()]
+	return t != nil && what(t, span.SpanID())
+}
+
+// callKey is a span of one call.
+type callKey struct {
+	trace pcommon.TraceID
+	span  pcommon.SpanID
+}
+
+func indexCall(refs []spanRef) map[callKey]int32 {
+	local := make(map[callKey]int32, len(refs))
+	for i := range refs {
+		local[callKey{refs[i].span.TraceID(), refs[i].span.SpanID()}] = int32(i)
+	}
+	return local
+}
+
+// resolvesInCall reports whether the parent walk of r through the call's dropped spans ends at a
+// kept span of the call or at the root (a cycle ends there too).
+func resolvesInCall(refs []spanRef, local map[callKey]int32, r *spanRef) bool {
+	tid, self := r.span.TraceID(), r.span.SpanID()
+	p := r.span.ParentSpanID()
+	for range len(refs) + 1 {
+		if p.IsEmpty() || p == self {
+			return true
+		}
+		j, ok := local[callKey{tid, p}]
+		if !ok {
+			return false
+		}
+		switch refs[j].decision.Verdict {
+		case Keep:
+			return true
+		case KeepIfExperiment:
+			return false // kept or not: known only once the trace's experiment mark is
+		}
+		p = refs[j].span.ParentSpanID()
+	}
+	return true
+}
+
+// Metadata is the client metadata of a request, as the journal keeps it.
+func Metadata(info client.Info) map[string][]string {
+	var md map[string][]string
+	for k := range info.Metadata.Keys() {
+		if md == nil {
+			md = map[string][]string{}
+		}
+		md[k] = info.Metadata.Get(k)
+	}
+	return md
+}

@@ -1,0 +1,97 @@
+package tracememory
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Parent ids that form a cycle (a hostile or broken client) never reach the next consumer as a
+// cycle: the span whose arrival closes the cycle goes on as a root, the others below it.
+func TestParentCyclesAreCut(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		batches [][]sp
+		want    map[string]string
+		cut     int64 // spans made roots because of a cycle
+	}{
+		{
+			name:    "self-parent",
+			batches: [][]sp{{{name: "a", parent: "a", kept: true}}},
+			want:    map[string]string{"a": ""},
+		},
+		{
+			name:    "two-span cycle in one request",
+			batches: [][]sp{{{name: "a", parent: "b", kept: true}, {name: "b", parent: "a", kept: true}}},
+			want:    map[string]string{"a": "", "b": "a"},
+			cut:     1,
+		},
+		{
+			name: "three-span cycle in one request",
+			batches: [][]sp{{
+				{name: "a", parent: "c", kept: true}, {name: "b", parent: "a", kept: true}, {name: "c", parent: "b", kept: true},
+			}},
+			want: map[string]string{"a": "", "b": "a", "c": "b"},
+			cut:  1,
+		},
+		{
+			name:    "two-span cycle across requests",
+			batches: [][]sp{{{name: "a", parent: "b", kept: true}}, {{name: "b", parent: "a", kept: true}}},
+			want:    map[string]string{"b": "", "a": "b"},
+			cut:     1,
+		},
+		{
+			name: "three-span cycle across requests",
+			batches: [][]sp{
+				{{name: "a", parent: "c", kept: true}}, {{name: "b", parent: "a", kept: true}}, {{name: "c", parent: "b", kept: true}},
+			},
+			want: map[string]string{"c": "", "a": "c", "b": "a"},
+			cut:  1,
+		},
+		{
+			name: "cycle through a dropped span across requests",
+			batches: [][]sp{
+				{{name: "a", parent: "d", kept: true}}, {{name: "d", parent: "b"}}, {{name: "b", parent: "a", kept: true}},
+			},
+			want: map[string]string{"b": "", "a": "b"},
+			cut:  1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, nil)
+			for _, b := range tc.batches {
+				require.NoError(t, d.send(b...))
+			}
+			d.shutdown()
+			assert.Equal(t, tc.want, d.tree())
+			assert.Equal(t, tc.cut, d.stats.Reparented[ReparentCycle])
+			d.checkInvariants(t, true, false)
+		})
+	}
+}
+
+// The first span of a cycle went on when its wait ended (pointing at its unknown parent); the
+// parent arriving later with the first span as its own parent is cut, and a connector whose parent
+// walk leads back to itself goes on as a root.
+func TestCycleClosedAfterTheWaitEnded(t *testing.T) {
+	t.Run("kept", func(t *testing.T) {
+		d := newDriver(t, nil)
+		require.NoError(t, d.send(sp{name: "a", parent: "b", kept: true}))
+		d.advance(10 * time.Second) // a goes on pointing at b (open)
+		require.NoError(t, d.send(sp{name: "b", parent: "a", kept: true}))
+		d.shutdown()
+		assert.Equal(t, map[string]string{"a": "b", "b": ""}, d.tree())
+		d.checkInvariants(t, true, false)
+	})
+	t.Run("connector", func(t *testing.T) {
+		d := newDriver(t, nil)
+		require.NoError(t, d.send(sp{name: "a", parent: "d", kept: true}))
+		d.advance(10 * time.Second) // a goes on pointing at d (open)
+		require.NoError(t, d.send(sp{name: "d", parent: "a"}))
+		d.shutdown()
+		assert.Equal(t, map[string]string{"a": "~d", "~d": ""}, d.tree())
+		d.checkInvariants(t, true, false)
+	})
+}

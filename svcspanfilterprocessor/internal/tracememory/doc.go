@@ -1,0 +1,83 @@
+// Package tracememory is the span filter's per-trace memory: what it knows of each trace's spans, the
+// kept spans it holds until their parent is settled, the parents delivered spans point at, and the
+// budget that bounds all of it. It decides where a kept span hangs; the processor decides what is kept.
+//
+// # States
+//
+// A trace (trace.go) is in one of four states, by the shard list it is on:
+//
+//	idle       records of its spans (id, parent, kept/dropped/connector), no held span
+//	waiting    records and at least one held span
+//	late       compacted: only its dropped spans, open parents and waiting content are kept
+//	forgotten  not in memory (never seen, or forgotten)
+//
+// and carries, whatever its state: open parents (ids delivered spans point at and that it has not
+// seen), content waiting for its span, content joined onto its spans (for copies sent again), and
+// durable (the records of its dropped spans are journaled).
+//
+// A kept span is, in turn:
+//
+//	passed     it goes on in its own request, its parent settled (unchanged, re-parented, or a root)
+//	held       waiting for its parent (WaitParent: indexed under the unknown span its walk stopped at),
+//	           for its content (WaitContent), or both
+//	ready      released (or a delivery of its own call: carrying content joined on arrival, or a
+//	           connector), in a Delivery counted in ReadyBytes until the next component takes it
+//	handed on  Delivered (or Discarded): its journal record is done when its last span is
+//
+// With a journal every call runs: plan (read only: which spans may be held, or go on as deliveries
+// of the call) -> write ahead (one KindSpans record of copies of those spans) -> apply (the events
+// below, under the shard locks) -> write the open parents and dropped spans it made known (idempotent:
+// a resend writes them again) -> answer. A failed write ahead refuses the call before anything
+// changed; nothing is ever undone. A span the plan did not expect to hold (its trace changed since)
+// goes on at once by rule 1 instead of being held.
+//
+// Why this design: the plan looks at the call itself (a span whose walk ends inside the call can
+// hold nothing) and asks the memory only two read-only questions per span (is content waiting for
+// it, is it an open parent), so calls of whole traces write no held span and the plan adds no state.
+// Planning from a copy of the memory, or applying and undoing, would each add states; what the plan
+// cannot foresee (a trace changing between plan and apply) ends in rule 1, which is always safe.
+// Without a journal there is no plan: the benchmarks of the held path run that way.
+//
+// # Events
+//
+//	event                     effect
+//	span arrives, kept        recorded; walk up through dropped records: root / below the first
+//	                          delivered span (cycle: root) / held on the first unknown span;
+//	                          content waiting for it, or joined onto an earlier copy, joins it
+//	span arrives, dropped     recorded; an open parent becomes a connector span; its waiting content
+//	                          is discarded (span_dropped)
+//	parent arrives            the spans held on it walk on: released, or held on the next unknown span
+//	content arrives           a held span gathers it (released once complete); before its span it
+//	                          waits content_join.wait; after its span went on it is discarded
+//	wait ends                 wait_duration idle or max_wait_duration: held spans go on pointing at the
+//	                          unknown span (open parent); content wait: the span goes with what came
+//	budget exceeded           idle/late traces forgotten oldest first, then waiting traces released
+//	                          (rule 1); waiting content is never evicted (the logs side pushes back)
+//	next component refuses    retryable: the Delivery is requeued (still in the budget, still
+//	                          journaled); permanent: counted undeliverable, its records done
+//	shutdown                  Drain releases every held span by rule 1 (on_shutdown: keep leaves
+//	                          them journaled)
+//	recovery                  dropped records, then open parents, then held spans and content are
+//	                          restored from the journal; held spans keep their original held time
+//	remember_duration idle    an idle trace is forgotten, or compacted to late when it has open
+//	                          parents or waiting content; late_parent_window ends a late trace
+//
+// # Invariants (the tests' oracle: checkInvariants checks 1-6 and calls checkCounts, which checks
+// 7, at the end of every scenario; the journal tests check 8)
+//
+//  1. A delivered kept span hangs, through connectors only, below its nearest kept ancestor; it is
+//     a root only when every ancestor is known dropped (or its parents form a cycle); otherwise it
+//     points at a span that never arrived (an open parent), never at one that arrived and was
+//     dropped without a connector.
+//  2. No delivered span is its own ancestor.
+//  3. Only kept spans and connectors are delivered; a connector carries only its marker.
+//  4. Nothing is delivered twice, except after a restart (at least once), with the same parent.
+//  5. After shutdown nothing is held and every kept span that arrived was delivered.
+//  6. A held span waits only on a span its trace does not know.
+//  7. The memory's counters (bytes, held bytes, held spans) are the sums over its traces and held
+//     items, and the items counted by an estimate are exactly those on their shard's unsized list.
+//  8. Journal (Config.Journaled): a span is held only if its call wrote it ahead; a call is
+//     acknowledged only once the open parents and the dropped spans it made known are written too; a record of held spans is removed when its last span is handed on, a
+//     record of open parents when they closed, a record of dropped spans when every trace in it is
+//     forgotten; a call of whole traces with no content waiting writes no held span.
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
