@@ -42,6 +42,7 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 
 // decideAll runs the filter on every span of td.
 func (p *spanFilterProcessor) decideAll(td ptrace.Traces, sc *batchScratch) {
+	now := p.now()
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		sss := rss.At(i).ScopeSpans()
@@ -56,6 +57,10 @@ func (p *spanFilterProcessor) decideAll(td ptrace.Traces, sc *batchScratch) {
 				case !v.decision.kept():
 				case v.sampledOut:
 					d.Verdict = tracememory.KeepIfExperiment
+					// The shared memory remembers the marking span for as long as the score connectors do.
+					if e := p.filter.experiments; e != nil && e.Keep(spans.At(k).TraceID(), v.experiment, now) {
+						d.MarksExperiment = true
+					}
 				default:
 					d.Verdict = tracememory.Keep
 				}

@@ -51,6 +51,7 @@ func createTraces(ctx context.Context, set processor.Settings, cfg component.Con
 					return err
 				}
 				p.filter.sampler = decider.Ratio()
+				p.filter.experiments = decider
 			}
 			if err := shared.Start(ctx, host); err != nil {
 				return err

@@ -69,6 +69,10 @@ type spanFilter struct {
 	dropScopeSpanName []scopeSpanNameRule
 
 	sampler sampling.Ratio
+	// experiments is the svcsampling extension's memory of experiment traces when the config names
+	// the extension (nil otherwise). It outlives the trace memory's remember_duration (30 s idle),
+	// so a late span of a sampled-out experiment trace is kept as its scores are in the connectors.
+	experiments *sampling.Decider
 }
 
 type scopeSpanNameRule struct {
