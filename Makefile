@@ -149,7 +149,8 @@ bench: build $(PEER)
 bench-tracememory:
 	benchmarks/compare-tracememory.sh $(or $(BASE),61421b8) $(or $(COUNT),6)
 
-## faults: the fault tests with a 60-second outage and longer loads.
+## faults: the fault tests with a 60-second outage and longer loads (the two-tier gateway kills:
+## 90 s of agent runs; SVC_FAULTS_SEED=N replays the kill moments and input of a run).
 faults: build
 	cd testbed && SVC_OTELCOL_BIN=$(BIN) SVC_FAULTS=long $(GO) test -count=1 -timeout 60m -v -run 'Fault' ./e2e/... 2>&1 | tee $(BUILD_DIR)/faults.log
 
