@@ -14,7 +14,7 @@ type Config struct {
 
 	// UpgradeTraceIO copies svc.trace.input / svc.trace.output of a root span (older SDKs'
 	// trace-level input and output) to svc.observation.input / svc.observation.output of that
-	// span, where the new contract reads trace input and output from (SPEC.md 4.5); the
+	// span, where the new contract reads trace input and output from (docs/contract.md §12); the
 	// trace-level attributes stay.
 	UpgradeTraceIO bool `mapstructure:"upgrade_trace_io"`
 

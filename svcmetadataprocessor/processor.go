@@ -17,7 +17,7 @@ import (
 )
 
 // maxPropagatedMetadataLength is the platform's limit on a propagated metadata value, in
-// characters of its JSON text (SPEC.md 8): a string keeps at most 198 characters.
+// characters of its JSON text (docs/contract.md §6): a string keeps at most 198 characters.
 const maxPropagatedMetadataLength = 200
 
 type metadataProcessor struct {
@@ -249,7 +249,7 @@ func (p *metadataProcessor) overPropagatedLimit(span ptrace.Span, key, text stri
 }
 
 // upgradeTraceIO copies svc.trace.input / svc.trace.output of a root span to the root
-// observation's svc.observation.input / svc.observation.output (SPEC.md 4.5: trace input and
+// observation's svc.observation.input / svc.observation.output (docs/contract.md §12: trace input and
 // output come from the root observation). The trace-level attributes stay: the platform reads
 // them first for the trace's input and output. When the observation has its own value, that
 // value stays.

@@ -346,7 +346,7 @@ func TestPromotionKeepsWhatThePlatformReads(t *testing.T) {
 								continue
 							}
 							if name == "svc.trace.metadata" || strings.HasPrefix(name, svcattr.TraceMetadataPrefix) {
-								continue // new-SDK encoding and the 200-character limit apply (SPEC.md 8)
+								continue // new-SDK encoding and the 200-character limit apply (docs/contract.md §6)
 							}
 							got, ok := after.Get(name)
 							if assert.True(t, ok, "span %d: %s removed", k, name) {

@@ -12,7 +12,7 @@ import (
 	"github.com/svc/svc-collector/pkg/svcattr"
 )
 
-// Input is the observation's input as the platform shows it (a raw string, SPEC.md 2.3); ok is
+// Input is the observation's input as the platform shows it (a raw string, docs/contract.md §13); ok is
 // false when it has none.
 func (v *View) Input() (string, bool) {
 	v.readIO()

@@ -14,7 +14,7 @@ import (
 // and the Vercel AI SDK's ai.telemetry.metadata.<key> (but userId, sessionId, tags and svcPrompt,
 // which are trace fields), first; then the members of the JSON object svc.observation.metadata
 // (else svc.metadata). A per-key value is the JSON value decoded on spans of the new SDK majors
-// (svcattr.IsNewSDKEncoding, SPEC.md 9.2.2: numbers are float64, objects map[string]any) and the
+// (svcattr.IsNewSDKEncoding, docs/contract.md §5: numbers are float64, objects map[string]any) and the
 // OTLP value as it arrived on every other span (int64, float64, bool, string, map[string]any,
 // []any). A path walks into nested objects ("a.b" is key b of object a); a key that itself
 // contains dots is found too, the longest existing key first.
