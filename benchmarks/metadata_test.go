@@ -114,7 +114,7 @@ func newContribRedaction(tb testing.TB, next consumer.Traces) processor.Traces {
 		"summary":              "silent",
 	})
 	// The batch is a third-party instrumentation's: the platform stores its metadata as it arrives
-	// (SPEC.md 9.2.2), so the job both pipelines are compared on is masking alone; no OTTL
+	// (docs/contract.md §7), so the job both pipelines are compared on is masking alone; no OTTL
 	// encoding statement belongs in the contrib pipeline.
 	return createTraces(tb, rf, rcfg, next)
 }

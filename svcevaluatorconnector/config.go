@@ -31,7 +31,7 @@ type EvaluatorConfig struct {
 	// Name identifies the evaluator: in score ids, metrics and the score's metadata. Unique.
 	Name string `mapstructure:"name"`
 	// Filter selects the observations: a v2 filter, a JSON array of {type, column, operator,
-	// value} objects (SPEC.md 4.4; pkg/observation). Empty: every observation.
+	// value} objects (docs/contract.md §13; pkg/observation). Empty: every observation.
 	Filter string `mapstructure:"filter"`
 	// Check is what the evaluator computes: exactly one check.
 	Check CheckConfig `mapstructure:"check"`

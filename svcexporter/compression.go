@@ -12,7 +12,7 @@ import (
 const compressionNone configcompression.Type = "none"
 
 // compressionEnvVars are read in this order when the config does not set `compression`; the
-// first one that is set wins (SPEC.md 8: the SDKs honour SVC_OTEL_COMPRESSION and the two
+// first one that is set wins (docs/contract.md §4: the SDKs honour SVC_OTEL_COMPRESSION and the two
 // standard OTLP variables).
 var compressionEnvVars = []string{
 	"SVC_OTEL_COMPRESSION",

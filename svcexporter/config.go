@@ -30,7 +30,7 @@ const (
 )
 
 // MinServerVersion is the oldest platform version the new SDK majors, and so this exporter,
-// support (SPEC.md 1, 8, 9.1).
+// support (docs/contract.md §1).
 const MinServerVersion = "4.59.0"
 
 // Config is the configuration of the svc exporter.
@@ -46,7 +46,7 @@ type Config struct {
 	SecretKey configopaque.String `mapstructure:"secret_key"`
 
 	// PassThrough: the gateway holds no keys; each push goes with the credentials of the request
-	// its data came in with (client metadata `authorization`, DESIGN.md 2.5).
+	// its data came in with (client metadata `authorization`, docs/architecture.md §7).
 	PassThrough bool `mapstructure:"pass_through"`
 
 	// ServerVersionCheck: enforce (default), warn or off.

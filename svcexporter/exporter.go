@@ -28,7 +28,7 @@ import (
 	"github.com/svc/svc-collector/svcexporter/internal/metadata"
 )
 
-// Paths of the platform's public API below `endpoint` (DESIGN.md 2.1, SPEC.md 4.1).
+// Paths of the platform's public API below `endpoint` (docs/contract.md §2, §11).
 const (
 	tracesPath = "/api/public/otel/v1/traces"
 	scoresPath = "/api/public/scores"
@@ -73,7 +73,7 @@ type svcExporter struct {
 	userAgent   string
 
 	// Neither client compresses: span bodies come compressed by codec (the SDKs compress span
-	// batches only, SPEC.md 8), scores and the health check go out as plain JSON.
+	// batches only, docs/contract.md §4), scores and the health check go out as plain JSON.
 	tracesClient *http.Client
 	plainClient  *http.Client
 

@@ -19,7 +19,7 @@ import (
 type recordRef struct{ resource, scope, record int }
 
 // pushScores maps the score records of ld onto CreateScoreRequests, drops the invalid ones
-// (SPEC.md 7.2) and sends the rest to POST {endpoint}/api/public/scores in requests of at most
+// (docs/contract.md §10) and sends the rest to POST {endpoint}/api/public/scores in requests of at most
 // scorerecord.MaxBatchSize. When a request fails with a retryable error, the records from that
 // request on come back to the exporterhelper's retry (consumererror.Logs), so an accepted
 // request is never sent twice by this exporter; a resent one is deduplicated by the platform
@@ -161,7 +161,7 @@ func (e *svcExporter) sendScores(ctx context.Context, c requestCredentials, batc
 		return nil
 	}
 
-	// 207: part of the batch is rejected; the rejected scores are not retried (SPEC.md 7.1).
+	// 207: part of the batch is rejected; the rejected scores are not retried (docs/contract.md §11).
 	var result partialResult
 	if err := json.Unmarshal(resp.body, &result); err != nil {
 		e.logger.Warn(fmt.Sprintf("svc rejected some of %d scores in batch: the response body is unreadable", len(batch)),

@@ -14,7 +14,7 @@ type Config struct {
 
 	// UpgradeTraceIO moves svc.trace.input / svc.trace.output of a root span (older SDKs'
 	// trace-level input and output) to svc.observation.input / svc.observation.output of that
-	// span, where the platform now reads trace input and output from (SPEC.md 4.5).
+	// span, where the platform now reads trace input and output from (docs/contract.md §12).
 	UpgradeTraceIO bool `mapstructure:"upgrade_trace_io"`
 
 	// Masking masks every attribute value of the span (except structural ones), event and link

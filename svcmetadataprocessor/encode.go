@@ -10,7 +10,7 @@ import (
 	"github.com/svc/svc-collector/pkg/jsontext"
 )
 
-// This file is the one place that writes metadata values as JSON text (SPEC.md 2.4, 9.2.2).
+// This file is the one place that writes metadata values as JSON text (docs/contract.md §5).
 // The output is what JSON.stringify / json.dumps(ensure_ascii=False) would write for the same
 // typed value: no insignificant whitespace, non-ASCII characters left as they are, map entries
 // in their OTLP order.

@@ -7,7 +7,7 @@ import (
 )
 
 // spanEncoding is how one span's metadata values are written: the way the platform reads that
-// span (SPEC.md 9.2.2, DESIGN.md 2.3). The platform decodes JSON metadata only on spans of the
+// span (docs/contract.md §5). The platform decodes JSON metadata only on spans of the
 // new SDK majors and stores every other span's metadata exactly as it arrives, so the encoding
 // is a property of the span's scope and resource, never of anything the gateway adds.
 type spanEncoding uint8

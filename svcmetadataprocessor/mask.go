@@ -16,7 +16,7 @@ import (
 // masking.skip_attributes), event and link attributes, the status message. Observation
 // metadata is masked as decoded values and written back in the span's encoding (JSON text on
 // new-SDK spans, raw OTLP values elsewhere); propagated metadata (svc.trace.metadata.*) is not
-// masked (SPEC.md 9.2.2).
+// masked (docs/contract.md §7).
 func (p *metadataProcessor) maskSpan(span ptrace.Span, enc spanEncoding, c *counts) {
 	e := p.masker
 	var st masking.Stats

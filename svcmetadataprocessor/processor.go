@@ -16,7 +16,7 @@ import (
 )
 
 // maxPropagatedMetadataLength is the platform's limit on a propagated metadata value, in
-// characters of its JSON text (SPEC.md 8): a string keeps at most 198 characters.
+// characters of its JSON text (docs/contract.md §6): a string keeps at most 198 characters.
 const maxPropagatedMetadataLength = 200
 
 type metadataProcessor struct {
@@ -207,7 +207,7 @@ func (p *metadataProcessor) dropLongPropagatedMetadata(span ptrace.Span) int64 {
 }
 
 // upgradeTraceIO moves svc.trace.input / svc.trace.output of a root span to the root
-// observation's svc.observation.input / svc.observation.output (SPEC.md 4.5). When the
+// observation's svc.observation.input / svc.observation.output (docs/contract.md §12). When the
 // observation has its own value, that value stays and the trace-level one is left in place.
 func upgradeTraceIO(attrs pcommon.Map) {
 	for _, pair := range [...][2]string{

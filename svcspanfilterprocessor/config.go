@@ -30,7 +30,7 @@ const (
 	onShutdownKeep    = "keep"
 )
 
-// removedBlockedScopesKey is the option of the Python SDK v4 that SPEC.md 4.5 removed. A config that
+// removedBlockedScopesKey is the option of the Python SDK v4 that the SDKs removed (docs/contract.md §12). A config that
 // still sets it must fail loudly instead of silently keeping the spans the user meant to block.
 const removedBlockedScopesKey = "blocked_instrumentation_scopes"
 

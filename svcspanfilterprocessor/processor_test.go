@@ -88,7 +88,7 @@ func goldenCases() []goldenCase {
 			wantTree: map[string]string{"svc-sdk generation": "", "openai chat": "", "hand-made llm call": ""},
 		},
 		{
-			// SPEC.md 9.2.7: only names starting with `gen_ai.` (with the dot) are GenAI.
+			// docs/contract.md §8: only names starting with `gen_ai.` (with the dot) are GenAI.
 			name: "gen_ai_dot_vs_gen_ai_custom",
 			steps: func(h *harness) {
 				h.consume(
@@ -207,7 +207,7 @@ func goldenCases() []goldenCase {
 			}(),
 		},
 		{
-			// SPEC.md 9.2.4: experiments must not be sampled; the trace below is sampled out at any rate < 1.
+			// docs/contract.md §9: experiments must not be sampled; the trace below is sampled out at any rate < 1.
 			name:   "experiments_never_sampled",
 			config: func(cfg *Config) { cfg.SampleRate = 0.01 },
 			steps: func(h *harness) {

@@ -10,7 +10,7 @@ import (
 	"github.com/svc/svc-collector/pkg/svcattr"
 )
 
-// genAIAttributePrefix: SPEC.md 9.2.7, the dot is part of it (`gen_ai_custom` is not GenAI).
+// genAIAttributePrefix: docs/contract.md §8, the dot is part of it (`gen_ai_custom` is not GenAI).
 const genAIAttributePrefix = "gen_ai."
 
 // decision is the outcome of the filter for one span, and the reason the metrics report.
@@ -136,7 +136,7 @@ func (f *spanFilter) decide(v *scopeVerdict, span ptrace.Span) decision {
 
 // spanVerdict is the filter's view of one span: the rule that keeps or drops it, whether the
 // sampler takes a kept span out, and whether the span marks its trace as an experiment (then its
-// trace's sampled-out spans are kept: SPEC.md 9.2.4, per trace).
+// trace's sampled-out spans are kept: docs/contract.md §9, per trace).
 type spanVerdict struct {
 	decision   decision
 	sampledOut bool

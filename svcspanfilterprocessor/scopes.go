@@ -15,7 +15,7 @@ type knownScope struct {
 const openTelemetryInstrumentationPrefix = "opentelemetry.instrumentation."
 
 // knownScopes is the one table of instrumentation scopes whose spans the default filter keeps, as the
-// svc platform's own SDKs list them (DESIGN.md 2.2). Add a scope here and nowhere else (the README's
+// svc platform's own SDKs list them (docs/contract.md §8). Add a scope here and nowhere else (the README's
 // list of known scopes is checked against this table by TestReadmeListsKnownScopes).
 var knownScopes = []knownScope{
 	{name: svcattr.SDKScopeName},  // the svc SDKs themselves

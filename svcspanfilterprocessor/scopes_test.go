@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The known scopes are the svc SDKs' list (DESIGN.md 2.2); this pins the table's size and shape so
+// The known scopes are the svc SDKs' list (docs/contract.md §8); this pins the table's size and shape so
 // that an edit to it is deliberate.
 func TestKnownScopesTable(t *testing.T) {
 	assert.Len(t, knownScopes, 39)

@@ -1,5 +1,5 @@
 // Package credentials is the one reading of svc API credentials in a request: `Authorization:
-// Basic base64(public_key:secret_key)`, as the platform's SDKs send them (DESIGN.md 2.1, 2.5). The
+// Basic base64(public_key:secret_key)`, as the platform's SDKs send them (docs/contract.md §2, docs/architecture.md §7). The
 // gateway's receiver authenticator (svcauthextension) and the exporter's pass-through mode both use
 // it, so that what the receiver lets in is exactly what the exporter can forward.
 //

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Filter is a v2 observation filter (SPEC.md 4.4, 9.3): a JSON array of objects with the keys
+// Filter is a v2 observation filter (docs/contract.md §13): a JSON array of objects with the keys
 // type, column, operator and value, all of which must hold for an observation to match. The
 // same text selects observations in the Python SDK's run_batched_evaluation() and at the
 // gateway.
@@ -27,7 +27,7 @@ import (
 //	                  environment, sessionId, model
 //	number columns:   latency (seconds), inputTokens, outputTokens, totalTokens, totalCost
 //	datetime columns: startTime, endTime
-//	any type:         metadata.<path>, traceMetadata.<path> (typed, SPEC.md 9.2.3: a number
+//	any type:         metadata.<path>, traceMetadata.<path> (typed, docs/contract.md §5: a number
 //	                  filter never matches the string "5"), attributes.<span attribute key>
 //
 // A column that the observation lacks (no model, no such metadata key) matches no operator but

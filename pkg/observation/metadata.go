@@ -10,7 +10,7 @@ import (
 )
 
 // Metadata is the value at a dotted path of the observation's metadata
-// (svc.observation.metadata.<key>), as the platform stores it (SPEC.md 9.2.2, 9.2.3): on spans of
+// (svc.observation.metadata.<key>), as the platform stores it (docs/contract.md §5): on spans of
 // the new SDK majors (svcattr.IsNewSDKEncoding) the JSON value decoded (numbers are float64,
 // objects map[string]any), on every other span the OTLP value as it arrived (int64, float64,
 // bool, string, map[string]any, []any). A path walks into nested objects ("a.b" is key b of

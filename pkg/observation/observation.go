@@ -1,8 +1,8 @@
 // Package observation is the gateway's one reading of how the svc platform turns a span into an
-// observation (SPEC.md 2.3, 2.4, 9.2.2): its type, level, model, input and output, usage, cost,
+// observation (docs/contract.md §5, §13): its type, level, model, input and output, usage, cost,
 // environment and metadata. The gateway's components that reason about observations (the
 // svcevaluator connector's selection and checks) import it; the local platform
-// (testbed/platform/observation.go) keeps its own reading of SPEC.md and does not, so that
+// (testbed/platform/observation.go) keeps its own reading of docs/contract.md and does not, so that
 // the two readings check each other in the end-to-end tests.
 package observation
 
@@ -120,7 +120,7 @@ func (v *View) StatusMessage() string { return v.Span.Status().Message() }
 // Model is gen_ai.request.model, else gen_ai.response.model, else "".
 func (v *View) Model() string { return v.firstString(AttrRequestModel, AttrResponseModel) }
 
-// Input is the observation's raw input (SPEC.md 2.3): svc.observation.input, else
+// Input is the observation's raw input (docs/contract.md §13): svc.observation.input, else
 // gen_ai.input.messages; ok is false when the span has neither.
 func (v *View) Input() (string, bool) {
 	s := v.firstString(svcattr.ObservationInput, svcattr.GenAIInputMessages)

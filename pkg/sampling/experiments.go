@@ -17,7 +17,7 @@ const (
 	DefaultExperimentTracesTTL = time.Hour
 )
 
-// ExperimentTraces remembers which traces are experiment runs (SPEC.md 9.2.4: experiments are
+// ExperimentTraces remembers which traces are experiment runs (docs/contract.md §9: experiments are
 // never sampled), so that once any span of a trace marks it, the trace's later spans and scores
 // escape sampling too, even when they carry no experiment attribute themselves.
 //

@@ -1,7 +1,7 @@
 // Package sampling holds the one TraceIdRatioBased decision that the svc components share.
 //
 // The span filter and the score connector must drop the same traces for the same rate, and both
-// must agree with an OpenTelemetry SDK configured with that rate (SPEC.md 8: sampled-out traces lose
+// must agree with an OpenTelemetry SDK configured with that rate (docs/contract.md §9: sampled-out traces lose
 // their spans and their scores). The rule is the OpenTelemetry Go SDK's TraceIDRatioBased sampler:
 // the low 64 bits of the trace id, shifted right by one, against floor(rate * 2^63).
 package sampling

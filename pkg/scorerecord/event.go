@@ -96,7 +96,7 @@ var ErrInvalidTarget = fmt.Errorf("%s must be %q or %q", AttrTarget, TargetObser
 
 // Score maps a scoring event onto a score. queuedAt is the timestamp of a score whose event has
 // no time. The score's name and value are not validated here: the svc exporter validates every
-// score at one place (SPEC.md 7.2), so a score without a name or value goes on and is logged and
+// score at one place (docs/contract.md §10), so a score without a name or value goes on and is logged and
 // dropped there. Only what the event alone can tell fails here: the target (ErrInvalidTarget).
 func (ev Event) Score(queuedAt pcommon.Timestamp) (Score, error) {
 	s := Score{
@@ -189,7 +189,7 @@ func (ev Event) Score(queuedAt pcommon.Timestamp) (Score, error) {
 		// gen_ai.evaluation.result with both: the number is the score, the label rides along.
 		scoreMetadata(&s).PutStr(metadataLabelKey, label)
 	case hasLabel:
-		// A label without a value is a categorical score (DESIGN.md 2.4).
+		// A label without a value is a categorical score (docs/contract.md §10).
 		s.Value = pcommon.NewValueStr(label)
 		if s.DataType == "" {
 			s.DataType = DataTypeCategorical

@@ -235,7 +235,7 @@ func TestToScore(t *testing.T) {
 }
 
 // An evaluation event without value and label still becomes a record: the exporter is where
-// invalid scores are logged and dropped (SPEC.md 7.2), and it will refuse this one.
+// invalid scores are logged and dropped (docs/contract.md §10), and it will refuse this one.
 func TestToScoreLeavesValidationToTheExporter(t *testing.T) {
 	tests := []struct {
 		name  string

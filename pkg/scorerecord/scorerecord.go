@@ -1,6 +1,6 @@
 // Package scorerecord is the one definition of a score record: the log record that carries an
 // evaluation score from the svcscore connector (or straight from an application) to the svc
-// exporter, and its mapping onto the platform's CreateScoreRequest (SPEC.md 2.2, 4.1, 7.2).
+// exporter, and its mapping onto the platform's CreateScoreRequest (docs/contract.md §10, §11).
 //
 // A score record is a plog.LogRecord whose event name is EventName and whose attributes are the
 // Attr* names below. Its TraceID is the score's traceId; its SpanID, when set, the observationId
@@ -40,7 +40,7 @@ const (
 	AttrConfigID    = "svc.score.config_id"
 	AttrEnvironment = "svc.score.environment"
 	// AttrSessionID and AttrDatasetRunID name what a score without a trace is about: a session,
-	// or an experiment run (a run-level score, SPEC.md 9.2.4). The platform refuses a score
+	// or an experiment run (a run-level score, docs/contract.md §9). The platform refuses a score
 	// that names none of trace, session and dataset run.
 	AttrSessionID    = "svc.score.session_id"
 	AttrDatasetRunID = "svc.score.dataset_run_id"
@@ -67,11 +67,11 @@ const (
 	DataTypeBoolean     = "BOOLEAN"
 )
 
-// MaxBatchSize is the most scores one POST /api/public/scores request may carry (SPEC.md 8).
+// MaxBatchSize is the most scores one POST /api/public/scores request may carry (docs/contract.md §11).
 const MaxBatchSize = 100
 
 // Score is what a producer knows of one score. Value must be a number or a string value; the
-// producer does not validate it: the exporter does (SPEC.md 7.2), so that a bad score is logged
+// producer does not validate it: the exporter does (docs/contract.md §10), so that a bad score is logged
 // and dropped at one place.
 type Score struct {
 	ID            string
@@ -125,7 +125,7 @@ func putIfSet(attrs pcommon.Map, key, value string) {
 }
 
 // Request is the platform's CreateScoreRequest, as sent in the JSON array of
-// POST /api/public/scores (camelCase names, SPEC.md 2.2).
+// POST /api/public/scores (camelCase names, docs/contract.md §10).
 type Request struct {
 	ID            string         `json:"id,omitempty"`
 	TraceID       string         `json:"traceId,omitempty"`
@@ -232,7 +232,7 @@ var (
 	ErrInvalidValue   = errors.New("score value is neither a number nor a string")
 )
 
-// Validate applies the client-side validation of SPEC.md 7.2: a score with an empty name, or a
+// Validate applies the client-side validation of docs/contract.md §10: a score with an empty name, or a
 // value that is a non-finite number or neither number nor string, must be dropped.
 func (r Request) Validate() error {
 	if r.Name == "" {
@@ -254,7 +254,7 @@ func (r Request) Validate() error {
 
 // DeterministicID derives a stable score id from what identifies the scoring event, so that a
 // resent batch replaces its scores at the platform instead of duplicating them (the batch
-// response carries no ids, SPEC.md 2.2). The id has the 8-4-4-4-12 UUID layout (version 8): the
+// response carries no ids, docs/contract.md §10). The id has the 8-4-4-4-12 UUID layout (version 8): the
 // first 16 bytes of the SHA-256 of the parts, each followed by a zero byte.
 func DeterministicID(parts ...string) string {
 	// The parts are hashed from one buffer, on the stack for ids of ordinary size, because the

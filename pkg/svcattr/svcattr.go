@@ -1,8 +1,8 @@
-// Package svcattr names the span attributes of the svc platform's contract (SPEC.md 2.4, 9.2)
+// Package svcattr names the span attributes of the svc platform's contract (docs/contract.md §5)
 // and the one rule that tells whether a span's metadata is in the new JSON encoding, which the
 // platform decodes (svc SDK JS/TS >= 6, Python >= 5).
 // The gateway's components import these; the local platform (testbed/platform) keeps its own
-// reading of SPEC.md and does not.
+// reading of docs/contract.md and does not.
 package svcattr
 
 import (
@@ -35,7 +35,7 @@ const (
 	OriginalParentSpanID = "svc.original_parent_span_id"
 
 	ExperimentPrefix = "svc.experiment."
-	// EnvironmentExperiment is the svc.environment value of experiment spans (SPEC.md 9.2.4).
+	// EnvironmentExperiment is the svc.environment value of experiment spans (docs/contract.md §9).
 	EnvironmentExperiment = "sdk-experiment"
 )
 
@@ -54,7 +54,7 @@ const SDKScopeName = "svc-sdk"
 const TelemetrySDKLanguage = "telemetry.sdk.language"
 
 // newEncodingMajor is the first SDK major, by telemetry.sdk.language, whose metadata values
-// are JSON-encoded (SPEC.md 9.2.2: JS/TS v6, Python v5).
+// are JSON-encoded (docs/contract.md §5: JS/TS v6, Python v5).
 var newEncodingMajor = map[string]int{
 	"nodejs":     6,
 	"javascript": 6,
@@ -89,7 +89,7 @@ func majorVersion(version string) (int, bool) {
 
 // IsExperimentAttribute reports whether one span attribute marks its span as part of an
 // experiment run: any svc.experiment.* attribute, or svc.environment = sdk-experiment. Spans and
-// scores of experiments are never sampled out (SPEC.md 9.2.4). Callers that already range over
+// scores of experiments are never sampled out (docs/contract.md §9). Callers that already range over
 // a span's attributes test each one with this; others use IsExperiment.
 func IsExperimentAttribute(key string, value pcommon.Value) bool {
 	return strings.HasPrefix(key, ExperimentPrefix) ||

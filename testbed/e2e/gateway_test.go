@@ -70,7 +70,7 @@ func TestDeliversGenAISpansOfAnAgentTrace(t *testing.T) {
 
 // TestCompression: span batches are gzip-compressed unless the config or, when the config does
 // not say, the environment (SVC_OTEL_COMPRESSION, then OTEL_EXPORTER_OTLP_TRACES_COMPRESSION,
-// then OTEL_EXPORTER_OTLP_COMPRESSION) says none (SPEC.md 8).
+// then OTEL_EXPORTER_OTLP_COMPRESSION) says none (docs/contract.md §4).
 func TestCompression(t *testing.T) {
 	tests := []struct {
 		name     string

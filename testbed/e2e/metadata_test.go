@@ -19,7 +19,7 @@ import (
 )
 
 // Tests of the svcmetadata processor in the built distribution (issues 4 and 16): metadata reaches
-// the platform in the encoding the platform decodes for that span (SPEC.md 9.2.2, DESIGN.md 2.3),
+// the platform in the encoding the platform decodes for that span (docs/contract.md §5),
 // and the default config's masking keeps e-mail addresses away from it.
 
 const e2eEmail = "jane.doe@example.com"

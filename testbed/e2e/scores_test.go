@@ -153,7 +153,7 @@ func scoreNames(m map[string]readapi.Score) []string {
 }
 
 // 250 scores that reach the gateway in one OTLP request leave it as three requests of 100,
-// 100 and 50 scores (SPEC.md 4.1, 8: at most 100 per request).
+// 100 and 50 scores (docs/contract.md §11: at most 100 per request).
 func TestScoresArriveInBatchesOfAtMost100(t *testing.T) {
 	g := startGateway(t, gatewayOptions{})
 	tp := g.tracerProvider(t, "support-agent")

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Headers the svc clients send beside Authorization (DESIGN.md 2.1).
+// Headers the svc clients send beside Authorization (docs/contract.md §2).
 const (
 	HeaderPublicKey  = "X-Svc-Public-Key"
 	HeaderSDKName    = "X-Svc-Sdk-Name"

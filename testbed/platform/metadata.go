@@ -8,11 +8,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// The platform's own reading of SPEC.md 2.4 and 9.2.2. These names and the decoding rule are
+// The platform's own reading of docs/contract.md §5. These names and the decoding rule are
 // spelled here on purpose: the stand-in must not take them from the gateway (pkg/svcattr), or a
 // gateway bug would be confirmed by its own code.
 
-// Span and resource attributes the platform reads (SPEC.md 2.4; OpenTelemetry semantic
+// Span and resource attributes the platform reads (docs/contract.md §5; OpenTelemetry semantic
 // conventions for the SDK language).
 const (
 	attrObservationMetadataPrefix = "svc.observation.metadata."
@@ -29,7 +29,7 @@ const (
 const sdkScope = "svc-sdk"
 
 // firstDecodingMajor is, by telemetry.sdk.language, the first SDK major whose metadata the
-// server decodes as JSON: JS/TS v6, Python v5 (SPEC.md 9.2.2).
+// server decodes as JSON: JS/TS v6, Python v5 (docs/contract.md §5).
 var firstDecodingMajor = map[string]int{
 	"nodejs":     6,
 	"javascript": 6,

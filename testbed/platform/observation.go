@@ -54,7 +54,7 @@ type Observation struct {
 	StatusMessage       string
 	Environment         string // svc.environment of the span, else of the resource, else "default"
 	SessionID           string // svc.session.id, else session.id
-	// Input and Output are raw strings (SPEC.md 2.3): svc.observation.input/output, else
+	// Input and Output are raw strings (docs/contract.md §13): svc.observation.input/output, else
 	// gen_ai.input.messages/gen_ai.output.messages; empty when the span has neither.
 	Input  string
 	Output string

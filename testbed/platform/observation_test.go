@@ -99,7 +99,7 @@ func TestObservationFields(t *testing.T) {
 	}
 }
 
-// The platform decodes JSON metadata only for spans from JS/TS v6+ / Python v5+ (SPEC.md 9.2.2);
+// The platform decodes JSON metadata only for spans from JS/TS v6+ / Python v5+ (docs/contract.md §5);
 // every other span's metadata is stored as it arrives, with its OTLP type.
 func TestMetadataDecoding(t *testing.T) {
 	// The same attributes, sent by resources and scopes the rule does or does not decode.

@@ -1,9 +1,9 @@
-// Package platform is a local, strict stand-in for the svc platform (DESIGN.md §3): the HTTP
+// Package platform is a local, strict stand-in for the svc platform (docs/architecture.md §8): the HTTP
 // server that the demo and every end-to-end, fault and load test send to. It rejects what the
 // real platform rejects (auth, content types, encodings, malformed payloads, the scores batch
-// rules of SPEC.md 4.1), stores what it accepts the way the platform does (spans become
+// rules of docs/contract.md §11), stores what it accepts the way the platform does (spans become
 // observations, metadata of the new encoding is decoded to typed values, ids upsert), serves it
-// back through the read APIs SPEC.md names, and lets tests inject faults at run time.
+// back through the read APIs docs/contract.md names, and lets tests inject faults at run time.
 //
 // See README.md beside this file for the endpoints and the control API.
 package platform
@@ -21,7 +21,7 @@ import (
 )
 
 // DefaultVersion is the server version the health endpoint reports unless told otherwise: the
-// minimum version the new SDK majors need (SPEC.md 1, 8).
+// minimum version the new SDK majors need (docs/contract.md §1).
 const DefaultVersion = "4.59.0"
 
 // DefaultAddr listens on a free loopback port.

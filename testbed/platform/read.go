@@ -24,7 +24,7 @@ func (p *Platform) handleHealth(w http.ResponseWriter, _ *http.Request, _ *excha
 // request names none.
 const DefaultObservationFields = "core,basic"
 
-// observationGroups render the field groups of ObservationV2 (SPEC.md 2.3); see README.md for
+// observationGroups render the field groups of ObservationV2 (docs/contract.md §13); see README.md for
 // the table. "otel" is the testbed's own group: what arrived on the wire.
 var observationGroups = map[string]func(o *Observation, out map[string]any){
 	"core": func(o *Observation, out map[string]any) {

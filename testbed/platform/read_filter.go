@@ -9,7 +9,7 @@ import (
 )
 
 // observationFilterJSON is one object of the `filter` parameter of the v2 observations API
-// (SPEC.md 4.4): a JSON array of objects with exactly these keys.
+// (docs/contract.md §13): a JSON array of objects with exactly these keys.
 type observationFilterJSON struct {
 	Type     string          `json:"type"`
 	Column   string          `json:"column"`
@@ -63,10 +63,10 @@ func (fs observationFilters) match(o *Observation) bool {
 //   - type "boolean" on a metadata path: =, !=;
 //   - type "datetime" on startTime, endTime (RFC 3339 value): >, >=, <, <=.
 //
-// Metadata paths are typed, as on the platform for the new SDKs (SPEC.md 9.2.3): a number
+// Metadata paths are typed, as on the platform for the new SDKs (docs/contract.md §5): a number
 // filter never matches the string "5", and a path that is absent matches no operator. Filters
 // see values as stored: a number is a decoded JSON number of a new SDK's span or an int or
-// double that another span sent with its OTLP type (the stand-in's choice; SPEC.md does not
+// double that another span sent with its OTLP type (the stand-in's choice; docs/contract.md does not
 // say how the platform filters the old shape).
 func parseObservationFilters(param string) (observationFilters, *httpError) {
 	if param == "" {
@@ -202,7 +202,7 @@ func metadataColumn(column string) (func(o *Observation) map[string]any, string)
 	return nil, ""
 }
 
-// lookupPath walks a dotted path through nested objects (SPEC.md 9.2.3: `a.b = 1`). A key that
+// lookupPath walks a dotted path through nested objects (docs/contract.md §5: `a.b = 1`). A key that
 // itself contains dots is found too: the longest key that exists wins at each level.
 func lookupPath(m map[string]any, path string) any {
 	parts := strings.Split(path, ".")

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// MaxScoresPerBatch is the most scores one POST /api/public/scores may carry (SPEC.md 4.1, 8).
+// MaxScoresPerBatch is the most scores one POST /api/public/scores may carry (docs/contract.md §11).
 const MaxScoresPerBatch = 100
 
 // Score data types.
@@ -52,14 +52,14 @@ type ScoreError struct {
 	Message string `json:"message"`
 }
 
-// ScoreBatchResults is the body of a 207 answer (CreateScoreBatchResults, SPEC.md 2.2).
+// ScoreBatchResults is the body of a 207 answer (CreateScoreBatchResults, docs/contract.md §10).
 type ScoreBatchResults struct {
 	Accepted int          `json:"accepted"`
 	Rejected int          `json:"rejected"`
 	Errors   []ScoreError `json:"errors"`
 }
 
-// scoreBatchResponse is the body of a 200 answer: counts only, never ids (SPEC.md 2.2).
+// scoreBatchResponse is the body of a 200 answer: counts only, never ids (docs/contract.md §10).
 type scoreBatchResponse struct {
 	Accepted int `json:"accepted"`
 }

@@ -156,7 +156,7 @@ func TestScoresAnswers(t *testing.T) {
 	}
 	for _, id := range []string{`"a"`, `"id"`} {
 		if strings.Contains(string(ok.body), id) {
-			t.Errorf("200 answer %s carries a score id (SPEC.md 2.2 says it has none)", ok.body)
+			t.Errorf("200 answer %s carries a score id (docs/contract.md §10 says it has none)", ok.body)
 		}
 	}
 

@@ -1,4 +1,4 @@
-// Package readapi is a client of the svc platform's read APIs that SPEC.md names (v2
+// Package readapi is a client of the svc platform's read APIs that docs/contract.md names (v2
 // observations, v3 scores), as an application of the platform would call them. The demo and the
 // end-to-end tests read back through it what the gateway delivered, instead of peeking into the
 // local platform's memory.
@@ -21,7 +21,7 @@ type Client struct {
 	HTTP      *http.Client // default http.DefaultClient
 }
 
-// Observation is one observation of GET /api/public/v2/observations (SPEC.md 2.3).
+// Observation is one observation of GET /api/public/v2/observations (docs/contract.md §13).
 type Observation struct {
 	ID                  string         `json:"id"`
 	TraceID             string         `json:"traceId"`
