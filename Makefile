@@ -168,7 +168,7 @@ image-test: image
 .PHONY: refs staticcheck generate-check tidy-check tidy
 ## lint: gofmt, vet, one release per module family, references to files in the repository,
 ## staticcheck, the changelog entries, generated files current, every go.mod tidy.
-lint: fmt-check vet versions staticcheck chlog-validate generate-check tidy-check
+lint: fmt-check vet versions refs staticcheck chlog-validate generate-check tidy-check
 
 ## refs: every file and docs/ section that a comment or document cites is in the repository.
 refs:
