@@ -53,12 +53,15 @@ func (p *spanFilterProcessor) decideAll(td ptrace.Traces, sc *batchScratch) {
 			for k := 0; k < spans.Len(); k++ {
 				v := p.filter.judge(&sc.verdict, spans.At(k))
 				d := tracememory.Decision{MarksExperiment: v.experiment}
+				e := p.filter.experiments // the shared memory, as long-lived as the score connectors'
+				if e != nil && v.experiment {
+					e.Mark(spans.At(k).TraceID(), now) // a dropped marking span marks its trace too
+				}
 				switch {
 				case !v.decision.kept():
 				case v.sampledOut:
 					d.Verdict = tracememory.KeepIfExperiment
-					// The shared memory remembers the marking span for as long as the score connectors do.
-					if e := p.filter.experiments; e != nil && e.Keep(spans.At(k).TraceID(), v.experiment, now) {
+					if e != nil && e.Keep(spans.At(k).TraceID(), v.experiment, now) {
 						d.MarksExperiment = true
 					}
 				default:

@@ -2,12 +2,14 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
 )
 
 // Verdict is the filter's decision for one span, before the trace's experiment flag is known.
@@ -131,8 +133,9 @@ func (o *origins) newHeld() ptrace.Span {
 // Write ahead, then apply: with a journal, the spans the call may hold are written (writeAhead)
 // before the call changes anything another call can see; a failed write returns the error with
 // nothing changed. The open parents and dropped spans the call made known are written after, still
-// before the call is acknowledged: when that write fails the call is refused all the same, with
-// nothing to undo, for its resend records, re-parents, joins and writes them again alike.
+// before the call is acknowledged. A failure there cannot refuse the call: its spans went on or are
+// held already, and the client's resend would deliver them twice. The call is acknowledged and the
+// failure logged; only the placement of late spans after a crash depends on those records.
 func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision) (*Admission, error) {
 	if m.readyBytes.Load() > m.cfg.MemoryLimitBytes {
 		return nil, ErrOverloaded
@@ -146,18 +149,15 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	if err := m.admit(adm, newRequestOrigin(info), td, decisions, now, ahead); err != nil {
 		return nil, fmt.Errorf("svcspanfilter: recording held spans: %w", err)
 	}
-	err := m.journalOpened(context.Background(), adm.opened)
-	if err == nil {
-		err = m.journalDropped(context.Background(), adm.dropped)
+	if err := errors.Join(m.journalOpened(context.Background(), adm.opened),
+		m.journalDropped(context.Background(), adm.dropped)); err != nil && m.cfg.Logger != nil {
+		m.cfg.Logger.Warn("Could not journal the open parents and dropped spans of a call; a kept span arriving after a restart below one of them may not find its nearest kept ancestor",
+			zap.Int("parents", len(adm.opened)), zap.Int("dropped", len(adm.dropped)), zap.Error(err))
 	}
 	adm.opened, adm.dropped = nil, nil
 	adm.ref.Done(1) // the guard: the record goes when its last held span is handed on
 	if !adm.Stats.empty() {
 		m.observe(&adm.Stats)
-	}
-	if err != nil {
-		m.queue(adm.Deliveries) // earlier calls' spans: acknowledged, they go on all the same
-		return nil, fmt.Errorf("svcspanfilter: %w", err)
 	}
 	m.Enforce()
 	return adm, nil

@@ -43,24 +43,9 @@ func (noJoin) Apply(ptrace.Span, []Content) bool                    { panic("tra
 
 type waitingContent struct {
 	content Content
-	at      time.Time // its wait started
-	// wait is how long it waits from at: zero for ContentWait; given back by a refused call,
-	// resendWait (waitForResend).
-	wait time.Duration
-	ref  *RecordRef
+	at      time.Time // its wait (ContentWait) started
+	ref     *RecordRef
 }
-
-// waitForResend restarts the wait of content a refused call's span had taken (gathered, or
-// joined): it waits from now for the client's resend, which comes after the client's retry
-// backoff (exporterhelper and the SDKs: 5s +-50%, growing), often after ContentWait.
-func (m *Memory) waitForResend(c *waitingContent, now time.Time) {
-	c.at, c.wait = now, m.resendWait()
-}
-
-// resendWait is how long content given back by a refused call waits for the resend:
-// RememberDuration, what the memory keeps of a trace for its late spans (at least ContentWait).
-// The memory budget still bounds it: the logs side pushes back when content fills it.
-func (m *Memory) resendWait() time.Duration { return max(m.cfg.ContentWait, m.cfg.RememberDuration) }
 
 // ContentOutcome is what AddContent did with content.
 type ContentOutcome uint8
@@ -317,18 +302,13 @@ func (sh *shard) removeContent(m *Memory, t *trace, id pcommon.SpanID, cs []wait
 	}
 }
 
-// expireContent discards content that waited ContentWait for its span (resendWait when a refused
-// call gave it back).
+// expireContent discards content that waited ContentWait for its span.
 func (sh *shard) expireContent(m *Memory, t *trace, now time.Time, out *released) {
 	for id, cs := range t.content {
 		keep := cs[:0]
 		var gone []waitingContent
 		for _, c := range cs {
-			wait := c.wait
-			if wait == 0 {
-				wait = m.cfg.ContentWait
-			}
-			if now.Sub(c.at) >= wait {
+			if now.Sub(c.at) >= m.cfg.ContentWait {
 				gone = append(gone, c)
 			} else {
 				keep = append(keep, c)

@@ -28,8 +28,10 @@
 // of the call) -> write ahead (one KindSpans record of copies of those spans) -> apply (the events
 // below, under the shard locks) -> write the open parents and dropped spans it made known (idempotent:
 // a resend writes them again) -> answer. A failed write ahead refuses the call before anything
-// changed; nothing is ever undone. A span the plan did not expect to hold (its trace changed since)
-// goes on at once by rule 1 instead of being held.
+// changed; nothing is ever undone. A failed write of the open parents and dropped spans comes after
+// apply, so it does not refuse the call (its resend would deliver what already went on twice): it
+// is logged, and only the placement of late spans after a crash depends on it. A span the plan did
+// not expect to hold (its trace changed since) goes on at once by rule 1 instead of being held.
 //
 // Why this design: the plan looks at the call itself (a span whose walk ends inside the call can
 // hold nothing) and asks the memory only two read-only questions per span (is content waiting for

@@ -13,9 +13,9 @@ import (
 // Recover re-admits the held spans of the journal's KindSpans records, oldest first, with their
 // original held time (so their waits resume with the original deadlines) and their request's client
 // metadata. Spans that resolve among themselves are queued for the releaser at once. Records of
-// other kinds are left to their owners, except KindOpen: the open parents are restored first, with
-// their original time. The span records of the traces (which spans were dropped)
-// are not in the journal: a recovered span waits on its own parent id.
+// other kinds are left to their owners, except KindDropped and KindOpen: the dropped spans and then
+// the open parents are restored first, with their original time, so recovered and later spans walk
+// through the dropped ones and point at the open ones. Kept spans that went on are not journaled.
 func (m *Memory) Recover(records []journal.Record) error {
 	var errs []error
 	// The dropped spans first, then the open parents: recovered spans walk through the ones and

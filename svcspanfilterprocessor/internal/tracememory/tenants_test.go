@@ -48,15 +48,6 @@ func tenantInfo(key string) client.Info {
 	return client.Info{Metadata: client.NewMetadata(map[string][]string{"authorization": {"Basic " + key}})}
 }
 
-// admitAs admits a batch of one span for info's tenant, leaving its commit to the test.
-func (d *driver) admitAs(t *testing.T, info client.Info, s sp) *Admission {
-	t.Helper()
-	td, decisions := buildBatch([]sp{s})
-	adm, err := d.m.Admit(info, td, decisions)
-	require.NoError(t, err)
-	return adm
-}
-
 // tenantSpans hands on deliveries and returns their spans as tenant/name, in order.
 func (d *driver) tenantSpans(ds []*Delivery) []string {
 	var out []string
