@@ -21,10 +21,7 @@ import (
 // the official @opentelemetry/instrumentation-openai (its content sent as log records, joined onto
 // the span by the gateway as gen_ai.output.messages), gets refusal.
 func TestEvaluatorsWithRealLibraries(t *testing.T) {
-	dir := filepath.Join(collector.RepoRoot(), "testbed", "instrumentation")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatalf("%s has no node_modules: run `make instrumentation-deps` (npm ci) first", dir)
-	}
+	dir := instrumentationDir(t)
 	g := startGateway(t, gatewayOptions{configs: []string{
 		collector.DefaultConfig(),
 		filepath.Join(collector.RepoRoot(), "distribution", "examples", "evaluators.yaml"),
