@@ -428,7 +428,7 @@ func (in *spreadInput) requests() []tierSend {
 				if !parent.IsEmpty() {
 					p = hex.EncodeToString(parent[:])
 				}
-				in.spans[hex.EncodeToString(tid[:])+"/"+hex.EncodeToString(sid[:])] = inputSpan{name: s.Name(), parent: p, kept: isKeptByDefault(ss.Scope().Name(), s)}
+				in.spans[hex.EncodeToString(tid[:])+"/"+hex.EncodeToString(sid[:])] = inputSpan{name: shownName(s), parent: p, kept: isKeptByDefault(ss.Scope().Name(), s)}
 			}
 		}
 	}
@@ -537,4 +537,13 @@ func (in *spreadInput) orphans(v platformView) []string {
 		}
 	}
 	return out
+}
+
+// shownName is the observation name the platform gives a span: a tool span is named after its
+// gen_ai.tool.name (docs/contract.md §14.1), any other after the span.
+func shownName(s ptrace.Span) string {
+	if v, ok := s.Attributes().Get("gen_ai.tool.name"); ok && v.Str() != "" {
+		return v.Str()
+	}
+	return s.Name()
 }
