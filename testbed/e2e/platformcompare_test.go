@@ -548,6 +548,11 @@ func readView(t *testing.T, c readapi.Client, traceID string) traceView {
 // runTimes are the fields that depend on when a run happened.
 var runTimes = []string{"startTime", "endTime", "latency", "timeToFirstToken", "completionStartTime", "createdAt", "timestamp"}
 
+// measuredTimeAttribute names the span attributes that carry a time a library measured (such as
+// gen_ai.response.time_to_first_chunk): like runTimes they depend on the run, and two direct runs
+// agree on them only by chance, so they are left out of both sides.
+var measuredTimeAttribute = regexp.MustCompile(`^attributes\..*(time_to_first|duration|latency)`)
+
 // alignedViews pairs the observations of two runs of a program whose ids and times are its own:
 // by name and start order. The second view's ids (and parents) are replaced by their partners'
 // in the first; times are left out of both.
@@ -576,6 +581,15 @@ func alignedViews(d, g traceView) (traceView, traceView) {
 		}
 		for _, k := range runTimes {
 			delete(out, k)
+		}
+		if md, ok := out["metadata"].(map[string]any); ok { // keys are flat: "attributes.<key>"
+			kept := make(map[string]any, len(md))
+			for k, v := range md {
+				if !measuredTimeAttribute.MatchString(k) {
+					kept[k] = v
+				}
+			}
+			out["metadata"] = kept
 		}
 		return out
 	}
