@@ -12,9 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/storagetest"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
@@ -146,17 +150,43 @@ func keptPerRound(b testing.TB, src ptrace.Traces) int {
 // BenchmarkSpanFilterChildrenFirst: CPU per span when every trace comes in two requests, children
 // first, so kept spans are held until their parents arrive in the next request.
 func BenchmarkSpanFilterChildrenFirst(b *testing.B) {
-	b.Run("defaults", func(b *testing.B) { benchChildrenFirst(b, 0) })
+	b.Run("defaults", func(b *testing.B) { benchSpanFilter(b, heldPath{childrenFirst: true}) })
 	// The same trace memory size on both sides: the GC's work grows with what is remembered, and
 	// the defaults differ (10,000 traces before, 200,000 and 256 MiB now).
-	b.Run("max_traces=10000", func(b *testing.B) { benchChildrenFirst(b, 10_000) })
+	b.Run("max_traces=10000", func(b *testing.B) { benchSpanFilter(b, heldPath{childrenFirst: true, maxTraces: 10_000}) })
 }
 
-func benchChildrenFirst(b *testing.B, maxTraces int) {
+// BenchmarkSpanFilterOnDisk: CPU per span with the trace memory journaled on contrib's file_storage
+// (bbolt on a temporary directory, as `storage:` in the shipped config) and without, whole traces
+// and children first. A call of whole traces journals only the ids of its dropped spans; a call of
+// children journals the spans it may hold too.
+func BenchmarkSpanFilterOnDisk(b *testing.B) {
+	for _, childrenFirst := range []bool{false, true} {
+		for _, onDisk := range []bool{false, true} {
+			name := map[bool]string{false: "whole_traces", true: "children_first"}[childrenFirst] +
+				map[bool]string{false: "/memory", true: "/file_storage"}[onDisk]
+			b.Run(name, func(b *testing.B) { benchSpanFilter(b, heldPath{childrenFirst: childrenFirst, onDisk: onDisk}) })
+		}
+	}
+}
+
+// heldPath is how benchSpanFilter sends its traces and configures the processor.
+type heldPath struct {
+	childrenFirst bool // each trace in two requests, children first; else whole in one
+	maxTraces     int  // trace_integrity.max_traces (0: the default)
+	onDisk        bool // the trace memory journaled on a file_storage extension
+}
+
+func benchSpanFilter(b *testing.B, how heldPath) {
 	factory := svcspanfilterprocessor.NewFactory()
 	cfg := factory.CreateDefaultConfig().(*svcspanfilterprocessor.Config)
-	if maxTraces > 0 {
-		cfg.TraceIntegrity.MaxTraces = maxTraces
+	if how.maxTraces > 0 {
+		cfg.TraceIntegrity.MaxTraces = how.maxTraces
+	}
+	host := component.Host(componenttest.NewNopHost())
+	if how.onDisk {
+		storageHost, id := fileStorageHost(b)
+		cfg.Storage, host = &id, storageHost
 	}
 	src := realisticBatch(benchTraces)
 	spansPerRound := src.SpanCount()
@@ -166,7 +196,7 @@ func benchChildrenFirst(b *testing.B, maxTraces int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := proc.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	if err := proc.Start(context.Background(), host); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = proc.Shutdown(context.Background()) }()
@@ -180,7 +210,12 @@ func benchChildrenFirst(b *testing.B, maxTraces int) {
 		var batches []ptrace.Traces
 		for range n {
 			round++
-			c, p := splitChildrenFirst(withFreshTraceIDs(src, round))
+			td := withFreshTraceIDs(src, round)
+			if !how.childrenFirst {
+				batches = append(batches, td)
+				continue
+			}
+			c, p := splitChildrenFirst(td)
 			batches = append(batches, c, p)
 		}
 		runtime.GC()
@@ -200,6 +235,24 @@ func benchChildrenFirst(b *testing.B, maxTraces int) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/(float64(b.N)*float64(spansPerRound)), "ns/span")
 	b.ReportMetric(float64(cpu.Nanoseconds())/(float64(b.N)*float64(spansPerRound)), "cpu-ns/span")
+}
+
+// fileStorageHost is a host with contrib's file_storage extension started on a temporary
+// directory, and the extension's id.
+func fileStorageHost(b *testing.B) (component.Host, component.ID) {
+	factory := filestorage.NewFactory()
+	cfg := factory.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory = b.TempDir()
+	id := component.NewIDWithName(factory.Type(), "journal")
+	ext, err := factory.Create(context.Background(), extensiontest.NewNopSettings(factory.Type()), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ext.Shutdown(context.Background()) })
+	return storagetest.NewStorageHost().WithExtension(id, ext), id
 }
 
 // oneTraceBatch is `n` kept spans of one trace, all children of the span `parent`.
@@ -290,7 +343,7 @@ func BenchmarkConcurrentConsume16(b *testing.B) {
 		})
 	}
 	wg.Wait()
-	sink.waitFor(b, kept*b.N) // as in benchChildrenFirst
+	sink.waitFor(b, kept*b.N) // as in benchSpanFilter
 	b.StopTimer()
 	cpu := cpuTime() - c0
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/(float64(b.N)*float64(spans)), "ns/span")
