@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
+	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
@@ -27,6 +28,7 @@ type spanFilterProcessor struct {
 	next      consumer.Traces
 	filter    *spanFilter
 	cfg       TraceIntegrityConfig
+	sampling  *component.ID // the svcsampling extension whose rate the filter takes at start
 	telemetry *metadata.TelemetryBuilder
 	metricOpt metricOptions
 	mem       *tracememory.Memory
@@ -58,6 +60,7 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 		next:      next,
 		filter:    newSpanFilter(cfg),
 		cfg:       cfg.TraceIntegrity,
+		sampling:  cfg.Sampling,
 		telemetry: tb,
 		metricOpt: newMetricOptions(),
 		journal:   j,
@@ -100,6 +103,14 @@ func releaserInterval(wait time.Duration) time.Duration {
 }
 
 func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) error {
+	if p.sampling != nil { // the sampling extension's rate, before any span
+		decider, err := sampling.FromExtensions(host.GetExtensions(), *p.sampling)
+		if err != nil {
+			return err
+		}
+		p.filter.sampler = decider.Ratio()
+		p.filter.experiments = decider
+	}
 	// With the storage option, what a killed process held is re-admitted before the first span.
 	if sj, ok := p.journal.(*storageJournal); ok {
 		records, err := sj.start(ctx, host)
