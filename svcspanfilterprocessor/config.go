@@ -22,6 +22,8 @@ const (
 	defaultLateParentWindow = 15 * time.Minute
 	defaultMaxTraces        = 200_000
 	defaultMemoryLimitMiB   = 256
+	// Applications export spans and logs in separate batches, typically a few seconds apart.
+	defaultContentWait = 5 * time.Second
 )
 
 // Values of trace_integrity.on_shutdown.
@@ -40,7 +42,7 @@ type Config struct {
 	// known LLM instrumentation scope, or any span attribute whose name starts with `gen_ai.`.
 	DefaultFilter bool `mapstructure:"default_filter"`
 	// Keep rules are OR-ed with the default filter (the SDKs' should_export_span).
-	Keep KeepRules `mapstructure:"keep"`
+	Keep SpanRules `mapstructure:"keep"`
 	// Drop rules win over the default filter and the keep rules.
 	Drop DropRules `mapstructure:"drop"`
 	// SampleRate is the OpenTelemetry TraceIdRatioBased rate: 0 < rate <= 1. Experiment spans are
@@ -54,15 +56,16 @@ type Config struct {
 	// Storage names a storage extension (file_storage/<name>) that keeps the held state across a
 	// crash (see storage.go); nil keeps it in memory only.
 	Storage *component.ID `mapstructure:"storage"`
-	// ContentJoin attaches GenAI content sent as log records to its span (contentjoin_config.go).
+	// ContentJoin attaches GenAI content sent as log records to its span.
 	ContentJoin ContentJoinConfig `mapstructure:"content_join"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
 
-// KeepRules name spans to keep in addition to the default filter.
-type KeepRules struct {
+// SpanRules name spans; as keep rules they add spans to the default filter's, as drop rules they
+// drop spans whatever else matches them.
+type SpanRules struct {
 	// InstrumentationScopes match a scope name that equals the entry or starts with the entry + ".".
 	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
 	// AttributePrefixes match a span whose attribute names include one starting with the entry.
@@ -74,14 +77,9 @@ type KeepRules struct {
 	_ struct{}
 }
 
-// DropRules name spans to drop whatever else matches them.
+// DropRules are the span rules of drop, and its rules for one span name within one scope.
 type DropRules struct {
-	// InstrumentationScopes match a scope name that equals the entry or starts with the entry + ".".
-	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
-	// AttributePrefixes match a span whose attribute names include one starting with the entry.
-	AttributePrefixes []string `mapstructure:"attribute_prefixes"`
-	// SpanNames match a span whose name equals the entry.
-	SpanNames []string `mapstructure:"span_names"`
+	SpanRules `mapstructure:",squash"`
 	// ScopeSpanNames match a span of a given scope (matched as InstrumentationScopes) with a given name,
 	// e.g. scope `litellm`, span name `raw_gen_ai_request`.
 	ScopeSpanNames []ScopeSpanName `mapstructure:"scope_span_names"`
@@ -133,6 +131,23 @@ type TraceIntegrityConfig struct {
 	_ struct{}
 }
 
+// ContentJoinConfig rules the join of GenAI content that instrumentations send as log records
+// (gen_ai.*.message, gen_ai.choice, gen_ai.client.inference.operation.details) onto their spans.
+type ContentJoinConfig struct {
+	// Enabled: when false the logs processor passes every record on unchanged and no span waits for
+	// content.
+	Enabled bool `mapstructure:"enabled"`
+	// Wait bounds the wait of a content candidate span for its output records, and of records for
+	// their span.
+	Wait time.Duration `mapstructure:"wait"`
+	// InstrumentationScopes add scopes whose inference spans may wait for content records, beside
+	// the built-in list of instrumentations known to emit them (matched as the keep rules' scopes).
+	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
 var (
 	_ component.Config    = (*Config)(nil)
 	_ confmap.Unmarshaler = (*Config)(nil)
@@ -154,6 +169,10 @@ func createDefaultConfig() component.Config {
 		},
 		ContentJoin: defaultContentJoinConfig(),
 	}
+}
+
+func defaultContentJoinConfig() ContentJoinConfig {
+	return ContentJoinConfig{Enabled: true, Wait: defaultContentWait}
 }
 
 // Unmarshal rejects the removed SDK option with the rule that replaces it, then decodes the rest
@@ -183,123 +202,100 @@ func blockedScopesError(value any) error {
 
 // Validate checks every rule so that a mistyped one fails at load instead of matching nothing or everything.
 func (cfg *Config) Validate() error {
-	var errs []error
+	var ps problems
 	if err := sampling.ValidateRate(cfg.SampleRate); err != nil {
-		errs = append(errs, err)
+		ps = append(ps, err)
 	}
-	if cfg.Sampling != nil && cfg.SampleRate != defaultSampleRate {
-		errs = append(errs, fmt.Errorf("sample_rate is the sampling extension's (%s): set it there, not here", cfg.Sampling))
+	ps.check(cfg.Sampling == nil || cfg.SampleRate == defaultSampleRate,
+		"sample_rate is the sampling extension's (%s): set it there, not here", cfg.Sampling)
+	keep, drop := cfg.Keep, cfg.Drop
+	keepRules := len(keep.InstrumentationScopes) + len(keep.AttributePrefixes) + len(keep.SpanNames)
+	ps.check(cfg.DefaultFilter || keepRules > 0,
+		"default_filter is false and there is no keep rule: every span would be dropped")
+	ps.entries("keep.instrumentation_scopes", keep.InstrumentationScopes, scopeProblem)
+	ps.entries("keep.attribute_prefixes", keep.AttributePrefixes, prefixProblem)
+	ps.entries("keep.span_names", keep.SpanNames, spanNameProblem)
+	ps.entries("drop.instrumentation_scopes", drop.InstrumentationScopes, scopeProblem)
+	ps.entries("drop.attribute_prefixes", drop.AttributePrefixes, prefixProblem)
+	ps.entries("drop.span_names", drop.SpanNames, spanNameProblem)
+	for i, pair := range drop.ScopeSpanNames {
+		msg := scopeProblem(pair.InstrumentationScope)
+		ps.check(msg == "", "drop.scope_span_names[%d].instrumentation_scope: %s", i, msg)
+		msg = spanNameProblem(pair.SpanName)
+		ps.check(msg == "", "drop.scope_span_names[%d].span_name: %s", i, msg)
 	}
-	if !cfg.DefaultFilter && len(cfg.Keep.InstrumentationScopes) == 0 &&
-		len(cfg.Keep.AttributePrefixes) == 0 && len(cfg.Keep.SpanNames) == 0 {
-		errs = append(errs, errors.New("default_filter is false and there is no keep rule: every span would be dropped"))
+
+	ti := cfg.TraceIntegrity
+	ps.check(ti.WaitDuration > 0, "trace_integrity.wait_duration must be positive, got %v", ti.WaitDuration)
+	atLeast := func(name string, d time.Duration, minName string, minD time.Duration) {
+		ps.check(d >= minD, "trace_integrity.%s (%v) must be at least %s (%v)", name, d, minName, minD)
 	}
-	errs = append(errs, validateScopes("keep.instrumentation_scopes", cfg.Keep.InstrumentationScopes)...)
-	errs = append(errs, validatePrefixes("keep.attribute_prefixes", cfg.Keep.AttributePrefixes)...)
-	errs = append(errs, validateNames("keep.span_names", cfg.Keep.SpanNames)...)
-	errs = append(errs, validateScopes("drop.instrumentation_scopes", cfg.Drop.InstrumentationScopes)...)
-	errs = append(errs, validatePrefixes("drop.attribute_prefixes", cfg.Drop.AttributePrefixes)...)
-	errs = append(errs, validateNames("drop.span_names", cfg.Drop.SpanNames)...)
-	for i, pair := range cfg.Drop.ScopeSpanNames {
-		field := fmt.Sprintf("drop.scope_span_names[%d]", i)
-		if err := validateScope(field+".instrumentation_scope", pair.InstrumentationScope); err != nil {
-			errs = append(errs, err)
-		}
-		if err := validateName(field+".span_name", pair.SpanName); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	errs = append(errs, cfg.TraceIntegrity.validate()...)
-	if cfg.TraceIntegrity.OnShutdown == onShutdownKeep && cfg.Storage == nil {
-		errs = append(errs, errors.New("trace_integrity.on_shutdown: keep needs the storage option: without it held spans cannot outlive the process"))
-	}
-	if err := validateStorage(cfg.Storage); err != nil {
-		errs = append(errs, err)
-	}
-	errs = append(errs, cfg.ContentJoin.validate()...)
-	return errors.Join(errs...)
+	atLeast("max_wait_duration", ti.MaxWaitDuration, "wait_duration", ti.WaitDuration)
+	atLeast("remember_duration", ti.RememberDuration, "wait_duration", ti.WaitDuration)
+	atLeast("late_parent_window", ti.LateParentWindow, "remember_duration", ti.RememberDuration)
+	ps.check(ti.MemoryLimitMiB >= 1,
+		"trace_integrity.memory_limit_mib must be at least 1, got %d", ti.MemoryLimitMiB)
+	ps.check(ti.OnShutdown == onShutdownRelease || ti.OnShutdown == onShutdownKeep,
+		"trace_integrity.on_shutdown must be %q or %q, got %q", onShutdownRelease, onShutdownKeep, ti.OnShutdown)
+	ps.check(ti.MaxTraces >= 1, "trace_integrity.max_traces must be at least 1, got %d", ti.MaxTraces)
+	ps.check(ti.OnShutdown != onShutdownKeep || cfg.Storage != nil,
+		"trace_integrity.on_shutdown: keep needs the storage option: without it held spans cannot "+
+			"outlive the process")
+	ps.check(cfg.Storage == nil || cfg.Storage.Type().String() != "",
+		"storage: name a storage extension, e.g. `storage: file_storage/queue`")
+
+	// The content wait is also capped by the trace memory's own limits (trace_integrity), which win.
+	cj := cfg.ContentJoin
+	ps.check(!cj.Enabled || cj.Wait > 0, "content_join.wait must be positive, got %v", cj.Wait)
+	ps.entries("content_join.instrumentation_scopes", cj.InstrumentationScopes, scopeProblem)
+	return errors.Join(ps...)
 }
 
-func (ti TraceIntegrityConfig) validate() []error {
-	var errs []error
-	if ti.WaitDuration <= 0 {
-		errs = append(errs, fmt.Errorf("trace_integrity.wait_duration must be positive, got %v", ti.WaitDuration))
+// problems are the errors of one validation: a config reports all of them at once.
+type problems []error
+
+// check adds the error format says when ok is false.
+func (ps *problems) check(ok bool, format string, args ...any) {
+	if !ok {
+		*ps = append(*ps, fmt.Errorf(format, args...))
 	}
-	if ti.MaxWaitDuration < ti.WaitDuration {
-		errs = append(errs, fmt.Errorf("trace_integrity.max_wait_duration (%v) must be at least wait_duration (%v)",
-			ti.MaxWaitDuration, ti.WaitDuration))
-	}
-	if ti.RememberDuration < ti.WaitDuration {
-		errs = append(errs, fmt.Errorf("trace_integrity.remember_duration (%v) must be at least wait_duration (%v)",
-			ti.RememberDuration, ti.WaitDuration))
-	}
-	if ti.LateParentWindow < ti.RememberDuration {
-		errs = append(errs, fmt.Errorf("trace_integrity.late_parent_window (%v) must be at least remember_duration (%v)",
-			ti.LateParentWindow, ti.RememberDuration))
-	}
-	if ti.MemoryLimitMiB < 1 {
-		errs = append(errs, fmt.Errorf("trace_integrity.memory_limit_mib must be at least 1, got %d", ti.MemoryLimitMiB))
-	}
-	if ti.OnShutdown != onShutdownRelease && ti.OnShutdown != onShutdownKeep {
-		errs = append(errs, fmt.Errorf("trace_integrity.on_shutdown must be %q or %q, got %q", onShutdownRelease, onShutdownKeep, ti.OnShutdown))
-	}
-	if ti.MaxTraces < 1 {
-		errs = append(errs, fmt.Errorf("trace_integrity.max_traces must be at least 1, got %d", ti.MaxTraces))
-	}
-	return errs
 }
 
-func validateScopes(field string, scopes []string) []error {
-	var errs []error
-	for i, s := range scopes {
-		if err := validateScope(fmt.Sprintf("%s[%d]", field, i), s); err != nil {
-			errs = append(errs, err)
-		}
+// entries checks every entry of the list field; problem says what is wrong with one ("" if nothing).
+func (ps *problems) entries(field string, list []string, problem func(string) string) {
+	for i, entry := range list {
+		msg := problem(entry)
+		ps.check(msg == "", "%s[%d]: %s", field, i, msg)
 	}
-	return errs
 }
 
-// validateScope rejects entries that could never match with boundary-aware matching.
-func validateScope(field, scope string) error {
+// scopeProblem rejects entries that could never match with boundary-aware matching.
+func scopeProblem(scope string) string {
 	switch {
 	case scope == "":
-		return fmt.Errorf("%s: an instrumentation scope must not be empty", field)
+		return "an instrumentation scope must not be empty"
 	case strings.TrimSpace(scope) != scope:
-		return fmt.Errorf("%s: instrumentation scope %q has surrounding spaces", field, scope)
+		return fmt.Sprintf("instrumentation scope %q has surrounding spaces", scope)
 	case strings.HasSuffix(scope, "."):
-		return fmt.Errorf("%s: instrumentation scope %q must not end with \".\" (it matches the scope and "+
-			"its sub-scopes: write %q)", field, scope, strings.TrimRight(scope, "."))
+		return fmt.Sprintf("instrumentation scope %q must not end with \".\" (it matches the scope and "+
+			"its sub-scopes: write %q)", scope, strings.TrimRight(scope, "."))
 	}
-	return nil
+	return ""
 }
 
-func validatePrefixes(field string, prefixes []string) []error {
-	var errs []error
-	for i, p := range prefixes {
-		name := fmt.Sprintf("%s[%d]", field, i)
-		switch {
-		case p == "":
-			errs = append(errs, fmt.Errorf("%s: an attribute prefix must not be empty (it would match every span with an attribute)", name))
-		case strings.TrimSpace(p) != p:
-			errs = append(errs, fmt.Errorf("%s: attribute prefix %q has surrounding spaces", name, p))
-		}
+func prefixProblem(prefix string) string {
+	switch {
+	case prefix == "":
+		return "an attribute prefix must not be empty (it would match every span with an attribute)"
+	case strings.TrimSpace(prefix) != prefix:
+		return fmt.Sprintf("attribute prefix %q has surrounding spaces", prefix)
 	}
-	return errs
+	return ""
 }
 
-func validateNames(field string, names []string) []error {
-	var errs []error
-	for i, n := range names {
-		if err := validateName(fmt.Sprintf("%s[%d]", field, i), n); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
-func validateName(field, name string) error {
+func spanNameProblem(name string) string {
 	if name == "" {
-		return fmt.Errorf("%s: a span name must not be empty", field)
+		return "a span name must not be empty"
 	}
-	return nil
+	return ""
 }

@@ -18,14 +18,6 @@ import (
 // file_storage), beside the exporters' queue clients in the same extension.
 const journalStorageName = "held"
 
-// validateStorage checks the `storage` option: when given it must name an extension.
-func validateStorage(id *component.ID) error {
-	if id != nil && id.Type().String() == "" {
-		return errors.New("storage: name a storage extension, e.g. `storage: file_storage/queue`")
-	}
-	return nil
-}
-
 // storageClient gets the processor's client from the storage extension the config names, the
 // way exporterhelper's persistent queue does. Errors say what to fix: they fail the start.
 func storageClient(ctx context.Context, host component.Host, storageID component.ID, owner component.ID) (storage.Client, error) {
