@@ -84,16 +84,10 @@ func (p *spanFilterProcessor) recordDecisions(ctx context.Context, sc *batchScra
 		}
 		counts[d]++
 	}
-	for d, n := range counts {
-		if n == 0 {
-			continue
-		}
-		if decision(d).kept() {
-			p.telemetry.ProcessorSvcspanfilterSpansKept.Add(ctx, n, p.metricOpt.decision[d])
-		} else {
-			p.telemetry.ProcessorSvcspanfilterSpansDropped.Add(ctx, n, p.metricOpt.decision[d])
-		}
-	}
+	// The kept decisions come first (decision.kept).
+	tb, opts := p.telemetry, p.metricOpt.decision
+	addByReason(ctx, tb.ProcessorSvcspanfilterSpansKept, counts[:droppedNotGenAI], opts)
+	addByReason(ctx, tb.ProcessorSvcspanfilterSpansDropped, counts[droppedNotGenAI:], opts[droppedNotGenAI:])
 }
 
 // batchScratch is the per-call working memory, pooled so the steady state does not allocate it.

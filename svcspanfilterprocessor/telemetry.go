@@ -16,37 +16,40 @@ import (
 // evictionLogInterval limits the warning about evictions to one per interval under sustained overload.
 const evictionLogInterval = 10 * time.Second
 
-// metricOptions are the precomputed `reason` attribute sets, so recording allocates nothing per reason.
+// metricOptions are the precomputed `reason` attribute sets, by reason, so recording allocates nothing.
 type metricOptions struct {
-	decision [numDecisions]metric.AddOption
-	reparent [tracememory.NumReparentReasons]metric.AddOption
-	release  [tracememory.NumReleaseReasons]metric.AddOption
-	evict    [tracememory.NumEvictReasons]metric.AddOption
-	unmatch  [tracememory.NumUnmatchedReasons]metric.AddOption
+	decision, reparent, release, evict, unmatch []metric.AddOption
 }
 
 func reasonOpt(reason string) metric.AddOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason)))
 }
 
+func reasonOpts[R ~uint8](n R, name func(R) string) []metric.AddOption {
+	opts := make([]metric.AddOption, n)
+	for r := range n {
+		opts[r] = reasonOpt(name(r))
+	}
+	return opts
+}
+
 func newMetricOptions() metricOptions {
-	var o metricOptions
-	for d := range numDecisions {
-		o.decision[d] = reasonOpt(d.reason())
+	return metricOptions{
+		decision: reasonOpts(numDecisions, decision.reason),
+		reparent: reasonOpts(tracememory.NumReparentReasons, tracememory.ReparentReason.String),
+		release:  reasonOpts(tracememory.NumReleaseReasons, tracememory.ReleaseReason.String),
+		evict:    reasonOpts(tracememory.NumEvictReasons, tracememory.EvictReason.String),
+		unmatch:  reasonOpts(tracememory.NumUnmatchedReasons, tracememory.UnmatchedReason.String),
 	}
-	for r := range tracememory.NumReparentReasons {
-		o.reparent[r] = reasonOpt(r.String())
+}
+
+// addByReason adds each non-zero count with the option of its reason.
+func addByReason(ctx context.Context, c metric.Int64Counter, counts []int64, opts []metric.AddOption) {
+	for r, n := range counts {
+		if n > 0 {
+			c.Add(ctx, n, opts[r])
+		}
 	}
-	for r := range tracememory.NumReleaseReasons {
-		o.release[r] = reasonOpt(r.String())
-	}
-	for r := range tracememory.NumEvictReasons {
-		o.evict[r] = reasonOpt(r.String())
-	}
-	for r := range tracememory.NumUnmatchedReasons {
-		o.unmatch[r] = reasonOpt(r.String())
-	}
-	return o
 }
 
 func (p *spanFilterProcessor) registerGauges() error {
@@ -67,33 +70,16 @@ func (p *spanFilterProcessor) registerGauges() error {
 
 // recordStats is the memory's observer: it turns its events into metrics.
 func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
-	ctx := context.Background()
-	tb := p.telemetry
-	for r, n := range s.Reparented {
-		if n > 0 {
-			tb.ProcessorSvcspanfilterSpansReparented.Add(ctx, n, p.metricOpt.reparent[r])
-		}
-	}
-	for r, n := range s.Released {
-		if n > 0 {
-			tb.ProcessorSvcspanfilterSpansReleased.Add(ctx, n, p.metricOpt.release[r])
-		}
-	}
-	for r, n := range s.Evicted {
-		if n > 0 {
-			tb.ProcessorSvcspanfilterTracesEvicted.Add(ctx, n, p.metricOpt.evict[r])
-		}
-	}
+	ctx, tb, opts := context.Background(), p.telemetry, &p.metricOpt
+	addByReason(ctx, tb.ProcessorSvcspanfilterSpansReparented, s.Reparented[:], opts.reparent)
+	addByReason(ctx, tb.ProcessorSvcspanfilterSpansReleased, s.Released[:], opts.release)
+	addByReason(ctx, tb.ProcessorSvcspanfilterTracesEvicted, s.Evicted[:], opts.evict)
+	addByReason(ctx, tb.ProcessorSvcspanfilterContentUnmatched, s.ContentUnmatched[:], opts.unmatch)
 	if s.Connectors > 0 {
 		tb.ProcessorSvcspanfilterConnectorSpans.Add(ctx, s.Connectors)
 	}
 	if s.ContentJoined > 0 {
 		tb.ProcessorSvcspanfilterContentJoined.Add(ctx, s.ContentJoined)
-	}
-	for r, n := range s.ContentUnmatched {
-		if n > 0 {
-			tb.ProcessorSvcspanfilterContentUnmatched.Add(ctx, n, p.metricOpt.unmatch[r])
-		}
 	}
 	for _, d := range s.ContentWaits {
 		tb.ProcessorSvcspanfilterContentWait.Record(ctx, d.Seconds())
