@@ -19,33 +19,24 @@ func (p *spanFilterProcessor) deliverReady(ctx context.Context, tryAll bool) {
 // deliver hands released spans to the next consumer, each delivery with its own request's client
 // metadata. A retryable refusal puts the delivery back for the releaser; unless tryAll, the rest
 // goes back with it (the next consumer is under back-pressure). A permanent refusal is the only
-// loss, counted and logged. It returns the spans still refused (with tryAll, at shutdown).
+// loss, counted and logged. It returns the spans still refused (with tryAll, at shutdown: left in
+// the journal, if any, for the next start).
 func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Delivery, tryAll bool) int {
-	if !tryAll {
-		p.mem.Requeue(p.handOn(ctx, ds)...)
-		return 0
-	}
 	refused := 0
-	for _, d := range ds {
-		if p.deliverOne(ctx, d) != nil {
-			// Shutdown: left in the journal (if any) for the next start.
+	for i, d := range ds {
+		err := p.deliverOne(ctx, d)
+		switch {
+		case err == nil:
+		case tryAll:
 			refused += d.Spans
+		default:
+			p.logger.Warn("The next consumer refused released spans; they will be retried",
+				zap.Int("spans", d.Spans), zap.Error(err))
+			p.mem.Requeue(ds[i:]...)
+			return 0
 		}
 	}
 	return refused
-}
-
-// handOn delivers ds in order until the next consumer refuses one retryably, and returns that one
-// and the rest, for the caller to put back.
-func (p *spanFilterProcessor) handOn(ctx context.Context, ds []*tracememory.Delivery) []*tracememory.Delivery {
-	for i, d := range ds {
-		if err := p.deliverOne(ctx, d); err != nil {
-			p.logger.Warn("The next consumer refused released spans; they will be retried",
-				zap.Int("spans", d.Spans), zap.Error(err))
-			return ds[i:]
-		}
-	}
-	return nil
 }
 
 // deliverOne returns the next consumer's error when it refused d retryably (d is still the

@@ -96,12 +96,6 @@ func (p *spanFilterProcessor) recoverJournal(records []journal.Record) error {
 	return errors.Join(contentErr, p.mem.Recover(records))
 }
 
-// releaserInterval is how often the releaser looks for expired waits: often enough that a span waits
-// at most about a fifth longer than wait_duration.
-func releaserInterval(wait time.Duration) time.Duration {
-	return min(max(wait/5, 5*time.Millisecond), time.Second)
-}
-
 func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) error {
 	if p.sampling != nil { // the sampling extension's rate, before any span
 		decider, err := sampling.FromExtensions(host.GetExtensions(), *p.sampling)
@@ -123,7 +117,8 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 	}
 	p.stop = make(chan struct{})
 	p.stopped = make(chan struct{})
-	go p.runReleaser(releaserInterval(p.cfg.WaitDuration))
+	// Often enough that a span waits at most about a fifth longer than wait_duration.
+	go p.runReleaser(min(max(p.cfg.WaitDuration/5, 5*time.Millisecond), time.Second))
 	p.running.Store(true)
 	return nil
 }
@@ -145,14 +140,15 @@ func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
 }
 
 // shutdown stops the releaser and, by default (on_shutdown: release), delivers everything still
-// held by rule 1, so that nothing is left behind when the collector stops; spans the next consumer
-// still refuses stay in the journal, or without one are reported in the error. With on_shutdown:
-// keep (storage required), held spans are not released: they stay journaled and wait again after
-// the next start (a graceful restart does not cut agent trees whose parents are still open); only
-// deliveries already released are tried.
+// held by rule 1, so that nothing is left behind when the collector stops. With on_shutdown: keep
+// (storage required), held spans stay journaled and wait again after the next start (a graceful
+// restart does not cut agent trees whose parents are still open); only deliveries already released
+// are tried. Spans the next consumer still refuses stay in the journal, or without one are lost and
+// reported in the error.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	p.running.Store(false)
 	defer p.telemetry.Shutdown()
+	journaled := p.journal != journal.Nop
 	if sj, ok := p.journal.(*storageJournal); ok {
 		// Closed last, after the final delivery has removed what it handed on.
 		defer func() {
@@ -168,33 +164,30 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			// The releaser is stuck in the next consumer; what it has not delivered is lost (or, with
 			// a journal, delivered after the restart).
-			if left := p.mem.HeldSpans(); left > 0 && p.journal == journal.Nop {
+			if left := p.mem.HeldSpans(); left > 0 && !journaled {
 				p.giveUp(ctx, int(left), "shutdown timed out while the next consumer was still busy")
 			}
 			return ctx.Err()
 		}
 		p.stop = nil
 	}
-	if p.journal != journal.Nop && p.cfg.OnShutdown == onShutdownKeep {
-		if lost := p.deliver(ctx, p.mem.TakeReady(), true); lost > 0 {
-			p.logger.Warn("The next consumer still refused released spans at shutdown; they stay in the journal "+
-				"and are delivered after the next start", zap.Int("spans", lost))
-		}
-		if held := p.mem.HeldSpans(); held > 0 {
-			p.logger.Info("Held spans stay in the journal and wait for their parents again after the next start",
-				zap.Int64("spans", held))
-		}
-		return nil
+	keep := journaled && p.cfg.OnShutdown == onShutdownKeep
+	final := p.mem.Drain
+	if keep {
+		final = p.mem.TakeReady
 	}
-	lost := p.deliver(ctx, p.mem.Drain(), true)
-	if lost > 0 && p.journal != journal.Nop {
+	lost := p.deliver(ctx, final(), true)
+	switch {
+	case lost > 0 && journaled:
 		p.logger.Warn("The next consumer still refused released spans at shutdown; they stay in the journal "+
 			"and are delivered after the next start", zap.Int("spans", lost))
-		return nil
-	}
-	if lost > 0 {
+	case lost > 0:
 		p.giveUp(ctx, lost, "the next consumer still refused them at shutdown")
 		return fmt.Errorf("svcspanfilter: %d spans released at shutdown could not be delivered", lost)
+	}
+	if held := p.mem.HeldSpans(); keep && held > 0 {
+		p.logger.Info("Held spans stay in the journal and wait for their parents again after the next start",
+			zap.Int64("spans", held))
 	}
 	return nil
 }
