@@ -1,6 +1,7 @@
 package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfilterprocessor"
 
 import (
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -19,12 +20,6 @@ const genAIAttributePrefix = "gen_ai."
 // default filter keeps such spans as it keeps gen_ai. ones (reason gen_ai_attribute), beyond the
 // svc SDKs' filter (README, "Known instrumentation scopes").
 const openInferenceSpanKind = "openinference.span.kind"
-
-// isGenAIAttribute reports whether the attribute name alone makes the span an LLM span for the
-// default filter.
-func isGenAIAttribute(k string) bool {
-	return strings.HasPrefix(k, genAIAttributePrefix) || k == openInferenceSpanKind
-}
 
 // decision is the outcome of the filter for one span, and the reason the metrics report.
 type decision uint8
@@ -92,18 +87,13 @@ func newSpanFilter(cfg *Config) *spanFilter {
 		sampler:          sampling.NewRatio(cfg.SampleRate),
 	}
 	for _, p := range cfg.Drop.ScopeSpanNames {
-		f.dropScopeSpanName = append(f.dropScopeSpanName, scopeSpanNameRule{
-			scope:    newScopeMatcher([]string{p.InstrumentationScope}),
-			spanName: p.SpanName,
-		})
+		rule := scopeSpanNameRule{newScopeMatcher([]string{p.InstrumentationScope}), p.SpanName}
+		f.dropScopeSpanName = append(f.dropScopeSpanName, rule)
 	}
 	return f
 }
 
 func nameSet(names []string) map[string]struct{} {
-	if len(names) == 0 {
-		return nil
-	}
 	set := make(map[string]struct{}, len(names))
 	for _, n := range names {
 		set[n] = struct{}{}
@@ -142,15 +132,6 @@ func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdic
 	}
 }
 
-// decide is the per-span decision of a span on its own (the trace's experiment flag aside).
-func (f *spanFilter) decide(v *scopeVerdict, span ptrace.Span) decision {
-	sv := f.judge(v, span)
-	if sv.sampledOut && !sv.experiment {
-		return droppedSampledOut
-	}
-	return sv.decision
-}
-
 // spanVerdict is the filter's view of one span: the rule that keeps or drops it, whether the
 // sampler takes a kept span out, and whether the span marks its trace as an experiment (then its
 // trace's sampled-out spans are kept: docs/contract.md §9, per trace).
@@ -164,19 +145,11 @@ type spanVerdict struct {
 // experiment mark is looked for only in traces the sampler takes out (sampling is per trace id, so
 // it changes nothing elsewhere).
 func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
-	if v.dropAll {
-		return spanVerdict{decision: droppedDropRule}
-	}
 	name := span.Name()
-	if _, ok := f.dropSpanNames[name]; ok {
+	_, dropName := f.dropSpanNames[name]
+	if v.dropAll || dropName || slices.Contains(v.dropSpanNames, name) {
 		return spanVerdict{decision: droppedDropRule}
 	}
-	for _, n := range v.dropSpanNames {
-		if n == name {
-			return spanVerdict{decision: droppedDropRule}
-		}
-	}
-
 	sampledIn := f.sampler.Keep(span.TraceID())
 	experiment := false
 	// The reported reason follows the default filter's order: svc-sdk scope, known scope, gen_ai.
@@ -197,10 +170,8 @@ func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
 		}
 		experiment = scan.experiment
 	}
-	if !hasKeep {
-		if _, ok := f.keepSpanNames[name]; ok {
-			keep, hasKeep = keptKeepRule, true
-		}
+	if _, ok := f.keepSpanNames[name]; ok && !hasKeep {
+		keep, hasKeep = keptKeepRule, true
 	}
 	if !hasKeep {
 		return spanVerdict{decision: droppedNotGenAI, experiment: experiment}
@@ -224,7 +195,7 @@ func (f *spanFilter) scanAttributes(attrs pcommon.Map, wantGenAI, wantKeepPrefix
 			return attrScan{drop: true}
 		}
 		if wantGenAI && !s.genAI {
-			s.genAI = isGenAIAttribute(k)
+			s.genAI = strings.HasPrefix(k, genAIAttributePrefix) || k == openInferenceSpanKind
 		}
 		if wantKeepPrefix && !s.keepPrefix {
 			s.keepPrefix = hasAnyPrefix(k, f.keepAttrPrefixes)

@@ -247,3 +247,12 @@ func realisticBatch() ptrace.Traces {
 	}
 	return td
 }
+
+// decide is the per-span decision of a span on its own (the trace's experiment flag aside).
+func (f *spanFilter) decide(v *scopeVerdict, span ptrace.Span) decision {
+	sv := f.judge(v, span)
+	if sv.sampledOut && !sv.experiment {
+		return droppedSampledOut
+	}
+	return sv.decision
+}

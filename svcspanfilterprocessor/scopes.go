@@ -1,6 +1,8 @@
 package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfilterprocessor"
 
 import (
+	"slices"
+
 	"github.com/svc/svc-collector/pkg/scopematch"
 	"github.com/svc/svc-collector/pkg/svcattr"
 )
@@ -26,7 +28,7 @@ const openInferenceJSPrefix = "@arizeai/openinference-instrumentation-"
 // svc platform's own SDKs' list, and after it what the gateway keeps beyond it. Add a scope here and
 // nowhere else (the README's list of known scopes is checked against this table by
 // TestReadmeListsKnownScopes).
-var knownScopes = []knownScope{
+var knownScopes = slices.Concat([]knownScope{
 	{name: svcattr.SDKScopeName},         // the svc SDKs themselves
 	{name: "agent_framework"},            // Microsoft Agent Framework
 	{name: "autogen-core"},               // AutoGen
@@ -38,36 +40,22 @@ var knownScopes = []knownScope{
 	{name: "pydantic-ai"},                // Pydantic AI
 	{name: "strands-agents"},             // Strands Agents
 	{name: "vllm"},                       // vLLM
-	{name: openTelemetryInstrumentationPrefix + "agno"},
-	{name: openTelemetryInstrumentationPrefix + "alephalpha"},
-	{name: openTelemetryInstrumentationPrefix + "anthropic"},
-	{name: openTelemetryInstrumentationPrefix + "aws_bedrock"},
-	{name: openTelemetryInstrumentationPrefix + "bedrock"},
-	{name: openTelemetryInstrumentationPrefix + "cohere"},
-	{name: openTelemetryInstrumentationPrefix + "crewai"},
-	{name: openTelemetryInstrumentationPrefix + "gemini"},
-	{name: openTelemetryInstrumentationPrefix + "google_genai"},
-	{name: openTelemetryInstrumentationPrefix + "google_generativeai"},
-	{name: openTelemetryInstrumentationPrefix + "groq"},
-	{name: openTelemetryInstrumentationPrefix + "haystack"},
-	{name: openTelemetryInstrumentationPrefix + "langchain"},
-	{name: openTelemetryInstrumentationPrefix + "llamaindex"},
-	{name: openTelemetryInstrumentationPrefix + "mistralai"},
-	{name: openTelemetryInstrumentationPrefix + "ollama"},
-	{name: openTelemetryInstrumentationPrefix + "openai"},
-	{name: openTelemetryInstrumentationPrefix + "openai_agents"},
-	{name: openTelemetryInstrumentationPrefix + "openai_v2"},
-	{name: openTelemetryInstrumentationPrefix + "replicate"},
-	{name: openTelemetryInstrumentationPrefix + "sagemaker"},
-	{name: openTelemetryInstrumentationPrefix + "together"},
-	{name: openTelemetryInstrumentationPrefix + "transformers"},
-	{name: openTelemetryInstrumentationPrefix + "vertex_ai"},
-	{name: openTelemetryInstrumentationPrefix + "vertexai"},
-	{name: openTelemetryInstrumentationPrefix + "voyageai"},
-	{name: openTelemetryInstrumentationPrefix + "watsonx"},
-	{name: openTelemetryInstrumentationPrefix + "writer"},
+}, openTelemetryInstrumentations(
+	"agno", "alephalpha", "anthropic", "aws_bedrock", "bedrock", "cohere", "crewai", "gemini",
+	"google_genai", "google_generativeai", "groq", "haystack", "langchain", "llamaindex", "mistralai",
+	"ollama", "openai", "openai_agents", "openai_v2", "replicate", "sagemaker", "together",
+	"transformers", "vertex_ai", "vertexai", "voyageai", "watsonx", "writer",
+), []knownScope{
 	// Beyond the SDKs' list.
 	{name: openInferenceJSPrefix, rule: scopematch.Prefix}, // OpenInference JS
+})
+
+func openTelemetryInstrumentations(libraries ...string) []knownScope {
+	scopes := make([]knownScope, len(libraries))
+	for i, l := range libraries {
+		scopes[i] = knownScope{name: openTelemetryInstrumentationPrefix + l}
+	}
+	return scopes
 }
 
 // defaultScopes matches knownScopes.
