@@ -43,25 +43,21 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 // decideAll runs the filter on every span of td.
 func (p *spanFilterProcessor) decideAll(td ptrace.Traces, sc *batchScratch) {
 	now := p.now()
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			ss := sss.At(j)
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
 			p.filter.forScope(ss.Scope(), &sc.verdict)
-			spans := ss.Spans()
-			for k := 0; k < spans.Len(); k++ {
-				v := p.filter.judge(&sc.verdict, spans.At(k))
+			for _, span := range ss.Spans().All() {
+				v := p.filter.judge(&sc.verdict, span)
 				d := tracememory.Decision{MarksExperiment: v.experiment}
 				e := p.filter.experiments // the shared memory, as long-lived as the score connectors'
 				if e != nil && v.experiment {
-					e.Mark(spans.At(k).TraceID(), now) // a dropped marking span marks its trace too
+					e.Mark(span.TraceID(), now) // a dropped marking span marks its trace too
 				}
 				switch {
 				case !v.decision.kept():
 				case v.sampledOut:
 					d.Verdict = tracememory.KeepIfExperiment
-					if e != nil && e.Keep(spans.At(k).TraceID(), v.experiment, now) {
+					if e != nil && e.Keep(span.TraceID(), v.experiment, now) {
 						d.MarksExperiment = true
 					}
 				default:

@@ -102,13 +102,9 @@ type spanKey struct {
 func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) {
 	var keys []spanKey
 	bySpan := map[spanKey]*genaicontent.Content{}
-	rls := ld.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		sls := rls.At(i).ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				lr := lrs.At(k)
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
 				key := spanKey{trace: lr.TraceID(), span: lr.SpanID()}
 				c, ok := bySpan[key]
 				if !ok {

@@ -12,16 +12,14 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 )
 
-// unmatchedNoSpanContext is the unmatched reason of content records without a trace id or span id
-// (the other reasons are the trace memory's, tracememory.UnmatchedReason).
-const unmatchedNoSpanContext = "no_span_context"
-
-var noSpanContextOpt = reasonOpt(unmatchedNoSpanContext)
+// noSpanContextOpt is the unmatched reason of content records without a trace id or span id (the
+// other reasons are the trace memory's, tracememory.UnmatchedReason).
+var noSpanContextOpt = reasonOpt("no_span_context")
 
 // contentSink takes the GenAI content records of one logs call (only records with a trace id and a
 // span id, in their resource and scope) and keeps them until their span arrives or their wait ends.
-// It is the trace memory: it must make them durable before returning (issue 17), and return a
-// retryable error, keeping nothing, when it cannot take them (byte budget: push back).
+// It is the trace memory: it makes them durable before returning, and returns a retryable error,
+// keeping nothing, when it cannot take them (byte budget: push back).
 type contentSink interface {
 	AddContent(ctx context.Context, content plog.Logs) error
 }
@@ -64,13 +62,10 @@ func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (p
 
 // hasContentRecords is the cheap check that lets batches without content pass untouched.
 func hasContentRecords(ld plog.Logs) bool {
-	rls := ld.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		sls := rls.At(i).ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				if _, ok := genaicontent.IsContentRecord(lrs.At(k)); ok {
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				if _, ok := genaicontent.IsContentRecord(lr); ok {
 					return true
 				}
 			}

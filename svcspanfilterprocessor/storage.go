@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -18,23 +18,8 @@ import (
 // file_storage), beside the exporters' queue clients in the same extension.
 const journalStorageName = "held"
 
-// storageClient gets the processor's client from the storage extension the config names, the
-// way exporterhelper's persistent queue does. Errors say what to fix: they fail the start.
-func storageClient(ctx context.Context, host component.Host, storageID component.ID, owner component.ID) (storage.Client, error) {
-	ext, found := host.GetExtensions()[storageID]
-	if !found {
-		return nil, fmt.Errorf("storage: extension %q is not running: configure it under `extensions:` and list it in `service::extensions`", storageID)
-	}
-	storageExt, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("storage: extension %q is not a storage extension (use file_storage)", storageID)
-	}
-	client, err := storageExt.GetClient(ctx, component.KindProcessor, owner, journalStorageName)
-	if err != nil {
-		return nil, fmt.Errorf("storage: extension %q cannot open the processor's storage (is its directory writable, with free space?): %w", storageID, err)
-	}
-	return client, nil
-}
+// errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
+var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
 
 // newProcessorJournal is the journal the processor is built with: journal.Nop without the
 // `storage` option, else a storageJournal that opens at Start, when the host's extensions are
@@ -46,71 +31,61 @@ func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) jo
 	return &storageJournal{storageID: *cfg.Storage, owner: owner, logger: logger}
 }
 
-// errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
-var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
-
 // storageJournal is the journal in the storage extension named by the `storage` option.
 type storageJournal struct {
 	storageID component.ID
 	owner     component.ID
 	logger    *zap.Logger
-
-	mu sync.RWMutex
-	s  *journal.Storage
+	s         atomic.Pointer[journal.Storage] // nil before start and after shutdown
 }
 
-var _ journal.Journal = (*storageJournal)(nil)
-
-// start acquires the storage client and recovers the held state a previous process left
-// (oldest first), for the processor to re-admit before its first span. An error fails the
+// start gets the processor's client from the storage extension, the way exporterhelper's
+// persistent queue does, and recovers the held state a previous process left (oldest first), for
+// the processor to re-admit before its first span. Its errors say what to fix: they fail the
 // collector's start.
 func (j *storageJournal) start(ctx context.Context, host component.Host) ([]journal.Record, error) {
-	client, err := storageClient(ctx, host, j.storageID, j.owner)
+	ext, found := host.GetExtensions()[j.storageID]
+	if !found {
+		return nil, fmt.Errorf("storage: extension %q is not running: configure it under `extensions:` "+
+			"and list it in `service::extensions`", j.storageID)
+	}
+	storageExt, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("storage: extension %q is not a storage extension (use file_storage)", j.storageID)
+	}
+	client, err := storageExt.GetClient(ctx, component.KindProcessor, j.owner, journalStorageName)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("storage: extension %q cannot open the processor's storage (is its directory "+
+			"writable, with free space?): %w", j.storageID, err)
 	}
 	s, recovered, err := journal.Open(ctx, client, j.logger)
 	if err != nil {
 		_ = client.Close(ctx)
 		return nil, fmt.Errorf("storage: extension %q: recover the held state: %w", j.storageID, err)
 	}
-	j.mu.Lock()
-	j.s = s
-	j.mu.Unlock()
+	j.s.Store(s)
 	return recovered, nil
 }
 
 // shutdown releases the storage client; what is still in the journal is recovered at the next
 // start.
 func (j *storageJournal) shutdown(ctx context.Context) error {
-	j.mu.Lock()
-	s := j.s
-	j.s = nil
-	j.mu.Unlock()
-	if s == nil {
-		return nil
+	if s := j.s.Swap(nil); s != nil {
+		return s.Close(ctx)
 	}
-	return s.Close(ctx)
-}
-
-func (j *storageJournal) storage() *journal.Storage {
-	j.mu.RLock()
-	defer j.mu.RUnlock()
-	return j.s
+	return nil
 }
 
 func (j *storageJournal) Append(ctx context.Context, kind journal.Kind, heldAt time.Time, metadata map[string][]string, payload []byte) (uint64, error) {
-	s := j.storage()
-	if s == nil {
-		return 0, errJournalNotStarted
+	if s := j.s.Load(); s != nil {
+		return s.Append(ctx, kind, heldAt, metadata, payload)
 	}
-	return s.Append(ctx, kind, heldAt, metadata, payload)
+	return 0, errJournalNotStarted
 }
 
 func (j *storageJournal) Remove(ctx context.Context, ids ...uint64) error {
-	s := j.storage()
-	if s == nil {
-		return errJournalNotStarted
+	if s := j.s.Load(); s != nil {
+		return s.Remove(ctx, ids...)
 	}
-	return s.Remove(ctx, ids...)
+	return errJournalNotStarted
 }
