@@ -18,16 +18,13 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
-// contentJoin is the content join as the trace memory's hook: which spans wait for content, when
-// their content is complete, and how it goes onto the span (genaicontent).
+// contentJoin is the content join as the trace memory's hook: which spans wait for content
+// (genaicontent.Candidates), when their content is complete, and how it goes onto the span.
 type contentJoin struct {
 	candidates *genaicontent.Candidates
 }
 
-var _ tracememory.Join = (*contentJoin)(nil)
-
-// newContentJoin is the memory's hook for cfg; nil (no join: no span waits for content) when the
-// join is off.
+// newContentJoin is the memory's hook for cfg; nil (no span waits for content) when the join is off.
 func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
 	if !cfg.Enabled {
 		return nil
@@ -35,20 +32,16 @@ func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
 	return &contentJoin{candidates: genaicontent.NewCandidates(cfg.InstrumentationScopes)}
 }
 
-// ScopeAwaitsContent: the scope is one of the content candidates' (genaicontent.Candidates).
 func (j *contentJoin) ScopeAwaitsContent(scope pcommon.InstrumentationScope) bool {
 	return j.candidates.InScope(scope)
 }
 
-// AwaitsContent: a content candidate (genaicontent.Candidates) may still receive content.
-func (j *contentJoin) AwaitsContent(span ptrace.Span) bool {
-	return j.candidates.IsCandidateSpan(span)
-}
+func (j *contentJoin) AwaitsContent(span ptrace.Span) bool { return j.candidates.IsCandidateSpan(span) }
 
 // Complete: the output of the call arrived, so nothing more is expected.
 func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
 	for _, p := range pieces {
-		if sc, ok := p.(spanContent); ok && sc.c.HasOutput() {
+		if p.(spanContent).c.HasOutput() {
 			return true
 		}
 	}
@@ -58,38 +51,25 @@ func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
 // Apply joins every piece of content gathered for span onto it; false when the span keeps its own
 // content (genaicontent.Apply's precedence).
 func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) bool {
-	return genaicontent.Apply(span, mergeContent(pieces))
-}
-
-func mergeContent(pieces []tracememory.Content) *genaicontent.Content {
-	if len(pieces) == 1 {
-		if sc, ok := pieces[0].(spanContent); ok {
-			return sc.c
-		}
+	if len(pieces) == 1 { // the common case, without a copy
+		return genaicontent.Apply(span, pieces[0].(spanContent).c)
 	}
 	all := &genaicontent.Content{}
 	for _, p := range pieces {
-		if sc, ok := p.(spanContent); ok {
-			all.Merge(sc.c)
-		}
+		all.Merge(p.(spanContent).c)
 	}
-	return all
+	return genaicontent.Apply(span, all)
 }
 
 // spanContent is the content records of one span from one logs call, parsed once, outside the
-// memory's locks.
+// memory's locks. It joins only spans of its tenant (tracememory.TenantOf the logs request).
 type spanContent struct {
 	c      *genaicontent.Content
-	tenant string // tracememory.TenantOf the logs request
+	tenant string
 }
 
-// Size is what the records hold, counted in the memory's byte budget.
-func (s spanContent) Size() int64 { return int64(s.c.Bytes()) }
-
-// Records is the number of content records it holds.
-func (s spanContent) Records() int { return s.c.Records() }
-
-// Tenant is whom the logs request spoke for: the content joins only that tenant's spans.
+func (s spanContent) Size() int64    { return int64(s.c.Bytes()) }
+func (s spanContent) Records() int   { return s.c.Records() }
 func (s spanContent) Tenant() string { return s.tenant }
 
 type spanKey struct {
@@ -120,16 +100,15 @@ func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) 
 	return keys, bySpan
 }
 
-// contentOutcomes counts what the memory did with the content of one logs call, per span.
-type contentOutcomes struct {
-	joined, waiting, discarded int
-}
+// contentOutcomes counts, by tracememory.ContentOutcome, what the memory did with the content of
+// one logs call, per span.
+type contentOutcomes [tracememory.ContentDiscarded + 1]int
 
 // addContent is the processor's contentSink: the content records of one logs call are made durable
 // (one KindContent journal record, before the call is acknowledged) and each span's content is
 // given to the memory. A journal that cannot take them makes the call fail with a retryable error:
-// the client sends them again, nothing is half kept. j is the memory's own journal (the memory removes
-// the record through it once every span's content is joined or discarded).
+// the client sends them again, nothing is half kept. j is the memory's own journal (the memory
+// removes the record through it once every span's content is joined or discarded).
 func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, ld plog.Logs, now time.Time) (contentOutcomes, error) {
 	var out contentOutcomes
 	keys, bySpan := contentBySpan(ld)
@@ -138,16 +117,16 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 	}
 	info := client.FromContext(ctx)
 	// Push back before anything is made durable when the memory has no room that eviction can
-	// make without forgetting acknowledged content or refused spans (finding C).
+	// make without forgetting acknowledged content or refused spans.
 	var size int64
-	for _, k := range keys {
-		size += spanContent{c: bySpan[k]}.Size()
+	for _, c := range bySpan {
+		size += spanContent{c: c}.Size()
 	}
 	if err := m.ContentRoom(size); err != nil {
 		return out, err
 	}
 	var ref *tracememory.RecordRef
-	if j != nil && j != journal.Nop {
+	if j != journal.Nop {
 		payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
 		if err != nil {
 			return out, consumererror.NewPermanent(fmt.Errorf("svcspanfilter: content records: %w", err))
@@ -176,11 +155,10 @@ func recoverContent(m *tracememory.Memory, records []journal.Record) (contentOut
 		ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
-			m.NewRecordRef(rec.ID, 1).Done(1)
-			continue
+			ld = plog.NewLogs()
 		}
 		keys, bySpan := contentBySpan(ld)
-		if len(keys) == 0 {
+		if len(keys) == 0 { // nothing to give: the record is done
 			m.NewRecordRef(rec.ID, 1).Done(1)
 			continue
 		}
@@ -193,16 +171,11 @@ func recoverContent(m *tracememory.Memory, records []journal.Record) (contentOut
 	return out, nil
 }
 
-func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey, bySpan map[spanKey]*genaicontent.Content, tenant string, ref *tracememory.RecordRef) {
+func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey,
+	bySpan map[spanKey]*genaicontent.Content, tenant string, ref *tracememory.RecordRef,
+) {
 	for _, k := range keys {
-		switch m.AddContent(k.trace, k.span, spanContent{c: bySpan[k], tenant: tenant}, ref) {
-		case tracememory.ContentJoined:
-			out.joined++
-		case tracememory.ContentWaiting:
-			out.waiting++
-		case tracememory.ContentDiscarded:
-			out.discarded++
-		}
+		out[m.AddContent(k.trace, k.span, spanContent{c: bySpan[k], tenant: tenant}, ref)]++
 	}
 }
 
@@ -216,16 +189,16 @@ func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) erro
 	}
 	out, err := addContent(ctx, p.mem, p.journal, ld, p.now())
 	if err != nil {
-		p.logger.Warn("Could not take GenAI content records; the logs request is refused for the client to retry", zap.Error(err))
+		p.logger.Warn("Could not take GenAI content records; the logs request is refused for the client to retry",
+			zap.Error(err))
 		return err
 	}
-	if out.discarded > 0 {
-		p.logger.Debug("Discarded GenAI content records: their span was dropped or already went on", zap.Int("spans", out.discarded))
+	if n := out[tracememory.ContentDiscarded]; n > 0 {
+		p.logger.Debug("Discarded GenAI content records: their span was dropped or already went on",
+			zap.Int("spans", n))
 	}
 	return nil
 }
-
-var _ contentSink = (*spanFilterProcessor)(nil)
 
 // errTracesNotRunning refuses content (retryably) while the traces processor of the same ID is not
 // running: before its start has recovered the journal, or after its shutdown.
