@@ -32,11 +32,12 @@ const (
 	onShutdownKeep    = "keep"
 )
 
-// removedBlockedScopesKey is the option of the Python SDK v4 that the SDKs removed (docs/contract.md §12). A config that
-// still sets it must fail loudly instead of silently keeping the spans the user meant to block.
+// removedBlockedScopesKey is the option of the Python SDK v4 that the SDKs removed (docs/contract.md
+// §12). A config that still sets it must fail loudly instead of keeping the spans the user meant
+// to block.
 const removedBlockedScopesKey = "blocked_instrumentation_scopes"
 
-// Config of the svcspanfilter processor.
+// Config of the svcspanfilter processor. The `_ struct{}` fields prevent unkeyed literals.
 type Config struct {
 	// DefaultFilter keeps the spans the svc SDKs' is_default_export_span keeps: scope `svc-sdk`, a
 	// known LLM instrumentation scope, or any span attribute whose name starts with `gen_ai.`.
@@ -54,17 +55,15 @@ type Config struct {
 	// TraceIntegrity bounds the wait of kept spans whose parent has not been seen yet.
 	TraceIntegrity TraceIntegrityConfig `mapstructure:"trace_integrity"`
 	// Storage names a storage extension (file_storage/<name>) that keeps the held state across a
-	// crash (see storage.go); nil keeps it in memory only.
+	// crash (storage.go); nil keeps it in memory only.
 	Storage *component.ID `mapstructure:"storage"`
 	// ContentJoin attaches GenAI content sent as log records to its span.
 	ContentJoin ContentJoinConfig `mapstructure:"content_join"`
-
-	// prevent unkeyed literal initialization
-	_ struct{}
+	_           struct{}
 }
 
-// SpanRules name spans; as keep rules they add spans to the default filter's, as drop rules they
-// drop spans whatever else matches them.
+// SpanRules name spans: keep rules add them to the default filter's, drop rules drop them whatever
+// else matches them.
 type SpanRules struct {
 	// InstrumentationScopes match a scope name that equals the entry or starts with the entry + ".".
 	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
@@ -72,29 +71,23 @@ type SpanRules struct {
 	AttributePrefixes []string `mapstructure:"attribute_prefixes"`
 	// SpanNames match a span whose name equals the entry.
 	SpanNames []string `mapstructure:"span_names"`
-
-	// prevent unkeyed literal initialization
-	_ struct{}
+	_         struct{}
 }
 
 // DropRules are the span rules of drop, and its rules for one span name within one scope.
 type DropRules struct {
 	SpanRules `mapstructure:",squash"`
-	// ScopeSpanNames match a span of a given scope (matched as InstrumentationScopes) with a given name,
-	// e.g. scope `litellm`, span name `raw_gen_ai_request`.
+	// ScopeSpanNames match a span of a given scope (matched as InstrumentationScopes) with a given
+	// name, e.g. scope `litellm`, span name `raw_gen_ai_request`.
 	ScopeSpanNames []ScopeSpanName `mapstructure:"scope_span_names"`
-
-	// prevent unkeyed literal initialization
-	_ struct{}
+	_              struct{}
 }
 
 // ScopeSpanName is a drop rule for one span name within one instrumentation scope.
 type ScopeSpanName struct {
 	InstrumentationScope string `mapstructure:"instrumentation_scope"`
 	SpanName             string `mapstructure:"span_name"`
-
-	// prevent unkeyed literal initialization
-	_ struct{}
+	_                    struct{}
 }
 
 // TraceIntegrityConfig bounds the memory and the wait that keep every trace one connected tree.
@@ -122,20 +115,16 @@ type TraceIntegrityConfig struct {
 	// forgotten first; then the oldest waiting traces' held spans go on by rule 1.
 	MaxTraces int `mapstructure:"max_traces"`
 	// OnShutdown says what a graceful shutdown does with held spans: `release` delivers them by
-	// rule 1 (nothing is left behind if this instance never starts again); `keep` leaves them in
-	// the storage extension to wait for their parents again after the next start (needs `storage`;
-	// for instances that restart on the same storage, e.g. a StatefulSet volume).
+	// rule 1; `keep` leaves them in the storage extension to wait for their parents again after the
+	// next start (needs `storage`; for instances that restart on the same storage).
 	OnShutdown string `mapstructure:"on_shutdown"`
-
-	// prevent unkeyed literal initialization
-	_ struct{}
+	_          struct{}
 }
 
 // ContentJoinConfig rules the join of GenAI content that instrumentations send as log records
 // (gen_ai.*.message, gen_ai.choice, gen_ai.client.inference.operation.details) onto their spans.
 type ContentJoinConfig struct {
-	// Enabled: when false the logs processor passes every record on unchanged and no span waits for
-	// content.
+	// Enabled: when false the logs processor passes every record on unchanged and no span waits.
 	Enabled bool `mapstructure:"enabled"`
 	// Wait bounds the wait of a content candidate span for its output records, and of records for
 	// their span.
@@ -143,15 +132,10 @@ type ContentJoinConfig struct {
 	// InstrumentationScopes add scopes whose inference spans may wait for content records, beside
 	// the built-in list of instrumentations known to emit them (matched as the keep rules' scopes).
 	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
-
-	// prevent unkeyed literal initialization
-	_ struct{}
+	_                     struct{}
 }
 
-var (
-	_ component.Config    = (*Config)(nil)
-	_ confmap.Unmarshaler = (*Config)(nil)
-)
+var _ confmap.Unmarshaler = (*Config)(nil)
 
 func createDefaultConfig() component.Config {
 	return &Config{
@@ -175,19 +159,14 @@ func defaultContentJoinConfig() ContentJoinConfig {
 	return ContentJoinConfig{Enabled: true, Wait: defaultContentWait}
 }
 
-// Unmarshal rejects the removed SDK option with the rule that replaces it, then decodes the rest
-// strictly (an unknown key fails naming the key).
+// Unmarshal rejects the removed SDK option with the rule that replaces it, written with the user's
+// own scopes, then decodes the rest strictly (an unknown key fails naming the key).
 func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
-	if conf.IsSet(removedBlockedScopesKey) {
-		return blockedScopesError(conf.Get(removedBlockedScopesKey))
+	if !conf.IsSet(removedBlockedScopesKey) {
+		return conf.Unmarshal(cfg)
 	}
-	return conf.Unmarshal(cfg)
-}
-
-// blockedScopesError explains the removal and writes the user's own scopes into the new rule.
-func blockedScopesError(value any) error {
 	example := "[<scope>, ...]"
-	if list, ok := value.([]any); ok && len(list) > 0 {
+	if list, ok := conf.Get(removedBlockedScopesKey).([]any); ok && len(list) > 0 {
 		names := make([]string, 0, len(list))
 		for _, v := range list {
 			names = append(names, fmt.Sprint(v))
