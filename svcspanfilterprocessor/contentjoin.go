@@ -179,7 +179,7 @@ func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey,
 	}
 }
 
-// AddContent makes the traces processor the logs processor's contentSink (instance.go): the content
+// AddContent makes the traces processor the logs processor's contentSink (factory.go): the content
 // records of one logs call go into the trace memory. Spans the join releases are delivered by the
 // releaser.
 func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) error {
