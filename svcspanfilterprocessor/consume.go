@@ -21,7 +21,8 @@ import (
 func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	sc := p.scratch.Get().(*batchScratch)
 	defer func() {
-		sc.reset()
+		// sc.verdict is reset by forScope, before each scope.
+		sc.verdicts, sc.decisions = sc.verdicts[:0], sc.decisions[:0]
 		p.scratch.Put(sc)
 	}()
 	p.decideAll(td, sc)
@@ -93,14 +94,6 @@ type batchScratch struct {
 	verdict   scopeVerdict
 	verdicts  []decision
 	decisions []tracememory.Decision
-}
-
-func (sc *batchScratch) reset() {
-	*sc = batchScratch{
-		verdicts:  sc.verdicts[:0],
-		decisions: sc.decisions[:0],
-		verdict:   scopeVerdict{dropSpanNames: sc.verdict.dropSpanNames[:0]},
-	}
 }
 
 // deliverReady sends the deliveries the memory queued (released by time, or refused before).

@@ -127,17 +127,13 @@ func (i *spanFilterInstance) setTraces(p *spanFilterProcessor) error {
 	return nil
 }
 
-func (i *spanFilterInstance) tracesProcessor() *spanFilterProcessor {
-	instances.Lock()
-	defer instances.Unlock()
-	return i.traces
-}
-
 // contentSink is where the logs processor hands content records: the traces processor's memory;
 // nil without a traces pipeline for this ID.
 func (i *spanFilterInstance) contentSink() contentSink {
-	if p := i.tracesProcessor(); p != nil {
-		return p
+	instances.Lock()
+	defer instances.Unlock()
+	if i.traces == nil {
+		return nil
 	}
-	return nil
+	return i.traces
 }

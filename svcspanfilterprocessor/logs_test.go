@@ -148,7 +148,7 @@ func TestFactorySharesOneInstancePerID(t *testing.T) {
 	instances.Unlock()
 	require.NotNil(t, inst)
 	assert.Equal(t, 2, inst.refs)
-	require.NotNil(t, inst.tracesProcessor(), "the logs side sees the traces processor of its ID")
+	require.NotNil(t, inst.contentSink(), "the logs side sees the traces processor of its ID")
 
 	_, err = f.CreateTraces(ctx, set, cfg, consumertest.NewNop())
 	require.ErrorContains(t, err, "used in more than one traces pipeline")
