@@ -105,9 +105,8 @@ func nameSet(names []string) map[string]struct{} {
 // ScopeSpans, not per span.
 type scopeVerdict struct {
 	dropAll bool
-	// keep is the keep decision that the scope alone gives (valid when hasKeep).
-	keep    decision
-	hasKeep bool
+	// keep is the keep decision that the scope alone gives; droppedNotGenAI when it gives none.
+	keep decision
 	// dropSpanNames are the span names that scope_span_names drop in this scope.
 	dropSpanNames []string
 }
@@ -115,7 +114,7 @@ type scopeVerdict struct {
 // forScope computes the scope's verdict into v, reusing v's slice so the hot path does not allocate.
 func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdict) {
 	name := scope.Name()
-	*v = scopeVerdict{dropSpanNames: v.dropSpanNames[:0]}
+	*v = scopeVerdict{keep: droppedNotGenAI, dropSpanNames: v.dropSpanNames[:0]}
 	v.dropAll = f.dropScopes.Match(name)
 	for _, r := range f.dropScopeSpanName {
 		if r.scope.Match(name) {
@@ -124,11 +123,11 @@ func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdic
 	}
 	switch {
 	case f.defaultFilter && name == svcattr.SDKScopeName:
-		v.keep, v.hasKeep = keptSvcSDKScope, true
+		v.keep = keptSvcSDKScope
 	case f.defaultFilter && defaultScopes.Match(name):
-		v.keep, v.hasKeep = keptKnownScope, true
+		v.keep = keptKnownScope
 	case f.keepScopes.Match(name):
-		v.keep, v.hasKeep = keptKeepRule, true
+		v.keep = keptKeepRule
 	}
 }
 
@@ -151,32 +150,28 @@ func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
 		return spanVerdict{decision: droppedDropRule}
 	}
 	sampledIn := f.sampler.Keep(span.TraceID())
-	experiment := false
 	// The reported reason follows the default filter's order: svc-sdk scope, known scope, gen_ai.
 	// attribute, then the keep rules. The scope alone may already settle it.
-	keep, hasKeep := v.keep, v.hasKeep
-	wantGenAI := f.defaultFilter && !(hasKeep && keep < keptGenAIAttribute)
-	wantKeepPrefix := !hasKeep && len(f.keepAttrPrefixes) > 0
+	keep := v.keep
+	wantGenAI := f.defaultFilter && keep >= keptGenAIAttribute
+	wantKeepPrefix := !keep.kept() && len(f.keepAttrPrefixes) > 0
 	// The attributes are read only when they can change the outcome.
+	var scan attrScan
 	if wantGenAI || wantKeepPrefix || len(f.dropAttrPrefixes) > 0 || !sampledIn {
-		scan := f.scanAttributes(span.Attributes(), wantGenAI, wantKeepPrefix, !sampledIn)
+		scan = f.scanAttributes(span.Attributes(), wantGenAI, wantKeepPrefix, !sampledIn)
 		switch {
 		case scan.drop:
 			return spanVerdict{decision: droppedDropRule}
 		case scan.genAI:
-			keep, hasKeep = keptGenAIAttribute, true
+			keep = keptGenAIAttribute
 		case scan.keepPrefix:
-			keep, hasKeep = keptKeepRule, true
+			keep = keptKeepRule
 		}
-		experiment = scan.experiment
 	}
-	if _, ok := f.keepSpanNames[name]; ok && !hasKeep {
-		keep, hasKeep = keptKeepRule, true
+	if _, ok := f.keepSpanNames[name]; ok && !keep.kept() {
+		keep = keptKeepRule
 	}
-	if !hasKeep {
-		return spanVerdict{decision: droppedNotGenAI, experiment: experiment}
-	}
-	return spanVerdict{decision: keep, sampledOut: !sampledIn, experiment: experiment}
+	return spanVerdict{decision: keep, sampledOut: keep.kept() && !sampledIn, experiment: scan.experiment}
 }
 
 type attrScan struct {
