@@ -84,7 +84,7 @@ func (p *spanFilterProcessor) recordDecisions(ctx context.Context, sc *batchScra
 		counts[d]++
 	}
 	// The kept decisions come first (decision.kept).
-	tb, opts := p.telemetry, p.metricOpt.decision
+	tb, opts := p.telemetry, reasons.decision
 	addByReason(ctx, tb.ProcessorSvcspanfilterSpansKept, counts[:droppedNotGenAI], opts)
 	addByReason(ctx, tb.ProcessorSvcspanfilterSpansDropped, counts[droppedNotGenAI:], opts[droppedNotGenAI:])
 }

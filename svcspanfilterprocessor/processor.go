@@ -30,18 +30,13 @@ type spanFilterProcessor struct {
 	cfg       TraceIntegrityConfig
 	sampling  *component.ID // the svcsampling extension whose rate the filter takes at start
 	telemetry *metadata.TelemetryBuilder
-	metricOpt metricOptions
 	mem       *tracememory.Memory
 	journal   journal.Journal
 	scratch   sync.Pool
-
-	// now is the clock of the memory; tests replace it before the first span.
-	now func() time.Time
-
+	now       func() time.Time // the memory's clock; tests replace it before the first span
 	evictions evictionLog
 
-	stop    chan struct{}
-	stopped chan struct{}
+	stop, stopped chan struct{} // the releaser's
 	// running: between the end of start (recovery done) and the beginning of shutdown; the logs
 	// side's content is refused, retryably, outside it.
 	running atomic.Bool
@@ -52,22 +47,18 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 	if err != nil {
 		return nil, err
 	}
-	if j == nil {
-		j = journal.Nop
-	}
+	ti := cfg.TraceIntegrity
 	p := &spanFilterProcessor{
 		logger:    set.Logger,
 		next:      next,
 		filter:    newSpanFilter(cfg),
-		cfg:       cfg.TraceIntegrity,
+		cfg:       ti,
 		sampling:  cfg.Sampling,
 		telemetry: tb,
-		metricOpt: newMetricOptions(),
 		journal:   j,
+		scratch:   sync.Pool{New: func() any { return &batchScratch{} }},
 		now:       time.Now,
 	}
-	p.scratch.New = func() any { return &batchScratch{} }
-	ti := cfg.TraceIntegrity
 	p.mem = tracememory.New(tracememory.Config{
 		WaitDuration:     ti.WaitDuration,
 		MaxWaitDuration:  ti.MaxWaitDuration,
@@ -115,8 +106,7 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 			p.logger.Warn("Some held spans or content records of the previous run could not be recovered", zap.Error(err))
 		}
 	}
-	p.stop = make(chan struct{})
-	p.stopped = make(chan struct{})
+	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
 	// Often enough that a span waits at most about a fifth longer than wait_duration.
 	go p.runReleaser(min(max(p.cfg.WaitDuration/5, 5*time.Millisecond), time.Second))
 	p.running.Store(true)

@@ -16,9 +16,15 @@ import (
 // evictionLogInterval limits the warning about evictions to one per interval under sustained overload.
 const evictionLogInterval = 10 * time.Second
 
-// metricOptions are the precomputed `reason` attribute sets, by reason, so recording allocates nothing.
-type metricOptions struct {
+// reasons are the precomputed `reason` attribute sets, by reason, so recording allocates nothing.
+var reasons = struct {
 	decision, reparent, release, evict, unmatch []metric.AddOption
+}{
+	decision: reasonOpts(numDecisions, decision.reason),
+	reparent: reasonOpts(tracememory.NumReparentReasons, tracememory.ReparentReason.String),
+	release:  reasonOpts(tracememory.NumReleaseReasons, tracememory.ReleaseReason.String),
+	evict:    reasonOpts(tracememory.NumEvictReasons, tracememory.EvictReason.String),
+	unmatch:  reasonOpts(tracememory.NumUnmatchedReasons, tracememory.UnmatchedReason.String),
 }
 
 func reasonOpt(reason string) metric.AddOption {
@@ -31,16 +37,6 @@ func reasonOpts[R ~uint8](n R, name func(R) string) []metric.AddOption {
 		opts[r] = reasonOpt(name(r))
 	}
 	return opts
-}
-
-func newMetricOptions() metricOptions {
-	return metricOptions{
-		decision: reasonOpts(numDecisions, decision.reason),
-		reparent: reasonOpts(tracememory.NumReparentReasons, tracememory.ReparentReason.String),
-		release:  reasonOpts(tracememory.NumReleaseReasons, tracememory.ReleaseReason.String),
-		evict:    reasonOpts(tracememory.NumEvictReasons, tracememory.EvictReason.String),
-		unmatch:  reasonOpts(tracememory.NumUnmatchedReasons, tracememory.UnmatchedReason.String),
-	}
 }
 
 // addByReason adds each non-zero count with the option of its reason.
@@ -70,11 +66,11 @@ func (p *spanFilterProcessor) registerGauges() error {
 
 // recordStats is the memory's observer: it turns its events into metrics.
 func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
-	ctx, tb, opts := context.Background(), p.telemetry, &p.metricOpt
-	addByReason(ctx, tb.ProcessorSvcspanfilterSpansReparented, s.Reparented[:], opts.reparent)
-	addByReason(ctx, tb.ProcessorSvcspanfilterSpansReleased, s.Released[:], opts.release)
-	addByReason(ctx, tb.ProcessorSvcspanfilterTracesEvicted, s.Evicted[:], opts.evict)
-	addByReason(ctx, tb.ProcessorSvcspanfilterContentUnmatched, s.ContentUnmatched[:], opts.unmatch)
+	ctx, tb := context.Background(), p.telemetry
+	addByReason(ctx, tb.ProcessorSvcspanfilterSpansReparented, s.Reparented[:], reasons.reparent)
+	addByReason(ctx, tb.ProcessorSvcspanfilterSpansReleased, s.Released[:], reasons.release)
+	addByReason(ctx, tb.ProcessorSvcspanfilterTracesEvicted, s.Evicted[:], reasons.evict)
+	addByReason(ctx, tb.ProcessorSvcspanfilterContentUnmatched, s.ContentUnmatched[:], reasons.unmatch)
 	if s.Connectors > 0 {
 		tb.ProcessorSvcspanfilterConnectorSpans.Add(ctx, s.Connectors)
 	}
