@@ -12,18 +12,11 @@ import (
 	"github.com/svc/svc-collector/pkg/sampling"
 )
 
-// Defaults of the configuration, sized for a gateway at 10k spans/s with agent runs of up to 10
-// minutes (README, "Memory sizing").
+// Defaults the tests and validation name too.
 const (
 	defaultSampleRate       = 1.0
 	defaultWaitDuration     = 5 * time.Second
-	defaultMaxWaitDuration  = time.Minute
 	defaultRememberDuration = 30 * time.Second
-	defaultLateParentWindow = 15 * time.Minute
-	defaultMaxTraces        = 200_000
-	defaultMemoryLimitMiB   = 256
-	// Applications export spans and logs in separate batches, typically a few seconds apart.
-	defaultContentWait = 5 * time.Second
 )
 
 // Values of trace_integrity.on_shutdown.
@@ -37,27 +30,23 @@ const (
 // to block.
 const removedBlockedScopesKey = "blocked_instrumentation_scopes"
 
-// Config of the svcspanfilter processor. The `_ struct{}` fields prevent unkeyed literals.
+// Config of the svcspanfilter processor; README.md documents each option. The `_ struct{}` fields
+// prevent unkeyed literals.
 type Config struct {
-	// DefaultFilter keeps the spans the svc SDKs' is_default_export_span keeps: scope `svc-sdk`, a
-	// known LLM instrumentation scope, or any span attribute whose name starts with `gen_ai.`.
+	// DefaultFilter keeps what the svc SDKs' is_default_export_span keeps.
 	DefaultFilter bool `mapstructure:"default_filter"`
 	// Keep rules are OR-ed with the default filter (the SDKs' should_export_span).
 	Keep SpanRules `mapstructure:"keep"`
 	// Drop rules win over the default filter and the keep rules.
 	Drop DropRules `mapstructure:"drop"`
-	// SampleRate is the OpenTelemetry TraceIdRatioBased rate: 0 < rate <= 1. Experiment spans are
-	// never sampled out.
+	// SampleRate is the OpenTelemetry TraceIdRatioBased rate; experiment spans are never sampled out.
 	SampleRate float64 `mapstructure:"sample_rate"`
-	// Sampling names the svcsampling extension whose sample_rate the filter takes instead (the
-	// one setting the svcscore and svcevaluator connectors read too); then sample_rate is unset.
-	Sampling *component.ID `mapstructure:"sampling"`
-	// TraceIntegrity bounds the wait of kept spans whose parent has not been seen yet.
+	// Sampling names the svcsampling extension whose rate (shared with the score connectors) the
+	// filter takes instead of sample_rate.
+	Sampling       *component.ID        `mapstructure:"sampling"`
 	TraceIntegrity TraceIntegrityConfig `mapstructure:"trace_integrity"`
-	// Storage names a storage extension (file_storage/<name>) that keeps the held state across a
-	// crash (storage.go); nil keeps it in memory only.
-	Storage *component.ID `mapstructure:"storage"`
-	// ContentJoin attaches GenAI content sent as log records to its span.
+	// Storage names a storage extension that keeps the held state across a crash; nil: memory only.
+	Storage     *component.ID     `mapstructure:"storage"`
 	ContentJoin ContentJoinConfig `mapstructure:"content_join"`
 	_           struct{}
 }
@@ -67,23 +56,21 @@ type Config struct {
 type SpanRules struct {
 	// InstrumentationScopes match a scope name that equals the entry or starts with the entry + ".".
 	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
-	// AttributePrefixes match a span whose attribute names include one starting with the entry.
+	// AttributePrefixes match a span with an attribute whose name starts with the entry.
 	AttributePrefixes []string `mapstructure:"attribute_prefixes"`
-	// SpanNames match a span whose name equals the entry.
-	SpanNames []string `mapstructure:"span_names"`
-	_         struct{}
+	SpanNames         []string `mapstructure:"span_names"`
+	_                 struct{}
 }
 
 // DropRules are the span rules of drop, and its rules for one span name within one scope.
 type DropRules struct {
-	SpanRules `mapstructure:",squash"`
-	// ScopeSpanNames match a span of a given scope (matched as InstrumentationScopes) with a given
-	// name, e.g. scope `litellm`, span name `raw_gen_ai_request`.
+	SpanRules      `mapstructure:",squash"`
 	ScopeSpanNames []ScopeSpanName `mapstructure:"scope_span_names"`
 	_              struct{}
 }
 
-// ScopeSpanName is a drop rule for one span name within one instrumentation scope.
+// ScopeSpanName drops the spans named SpanName of InstrumentationScope (matched as a scope rule),
+// e.g. scope `litellm`, span name `raw_gen_ai_request`.
 type ScopeSpanName struct {
 	InstrumentationScope string `mapstructure:"instrumentation_scope"`
 	SpanName             string `mapstructure:"span_name"`
@@ -92,31 +79,24 @@ type ScopeSpanName struct {
 
 // TraceIntegrityConfig bounds the memory and the wait that keep every trace one connected tree.
 type TraceIntegrityConfig struct {
-	// WaitDuration: a kept span whose parent is unknown is held until its trace has received no span
-	// for this long; then it goes on with its original parent id (rule 1: never made a root while
-	// an ancestor may be kept), and that parent becomes an open parent of the trace.
+	// WaitDuration: a kept span whose parent is unknown is held until its trace has been idle this
+	// long; then it goes on with its parent id unchanged (rule 1: never made a root while an
+	// ancestor may be kept).
 	WaitDuration time.Duration `mapstructure:"wait_duration"`
 	// MaxWaitDuration caps the wait of a span even while its trace keeps receiving spans.
 	MaxWaitDuration time.Duration `mapstructure:"max_wait_duration"`
-	// RememberDuration: the span ids (kept and dropped, with their parents) of a trace are
-	// remembered this long after its last span, so that late children are resolved without waiting.
+	// RememberDuration: how long a trace's span records are remembered after its last span.
 	RememberDuration time.Duration `mapstructure:"remember_duration"`
-	// LateParentWindow: a trace with open parents remembers them, and the records of its dropped
-	// spans, this long after its last span, so that a dropped parent ending that late is still
-	// delivered as a connector span below its nearest kept ancestor.
+	// LateParentWindow: how long a trace with open parents remembers them after its last span.
 	LateParentWindow time.Duration `mapstructure:"late_parent_window"`
-	// ConnectorSpans: deliver a dropped span that delivered spans point at as a stripped connector
-	// span (ids, name, kind, times, status code; marker attribute svc.gateway.connector).
+	// ConnectorSpans: deliver a dropped span that delivered spans point at as a stripped span.
 	ConnectorSpans bool `mapstructure:"connector_spans"`
-	// MemoryLimitMiB bounds the estimated memory of the trace memory: span records, held spans and
-	// released spans the next consumer has not accepted yet.
-	MemoryLimitMiB int `mapstructure:"memory_limit_mib"`
+	MemoryLimitMiB int  `mapstructure:"memory_limit_mib"`
 	// MaxTraces bounds the traces in memory. Over either bound, the traces idle the longest are
 	// forgotten first; then the oldest waiting traces' held spans go on by rule 1.
 	MaxTraces int `mapstructure:"max_traces"`
-	// OnShutdown says what a graceful shutdown does with held spans: `release` delivers them by
-	// rule 1; `keep` leaves them in the storage extension to wait for their parents again after the
-	// next start (needs `storage`; for instances that restart on the same storage).
+	// OnShutdown: `release` delivers held spans by rule 1; `keep` leaves them in the storage to wait
+	// again after the next start.
 	OnShutdown string `mapstructure:"on_shutdown"`
 	_          struct{}
 }
@@ -124,39 +104,41 @@ type TraceIntegrityConfig struct {
 // ContentJoinConfig rules the join of GenAI content that instrumentations send as log records
 // (gen_ai.*.message, gen_ai.choice, gen_ai.client.inference.operation.details) onto their spans.
 type ContentJoinConfig struct {
-	// Enabled: when false the logs processor passes every record on unchanged and no span waits.
 	Enabled bool `mapstructure:"enabled"`
-	// Wait bounds the wait of a content candidate span for its output records, and of records for
-	// their span.
+	// Wait bounds the wait of a candidate span for its output records, and of records for their span.
 	Wait time.Duration `mapstructure:"wait"`
 	// InstrumentationScopes add scopes whose inference spans may wait for content records, beside
-	// the built-in list of instrumentations known to emit them (matched as the keep rules' scopes).
+	// the built-in list (matched as the keep rules' scopes).
 	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
 	_                     struct{}
 }
 
 var _ confmap.Unmarshaler = (*Config)(nil)
 
+// createDefaultConfig is sized for a gateway at 10k spans/s with agent runs of up to 10 minutes
+// (README, "Memory sizing").
 func createDefaultConfig() component.Config {
 	return &Config{
 		DefaultFilter: true,
 		SampleRate:    defaultSampleRate,
 		TraceIntegrity: TraceIntegrityConfig{
 			WaitDuration:     defaultWaitDuration,
-			MaxWaitDuration:  defaultMaxWaitDuration,
+			MaxWaitDuration:  time.Minute,
 			RememberDuration: defaultRememberDuration,
-			LateParentWindow: defaultLateParentWindow,
+			LateParentWindow: 15 * time.Minute,
 			ConnectorSpans:   true,
 			OnShutdown:       onShutdownRelease,
-			MemoryLimitMiB:   defaultMemoryLimitMiB,
-			MaxTraces:        defaultMaxTraces,
+			MemoryLimitMiB:   256,
+			MaxTraces:        200_000,
 		},
 		ContentJoin: defaultContentJoinConfig(),
 	}
 }
 
+// defaultContentJoinConfig: applications export spans and logs in separate batches, typically a
+// few seconds apart.
 func defaultContentJoinConfig() ContentJoinConfig {
-	return ContentJoinConfig{Enabled: true, Wait: defaultContentWait}
+	return ContentJoinConfig{Enabled: true, Wait: 5 * time.Second}
 }
 
 // Unmarshal rejects the removed SDK option with the rule that replaces it, written with the user's

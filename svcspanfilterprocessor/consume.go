@@ -14,10 +14,9 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
-// processTraces is the synchronous part: decide every span, let the memory admit the batch (it
-// writes ahead what it may hold), deliver the spans of earlier calls it released, and return the
-// batch less its dropped and held spans. A retryable error (push back, a failed write) refuses the
-// whole batch; the client sends it again.
+// processTraces decides every span, lets the memory admit the batch (writing ahead what it may
+// hold), delivers the spans of earlier calls it released and returns the batch less its dropped and
+// held spans. A retryable error (push back, a failed write) refuses the whole batch.
 func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	sc := p.scratch.Get().(*batchScratch)
 	defer func() {
@@ -101,11 +100,9 @@ func (p *spanFilterProcessor) deliverReady(ctx context.Context, tryAll bool) {
 	p.deliver(ctx, p.mem.TakeReady(), tryAll)
 }
 
-// deliver hands released spans to the next consumer, each delivery with its own request's client
-// metadata. A retryable refusal puts the delivery back for the releaser; unless tryAll, the rest
-// goes back with it (the next consumer is under back-pressure). A permanent refusal is the only
-// loss, counted and logged. It returns the spans still refused (with tryAll, at shutdown: left in
-// the journal, if any, for the next start).
+// deliver hands released spans on, each delivery with its own request's client metadata. Unless
+// tryAll, a retryable refusal puts the delivery and the rest back for the releaser (back-pressure).
+// A permanent refusal is the only loss. It returns the spans still refused (with tryAll).
 func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Delivery, tryAll bool) int {
 	refused := 0
 	for i, d := range ds {
@@ -140,10 +137,8 @@ func (p *spanFilterProcessor) deliverOne(ctx context.Context, d *tracememory.Del
 	return nil
 }
 
-// consumeRecovering hands d to the next consumer and turns its panic (a bug in a later component)
-// into a retryable refusal of d: the deliveries before d went on and are done, d and the rest are
-// the caller's to keep. Were the panic to go on, d and the deliveries after it would be neither
-// handed on nor put back.
+// consumeRecovering turns a panic of the next consumer (a bug in a later component) into a
+// retryable refusal of d: were it to go on, d and the deliveries after it would be lost.
 func (p *spanFilterProcessor) consumeRecovering(ctx context.Context, d *tracememory.Delivery) (err error) {
 	defer func() {
 		if v := recover(); v != nil {

@@ -34,11 +34,9 @@ func createTraces(ctx context.Context, set processor.Settings, cfg component.Con
 		release()
 		return nil, err
 	}
-	// processorhelper carries the synchronous part (and the standard processor telemetry); the
-	// spans that wait for their parent are delivered by the processor's own releaser. Recovery, the
-	// releaser and the final delivery follow the TRACES processor's own Start and Shutdown: the
-	// collector starts it after its next consumers and stops it before them (the logs processor of
-	// the same ID has no edge to the traces exporter, so its lifecycle must not drive them).
+	// Recovery, the releaser and the final delivery follow the TRACES processor's Start and Shutdown:
+	// the collector starts it after its next consumers and stops it before them (the logs processor
+	// of the same ID has no edge to the traces exporter, so its lifecycle must not drive them).
 	return processorhelper.NewTraces(ctx, set, cfg, next, p.processTraces,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
 		processorhelper.WithStart(p.start),
@@ -52,12 +50,11 @@ func createTraces(ctx context.Context, set processor.Settings, cfg component.Con
 // createLogs builds the logs side: in a logs pipeline the component takes the GenAI content records
 // out and hands them to the trace memory of its traces pipeline (same component ID).
 func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
-	inst, release := acquireInstance(set.ID)
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
-		release()
 		return nil, err
 	}
+	inst, release := acquireInstance(set.ID)
 	lp := &contentLogsProcessor{
 		logger:    set.Logger,
 		enabled:   cfg.(*Config).ContentJoin.Enabled,
@@ -73,27 +70,23 @@ func createLogs(ctx context.Context, set processor.Settings, cfg component.Confi
 	)
 }
 
-// instances are the component instances by component ID: the traces processor and the logs
-// processor of one ID share one instance, so that content records reaching the logs pipeline meet
-// the spans of the traces pipeline's trace memory. An instance is forgotten when its last user
-// gives its reference back, so a collector reload builds a new one.
+// instances are the component instances by ID: the traces and logs processors of one ID share one,
+// so that content records of the logs pipeline meet the spans of the traces pipeline's memory.
 var instances = struct {
 	sync.Mutex
 	m map[component.ID]*spanFilterInstance
 }{m: map[component.ID]*spanFilterInstance{}}
 
-// spanFilterInstance is what the traces and logs processors of one component ID share. It has no
-// lifecycle of its own (see createTraces); the logs side hands content while the traces side runs
-// and is refused (retryably) otherwise. Its fields are guarded by instances.
+// spanFilterInstance has no lifecycle of its own (see createTraces). Its fields are guarded by
+// instances.
 type spanFilterInstance struct {
 	id     component.ID
 	refs   int
 	traces *spanFilterProcessor
 }
 
-// acquireInstance returns the instance of id, created if there is none, and the function that
-// gives this user's reference back: once, however often it is called (a Shutdown, or the failed
-// creation of the user).
+// acquireInstance returns the instance of id and the function that gives this user's reference
+// back, once however often it is called. The last one forgets the instance: a reload builds anew.
 func acquireInstance(id component.ID) (*spanFilterInstance, func()) {
 	instances.Lock()
 	defer instances.Unlock()
@@ -127,8 +120,7 @@ func (i *spanFilterInstance) setTraces(p *spanFilterProcessor) error {
 	return nil
 }
 
-// contentSink is where the logs processor hands content records: the traces processor's memory;
-// nil without a traces pipeline for this ID.
+// contentSink is the traces processor, nil without a traces pipeline for this ID.
 func (i *spanFilterInstance) contentSink() contentSink {
 	instances.Lock()
 	defer instances.Unlock()

@@ -79,10 +79,9 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 	return p, nil
 }
 
-// recoverJournal re-admits the held spans a previous process left in the journal (the storage
-// option calls it at start, before the first span).
+// recoverJournal re-admits what a previous process left in the journal; content first, so that
+// recovered spans that wait for it are joined as they are re-admitted.
 func (p *spanFilterProcessor) recoverJournal(records []journal.Record) error {
-	// Content first: recovered spans that wait for it are joined as they are re-admitted.
 	_, contentErr := recoverContent(p.mem, records)
 	return errors.Join(contentErr, p.mem.Recover(records))
 }
@@ -129,12 +128,10 @@ func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
 	}
 }
 
-// shutdown stops the releaser and, by default (on_shutdown: release), delivers everything still
-// held by rule 1, so that nothing is left behind when the collector stops. With on_shutdown: keep
-// (storage required), held spans stay journaled and wait again after the next start (a graceful
-// restart does not cut agent trees whose parents are still open); only deliveries already released
-// are tried. Spans the next consumer still refuses stay in the journal, or without one are lost and
-// reported in the error.
+// shutdown stops the releaser and, with on_shutdown: release, delivers everything still held by
+// rule 1. With keep, held spans stay journaled to wait again after the next start (a graceful restart
+// does not cut agent trees whose parents are still open). Spans the next consumer still refuses stay
+// in the journal, or without one are lost and reported in the error.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	p.running.Store(false)
 	defer p.telemetry.Shutdown()

@@ -21,9 +21,8 @@ const journalStorageName = "held"
 // errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
 var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
 
-// newProcessorJournal is the journal the processor is built with: journal.Nop without the
-// `storage` option, else a storageJournal that opens at Start, when the host's extensions are
-// known (the trace memory takes its journal when it is built, before Start).
+// newProcessorJournal is journal.Nop without the `storage` option, else a storageJournal that opens
+// at Start, when the host's extensions are known (the memory takes its journal before).
 func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) journal.Journal {
 	if cfg.Storage == nil {
 		return journal.Nop
@@ -39,10 +38,8 @@ type storageJournal struct {
 	s         atomic.Pointer[journal.Storage] // nil before start and after shutdown
 }
 
-// start gets the processor's client from the storage extension, the way exporterhelper's
-// persistent queue does, and recovers the held state a previous process left (oldest first), for
-// the processor to re-admit before its first span. Its errors say what to fix: they fail the
-// collector's start.
+// start opens the processor's client in the storage extension, as exporterhelper's persistent queue
+// does, and returns what a previous process left (oldest first). Its errors say what to fix.
 func (j *storageJournal) start(ctx context.Context, host component.Host) ([]journal.Record, error) {
 	ext, found := host.GetExtensions()[j.storageID]
 	if !found {
@@ -67,8 +64,7 @@ func (j *storageJournal) start(ctx context.Context, host component.Host) ([]jour
 	return recovered, nil
 }
 
-// shutdown releases the storage client; what is still in the journal is recovered at the next
-// start.
+// shutdown releases the storage client; what the journal still holds is recovered at the next start.
 func (j *storageJournal) shutdown(ctx context.Context) error {
 	if s := j.s.Swap(nil); s != nil {
 		return s.Close(ctx)
