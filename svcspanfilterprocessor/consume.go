@@ -106,9 +106,13 @@ func (p *spanFilterProcessor) deliverReady(ctx context.Context, tryAll bool) {
 func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Delivery, tryAll bool) int {
 	refused := 0
 	for i, d := range ds {
-		err := p.deliverOne(ctx, d)
+		err := p.consumeRecovering(ctx, d)
 		switch {
 		case err == nil:
+			p.mem.Delivered(d)
+		case consumererror.IsPermanent(err):
+			p.giveUp(ctx, d.Spans, "the next consumer refused them permanently: "+err.Error())
+			p.mem.Discard(d)
 		case tryAll:
 			refused += d.Spans
 		default:
@@ -119,22 +123,6 @@ func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Del
 		}
 	}
 	return refused
-}
-
-// deliverOne returns the next consumer's error when it refused d retryably (d is still the
-// caller's); a permanent refusal is given up.
-func (p *spanFilterProcessor) deliverOne(ctx context.Context, d *tracememory.Delivery) error {
-	err := p.consumeRecovering(ctx, d)
-	switch {
-	case err == nil:
-		p.mem.Delivered(d)
-	case consumererror.IsPermanent(err):
-		p.giveUp(ctx, d.Spans, "the next consumer refused them permanently: "+err.Error())
-		p.mem.Discard(d)
-	default:
-		return err
-	}
-	return nil
 }
 
 // consumeRecovering turns a panic of the next consumer (a bug in a later component) into a
