@@ -18,8 +18,8 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
-// contentJoin is the content join as the trace memory's hook: which spans wait for content
-// (genaicontent.Candidates), when their content is complete, and how it goes onto the span.
+// contentJoin is the trace memory's hook: which spans wait for content, when it is complete, and
+// how it goes onto the span.
 type contentJoin struct {
 	candidates *genaicontent.Candidates
 }
@@ -48,8 +48,7 @@ func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
 	return false
 }
 
-// Apply joins every piece of content gathered for span onto it; false when the span keeps its own
-// content (genaicontent.Apply's precedence).
+// Apply joins every piece gathered for span; false when the span keeps its own content.
 func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) bool {
 	if len(pieces) == 1 { // the common case, without a copy
 		return genaicontent.Apply(span, pieces[0].(spanContent).c)
@@ -61,8 +60,8 @@ func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) bool
 	return genaicontent.Apply(span, all)
 }
 
-// spanContent is the content records of one span from one logs call, parsed once, outside the
-// memory's locks. It joins only spans of its tenant (tracememory.TenantOf the logs request).
+// spanContent is the content records of one span from one logs call, parsed outside the memory's
+// locks. It joins only spans of its tenant (tracememory.TenantOf the logs request).
 type spanContent struct {
 	c      *genaicontent.Content
 	tenant string
@@ -77,8 +76,7 @@ type spanKey struct {
 	span  pcommon.SpanID
 }
 
-// contentBySpan parses the content records of ld (as the logs processor hands them: content only,
-// every record with a span context) into one Content per span, spans in first-seen order.
+// contentBySpan parses the content records of ld into one Content per span, in first-seen order.
 func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) {
 	var keys []spanKey
 	bySpan := map[spanKey]*genaicontent.Content{}
@@ -100,15 +98,12 @@ func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) 
 	return keys, bySpan
 }
 
-// contentOutcomes counts, by tracememory.ContentOutcome, what the memory did with the content of
-// one logs call, per span.
+// contentOutcomes counts spans by what the memory did with their content (tracememory.ContentOutcome).
 type contentOutcomes [tracememory.ContentDiscarded + 1]int
 
-// addContent is the processor's contentSink: the content records of one logs call are made durable
-// (one KindContent journal record, before the call is acknowledged) and each span's content is
-// given to the memory. A journal that cannot take them makes the call fail with a retryable error:
-// the client sends them again, nothing is half kept. j is the memory's own journal (the memory
-// removes the record through it once every span's content is joined or discarded).
+// addContent makes the content records of one logs call durable (one KindContent record in j, the
+// memory's journal, which removes it once every span's content is joined or discarded), then gives
+// each span's content to the memory. A failed write refuses the call retryably, nothing half kept.
 func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, ld plog.Logs, now time.Time) (contentOutcomes, error) {
 	var out contentOutcomes
 	keys, bySpan := contentBySpan(ld)
@@ -143,8 +138,7 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 	return out, nil
 }
 
-// recoverContent gives the memory the content of the KindContent records a previous process left
-// (their wait starts again).
+// recoverContent gives the memory the content records a previous process left; their wait restarts.
 func recoverContent(m *tracememory.Memory, records []journal.Record) (contentOutcomes, error) {
 	var out contentOutcomes
 	var errs []error
@@ -179,12 +173,10 @@ func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey,
 	}
 }
 
-// AddContent makes the traces processor the logs processor's contentSink (factory.go): the content
-// records of one logs call go into the trace memory. Spans the join releases are delivered by the
-// releaser.
+// AddContent makes the traces processor the logs processor's contentSink. Spans the join releases
+// are delivered by the releaser.
 func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) error {
 	if !p.running.Load() {
-		// Not started yet (recovery not done) or already stopped: the client sends them again.
 		return errTracesNotRunning
 	}
 	out, err := addContent(ctx, p.mem, p.journal, ld, p.now())
@@ -200,6 +192,6 @@ func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) erro
 	return nil
 }
 
-// errTracesNotRunning refuses content (retryably) while the traces processor of the same ID is not
-// running: before its start has recovered the journal, or after its shutdown.
+// errTracesNotRunning refuses content (retryably) before the traces processor's start has recovered
+// the journal, or after its shutdown.
 var errTracesNotRunning = errors.New("svcspanfilter: the traces pipeline of this component is not running; retry later")

@@ -12,21 +12,17 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 )
 
-// noSpanContextOpt is the unmatched reason of content records without a trace id or span id (the
-// other reasons are the trace memory's, tracememory.UnmatchedReason).
+// noSpanContextOpt: content records without a trace id or span id (the memory has the other reasons).
 var noSpanContextOpt = reasonOpt("no_span_context")
 
-// contentSink takes the GenAI content records of one logs call (only records with a trace id and a
-// span id, in their resource and scope) and keeps them until their span arrives or their wait ends.
-// It is the trace memory: it makes them durable before returning, and returns a retryable error,
-// keeping nothing, when it cannot take them (byte budget: push back).
+// contentSink takes the content records (with a span context) of one logs call until their span
+// arrives or their wait ends: durable before it returns, or refused retryably, keeping nothing.
 type contentSink interface {
 	AddContent(ctx context.Context, content plog.Logs) error
 }
 
-// contentLogsProcessor is the logs side of the component: it takes the content records out of the
-// logs pipeline and hands them to the trace memory; every other record (gen_ai.evaluation.result for
-// svcscore, application logs) goes on unchanged.
+// contentLogsProcessor takes the content records out of the logs pipeline for the trace memory;
+// every other record (gen_ai.evaluation.result for svcscore, application logs) goes on unchanged.
 type contentLogsProcessor struct {
 	logger    *zap.Logger
 	enabled   bool
@@ -74,9 +70,8 @@ func hasContentRecords(ld plog.Logs) bool {
 	return false
 }
 
-// takeContentRecords removes the content records from ld. Those with a trace id and span id are
-// returned in content, under copies of their resource and scope; the others are only counted.
-// Scopes and resources left empty are removed.
+// takeContentRecords removes the content records from ld (and the scopes and resources they leave
+// empty): those with a span context into content, under copies of their resource and scope.
 func takeContentRecords(ld plog.Logs) (content plog.Logs, withoutSpan int) {
 	content = plog.NewLogs()
 	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {

@@ -15,10 +15,8 @@ import (
 // genAIAttributePrefix: docs/contract.md §8, the dot is part of it (`gen_ai_custom` is not GenAI).
 const genAIAttributePrefix = "gen_ai."
 
-// openInferenceSpanKind marks every span of an OpenInference instrumentation (LLM, CHAIN, TOOL, ...),
-// in any language and under any scope name; the platform maps it to the observation type. The
-// default filter keeps such spans as it keeps gen_ai. ones (reason gen_ai_attribute), beyond the
-// svc SDKs' filter (README, "Known instrumentation scopes").
+// openInferenceSpanKind marks every span of an OpenInference instrumentation, in any language and
+// scope; the default filter keeps them as gen_ai. ones (README, "Known instrumentation scopes").
 const openInferenceSpanKind = "openinference.span.kind"
 
 // decision is the outcome of the filter for one span, and the reason the metrics report.
@@ -64,9 +62,8 @@ type spanFilter struct {
 	dropScopeSpanName []scopeSpanNameRule
 
 	sampler sampling.Ratio
-	// experiments is the svcsampling extension's memory of experiment traces when the config names
-	// the extension (nil otherwise). It outlives the trace memory's remember_duration (30 s idle),
-	// so a late span of a sampled-out experiment trace is kept as its scores are in the connectors.
+	// experiments is the svcsampling extension's memory of experiment traces (nil without it): it
+	// outlives remember_duration, so a late span of a sampled-out experiment trace is kept.
 	experiments *sampling.Decider
 }
 
@@ -101,8 +98,7 @@ func nameSet(names []string) map[string]struct{} {
 	return set
 }
 
-// scopeVerdict is what the filter knows from the instrumentation scope alone; it is computed once per
-// ScopeSpans, not per span.
+// scopeVerdict is what the filter knows from the instrumentation scope alone, once per ScopeSpans.
 type scopeVerdict struct {
 	dropAll bool
 	// keep is the keep decision that the scope alone gives; droppedNotGenAI when it gives none.
@@ -131,18 +127,16 @@ func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdic
 	}
 }
 
-// spanVerdict is the filter's view of one span: the rule that keeps or drops it, whether the
-// sampler takes a kept span out, and whether the span marks its trace as an experiment (then its
-// trace's sampled-out spans are kept: docs/contract.md §9, per trace).
+// spanVerdict is the rule that keeps or drops a span, whether the sampler takes it out, and whether
+// it marks its trace as an experiment (whose sampled-out spans are kept: docs/contract.md §9).
 type spanVerdict struct {
 	decision   decision
 	sampledOut bool
 	experiment bool
 }
 
-// judge is the per-span decision. It does not allocate: it is on the path of every span. The
-// experiment mark is looked for only in traces the sampler takes out (sampling is per trace id, so
-// it changes nothing elsewhere).
+// judge is the per-span decision; on the path of every span, it does not allocate. The experiment
+// mark is looked for only in traces the sampler takes out (elsewhere it changes nothing).
 func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
 	name := span.Name()
 	_, dropName := f.dropSpanNames[name]
@@ -181,8 +175,7 @@ type attrScan struct {
 	experiment bool // the span belongs to an experiment
 }
 
-// scanAttributes reads the span's attributes once for everything the decision still needs, and
-// stops as soon as nothing more can be learnt.
+// scanAttributes reads the attributes once for all the decision needs, and stops when it has it.
 func (f *spanFilter) scanAttributes(attrs pcommon.Map, wantGenAI, wantKeepPrefix, wantExperiment bool) attrScan {
 	var s attrScan
 	for k, val := range attrs.All() {

@@ -7,27 +7,23 @@ import (
 	"github.com/svc/svc-collector/pkg/svcattr"
 )
 
-// knownScope is one entry of the known LLM instrumentation scopes.
+// knownScope is a known LLM instrumentation scope; its rule is scopematch.Boundary (the scope name
+// or its sub-scopes name + ".") unless said otherwise.
 type knownScope struct {
 	name string
-	// rule is how name matches (scopematch.Boundary unless said otherwise: a scope equal to name,
-	// or starting with name + ".").
 	rule scopematch.Rule
 }
 
-// openTelemetryInstrumentationPrefix starts the scope names of the OpenLLMetry / OpenTelemetry
-// GenAI instrumentations; the known ones follow it in knownScopes.
+// openTelemetryInstrumentationPrefix starts the scopes of the OpenLLMetry / OpenTelemetry GenAI
+// instrumentations.
 const openTelemetryInstrumentationPrefix = "opentelemetry.instrumentation."
 
-// openInferenceJSPrefix starts the scope names of the OpenInference JavaScript instrumentations,
-// `@arizeai/openinference-instrumentation-<library>`. The svc SDKs' list has only the Python name
-// `openinference`; the gateway keeps the JS ones too (README, "Known instrumentation scopes").
+// openInferenceJSPrefix starts the scopes of the OpenInference JavaScript instrumentations; the svc
+// SDKs' list has only the Python `openinference`.
 const openInferenceJSPrefix = "@arizeai/openinference-instrumentation-"
 
-// knownScopes is the one table of instrumentation scopes whose spans the default filter keeps: the
-// svc platform's own SDKs' list, and after it what the gateway keeps beyond it. Add a scope here and
-// nowhere else (the README's list of known scopes is checked against this table by
-// TestReadmeListsKnownScopes).
+// knownScopes is the one table of scopes whose spans the default filter keeps: the svc SDKs' list,
+// then what the gateway keeps beyond it. TestReadmeListsKnownScopes checks the README against it.
 var knownScopes = slices.Concat([]knownScope{
 	{name: svcattr.SDKScopeName},         // the svc SDKs themselves
 	{name: "agent_framework"},            // Microsoft Agent Framework
