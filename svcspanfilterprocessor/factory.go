@@ -24,14 +24,13 @@ func NewFactory() processor.Factory {
 }
 
 func createTraces(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
-	inst, release := acquireInstance(set.ID)
 	c := cfg.(*Config)
 	p, err := newSpanFilterProcessor(set, c, next, newProcessorJournal(c, set.ID, set.Logger))
-	if err == nil {
-		err = inst.setTraces(p)
-	}
 	if err != nil {
-		release()
+		return nil, err
+	}
+	_, release, err := acquireInstance(set.ID, p)
+	if err != nil {
 		return nil, err
 	}
 	// Recovery, the releaser and the final delivery follow the TRACES processor's Start and Shutdown:
@@ -54,7 +53,7 @@ func createLogs(ctx context.Context, set processor.Settings, cfg component.Confi
 	if err != nil {
 		return nil, err
 	}
-	inst, release := acquireInstance(set.ID)
+	inst, release, _ := acquireInstance(set.ID, nil) // without traces it cannot fail
 	lp := &contentLogsProcessor{
 		logger:    set.Logger,
 		enabled:   cfg.(*Config).ContentJoin.Enabled,
@@ -80,20 +79,29 @@ var instances = struct {
 // spanFilterInstance has no lifecycle of its own (see createTraces). Its fields are guarded by
 // instances.
 type spanFilterInstance struct {
-	id     component.ID
 	refs   int
 	traces *spanFilterProcessor
 }
 
-// acquireInstance returns the instance of id and the function that gives this user's reference
-// back, once however often it is called. The last one forgets the instance: a reload builds anew.
-func acquireInstance(id component.ID) (*spanFilterInstance, func()) {
+// acquireInstance returns the instance of id, with traces as its traces processor unless nil, and
+// the function that gives this user's reference back, once however often it is called; the last
+// one forgets the instance, so a reload builds anew. An ID serves one traces pipeline: two would
+// need two next consumers for one memory.
+func acquireInstance(id component.ID, traces *spanFilterProcessor) (*spanFilterInstance, func(), error) {
 	instances.Lock()
 	defer instances.Unlock()
 	i := instances.m[id]
 	if i == nil {
-		i = &spanFilterInstance{id: id}
+		i = &spanFilterInstance{}
 		instances.m[id] = i
+	}
+	if traces != nil {
+		if i.traces != nil {
+			return nil, nil, fmt.Errorf("%s is used in more than one traces pipeline; give each traces "+
+				"pipeline its own component ID (for example %s/second): one ID is one trace memory, shared "+
+				"with its logs pipeline", id, id.Type())
+		}
+		i.traces = traces
 	}
 	i.refs++
 	return i, sync.OnceFunc(func() {
@@ -103,21 +111,7 @@ func acquireInstance(id component.ID) (*spanFilterInstance, func()) {
 		if i.refs == 0 {
 			delete(instances.m, id)
 		}
-	})
-}
-
-// setTraces registers the traces processor. A component ID serves one traces pipeline: two would
-// need two next consumers for one memory.
-func (i *spanFilterInstance) setTraces(p *spanFilterProcessor) error {
-	instances.Lock()
-	defer instances.Unlock()
-	if i.traces != nil {
-		return fmt.Errorf("%s is used in more than one traces pipeline; give each traces pipeline its own "+
-			"component ID (for example %s/second): one ID is one trace memory, shared with its logs pipeline",
-			i.id, i.id.Type())
-	}
-	i.traces = p
-	return nil
+	}), nil
 }
 
 // contentSink is the traces processor, nil without a traces pipeline for this ID.

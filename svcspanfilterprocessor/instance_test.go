@@ -18,9 +18,10 @@ func TestInstancesOnePerID(t *testing.T) {
 	id := component.MustNewIDWithName("svcspanfilter", "instances_test")
 	otherID := component.MustNewIDWithName("svcspanfilter", "instances_test_other")
 
-	traces, releaseTraces := acquireInstance(id)
-	logs, releaseLogs := acquireInstance(id)
-	other, releaseOther := acquireInstance(otherID)
+	traces, releaseTraces, err := acquireInstance(id, &spanFilterProcessor{})
+	require.NoError(t, err)
+	logs, releaseLogs, _ := acquireInstance(id, nil)
+	other, releaseOther, _ := acquireInstance(otherID, nil)
 	defer releaseOther()
 	assert.Same(t, traces, logs, "one instance for one ID")
 	assert.NotSame(t, traces, other)
@@ -33,18 +34,20 @@ func TestInstancesOnePerID(t *testing.T) {
 	assert.Nil(t, instanceOf(id), "the last reference forgets it")
 
 	// After the last release the ID is free: a reload builds a new instance.
-	again, releaseAgain := acquireInstance(id)
+	again, releaseAgain, _ := acquireInstance(id, nil)
 	defer releaseAgain()
 	assert.NotSame(t, traces, again)
 }
 
-// A user whose creation fails after acquiring gives its reference back, and the instance of a
-// component that never ran is forgotten.
-func TestInstancesReleaseAfterFailedCreate(t *testing.T) {
-	id := component.MustNewIDWithName("svcspanfilter", "instances_failed")
-	inst, release := acquireInstance(id)
-	require.NoError(t, inst.setTraces(&spanFilterProcessor{}))
-	require.ErrorContains(t, inst.setTraces(&spanFilterProcessor{}), "used in more than one traces pipeline")
+// A second traces processor for one ID is refused without taking a reference; the instance of a
+// component that never ran is forgotten with its last reference.
+func TestInstancesOneTracesProcessorPerID(t *testing.T) {
+	id := component.MustNewIDWithName("svcspanfilter", "instances_second_traces")
+	inst, release, err := acquireInstance(id, &spanFilterProcessor{})
+	require.NoError(t, err)
+	_, _, err = acquireInstance(id, &spanFilterProcessor{})
+	require.ErrorContains(t, err, "used in more than one traces pipeline")
+	assert.Equal(t, 1, inst.refs)
 	release()
 	assert.Nil(t, instanceOf(id))
 	assert.Nil(t, (&spanFilterInstance{}).contentSink(), "no traces pipeline: no sink")
