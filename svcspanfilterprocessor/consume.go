@@ -95,11 +95,6 @@ type batchScratch struct {
 	decisions []tracememory.Decision
 }
 
-// deliverReady sends the deliveries the memory queued (released by time, or refused before).
-func (p *spanFilterProcessor) deliverReady(ctx context.Context, tryAll bool) {
-	p.deliver(ctx, p.mem.TakeReady(), tryAll)
-}
-
 // deliver hands released spans on, each delivery with its own request's client metadata. Unless
 // tryAll, a retryable refusal puts the delivery and the rest back for the releaser (back-pressure).
 // A permanent refusal is the only loss. It returns the spans still refused (with tryAll).

@@ -277,3 +277,9 @@ func assertGolden(t *testing.T, name string, td ptrace.Traces) {
 	t.Helper()
 	golden.CheckTraces(t, filepath.Join("testdata", "golden", name), td)
 }
+
+// deliverReady runs the releaser's delivery once: what the memory queued (released by time, or
+// refused before).
+func (p *spanFilterProcessor) deliverReady(ctx context.Context, tryAll bool) {
+	p.deliver(ctx, p.mem.TakeReady(), tryAll)
+}

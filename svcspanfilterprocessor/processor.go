@@ -126,7 +126,8 @@ func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
 			p.mem.Expire()
 		case <-p.mem.Wake():
 		}
-		p.deliverReady(context.Background(), false)
+		// Released by time, or refused before.
+		p.deliver(context.Background(), p.mem.TakeReady(), false)
 	}
 }
 
@@ -180,9 +181,6 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	}
 	return nil
 }
-
-// evictionLogInterval limits the warning about evictions to one per interval under sustained overload.
-const evictionLogInterval = 10 * time.Second
 
 // reasons are the precomputed `reason` attribute sets, by reason, so recording allocates nothing.
 var reasons = struct {
@@ -248,29 +246,30 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	for _, d := range s.ContentWaits {
 		tb.ProcessorSvcspanfilterContentWait.Record(ctx, d.Seconds())
 	}
-	// Forgetting idle traces is the normal life of a full memory; spans going on early is not.
 	if s.EvictedWaiting > 0 {
-		p.evictions.warn(p, s.EvictedWaiting)
+		p.warnEvicted(s.EvictedWaiting)
 	}
 }
 
-// evictionLog rate-limits the eviction warning.
+// evictionLog rate-limits the eviction warning to one per 10 s under sustained overload.
 type evictionLog struct {
-	mu        sync.Mutex
-	sinceLast int64
-	last      time.Time
+	mu      sync.Mutex
+	evicted int64 // since the last warning
+	last    time.Time
 }
 
-func (l *evictionLog) warn(p *spanFilterProcessor, n int64) {
+// warnEvicted: forgetting idle traces is the normal life of a full memory; spans going on early
+// (the traces evicted held some) is not.
+func (p *spanFilterProcessor) warnEvicted(n int64) {
+	l, now := &p.evictions, p.now()
 	l.mu.Lock()
-	l.sinceLast += n
-	now := p.now()
-	if !l.last.IsZero() && now.Sub(l.last) < evictionLogInterval {
+	l.evicted += n
+	if !l.last.IsZero() && now.Sub(l.last) < 10*time.Second {
 		l.mu.Unlock()
 		return
 	}
-	evicted := l.sinceLast
-	l.sinceLast, l.last = 0, now
+	evicted := l.evicted
+	l.evicted, l.last = 0, now
 	l.mu.Unlock()
 	p.logger.Warn("trace_integrity memory_limit_mib or max_traces reached: idle traces were forgotten and the "+
 		"spans still waiting for their parent in the traces idle the longest went on with their parent id "+
