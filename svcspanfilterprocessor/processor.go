@@ -10,9 +10,8 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/processor"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/pkg/sampling"
@@ -182,100 +181,74 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	return nil
 }
 
-// reasons are the precomputed `reason` attribute sets, by reason, so recording allocates nothing.
-var reasons = struct {
-	decision, reparent, release, evict, unmatch []metric.AddOption
-}{
-	decision: reasonOpts(numDecisions, decision.reason),
-	reparent: reasonOpts(tracememory.NumReparentReasons, tracememory.ReparentReason.String),
-	release:  reasonOpts(tracememory.NumReleaseReasons, tracememory.ReleaseReason.String),
-	evict:    reasonOpts(tracememory.NumEvictReasons, tracememory.EvictReason.String),
-	unmatch:  reasonOpts(tracememory.NumUnmatchedReasons, tracememory.UnmatchedReason.String),
+// journalStorageName names the processor's client within the storage extension (its file, for
+// file_storage), beside the exporters' queue clients in the same extension.
+const journalStorageName = "held"
+
+// errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
+var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
+
+// newProcessorJournal is journal.Nop without the `storage` option, else a storageJournal that opens
+// at Start, when the host's extensions are known (the memory takes its journal before).
+func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) journal.Journal {
+	if cfg.Storage == nil {
+		return journal.Nop
+	}
+	return &storageJournal{storageID: *cfg.Storage, owner: owner, logger: logger}
 }
 
-func reasonOpt(reason string) metric.AddOption {
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason)))
+// storageJournal is the journal in the storage extension named by the `storage` option.
+type storageJournal struct {
+	storageID component.ID
+	owner     component.ID
+	logger    *zap.Logger
+	s         atomic.Pointer[journal.Storage] // nil before start and after shutdown
 }
 
-func reasonOpts[R ~uint8](n R, name func(R) string) []metric.AddOption {
-	opts := make([]metric.AddOption, n)
-	for r := range n {
-		opts[r] = reasonOpt(name(r))
+// start opens the processor's client in the storage extension, as exporterhelper's persistent queue
+// does, and returns what a previous process left (oldest first). Its errors say what to fix.
+func (j *storageJournal) start(ctx context.Context, host component.Host) ([]journal.Record, error) {
+	ext, found := host.GetExtensions()[j.storageID]
+	if !found {
+		return nil, fmt.Errorf("storage: extension %q is not running: configure it under `extensions:` "+
+			"and list it in `service::extensions`", j.storageID)
 	}
-	return opts
+	storageExt, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("storage: extension %q is not a storage extension (use file_storage)", j.storageID)
+	}
+	client, err := storageExt.GetClient(ctx, component.KindProcessor, j.owner, journalStorageName)
+	if err != nil {
+		return nil, fmt.Errorf("storage: extension %q cannot open the processor's storage (is its directory "+
+			"writable, with free space?): %w", j.storageID, err)
+	}
+	s, recovered, err := journal.Open(ctx, client, j.logger)
+	if err != nil {
+		_ = client.Close(ctx)
+		return nil, fmt.Errorf("storage: extension %q: recover the held state: %w", j.storageID, err)
+	}
+	j.s.Store(s)
+	return recovered, nil
 }
 
-// addByReason adds each non-zero count with the option of its reason.
-func addByReason(ctx context.Context, c metric.Int64Counter, counts []int64, opts []metric.AddOption) {
-	for r, n := range counts {
-		if n > 0 {
-			c.Add(ctx, n, opts[r])
-		}
+// shutdown releases the storage client; what the journal still holds is recovered at the next start.
+func (j *storageJournal) shutdown(ctx context.Context) error {
+	if s := j.s.Swap(nil); s != nil {
+		return s.Close(ctx)
 	}
+	return nil
 }
 
-func (p *spanFilterProcessor) registerGauges() error {
-	gauge := func(read func() int64) metric.Int64Callback {
-		return func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(read())
-			return nil
-		}
+func (j *storageJournal) Append(ctx context.Context, kind journal.Kind, heldAt time.Time, metadata map[string][]string, payload []byte) (uint64, error) {
+	if s := j.s.Load(); s != nil {
+		return s.Append(ctx, kind, heldAt, metadata, payload)
 	}
-	tb := p.telemetry
-	return errors.Join(
-		tb.RegisterProcessorSvcspanfilterSpansHeldCallback(gauge(p.mem.HeldSpans)),
-		tb.RegisterProcessorSvcspanfilterHeldBytesCallback(gauge(p.mem.HeldBytes)),
-		tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(gauge(p.mem.Bytes)),
-		tb.RegisterProcessorSvcspanfilterTracesInMemoryCallback(gauge(p.mem.Traces)),
-	)
+	return 0, errJournalNotStarted
 }
 
-// recordStats is the memory's observer: it turns its events into metrics.
-func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
-	ctx, tb := context.Background(), p.telemetry
-	addByReason(ctx, tb.ProcessorSvcspanfilterSpansReparented, s.Reparented[:], reasons.reparent)
-	addByReason(ctx, tb.ProcessorSvcspanfilterSpansReleased, s.Released[:], reasons.release)
-	addByReason(ctx, tb.ProcessorSvcspanfilterTracesEvicted, s.Evicted[:], reasons.evict)
-	addByReason(ctx, tb.ProcessorSvcspanfilterContentUnmatched, s.ContentUnmatched[:], reasons.unmatch)
-	if s.Connectors > 0 {
-		tb.ProcessorSvcspanfilterConnectorSpans.Add(ctx, s.Connectors)
+func (j *storageJournal) Remove(ctx context.Context, ids ...uint64) error {
+	if s := j.s.Load(); s != nil {
+		return s.Remove(ctx, ids...)
 	}
-	if s.ContentJoined > 0 {
-		tb.ProcessorSvcspanfilterContentJoined.Add(ctx, s.ContentJoined)
-	}
-	for _, d := range s.ContentWaits {
-		tb.ProcessorSvcspanfilterContentWait.Record(ctx, d.Seconds())
-	}
-	if s.EvictedWaiting > 0 {
-		p.warnEvicted(s.EvictedWaiting)
-	}
-}
-
-// evictionLog rate-limits the eviction warning to one per 10 s under sustained overload.
-type evictionLog struct {
-	mu      sync.Mutex
-	evicted int64 // since the last warning
-	last    time.Time
-}
-
-// warnEvicted: forgetting idle traces is the normal life of a full memory; spans going on early
-// (the traces evicted held some) is not.
-func (p *spanFilterProcessor) warnEvicted(n int64) {
-	l, now := &p.evictions, p.now()
-	l.mu.Lock()
-	l.evicted += n
-	if !l.last.IsZero() && now.Sub(l.last) < 10*time.Second {
-		l.mu.Unlock()
-		return
-	}
-	evicted := l.evicted
-	l.evicted, l.last = 0, now
-	l.mu.Unlock()
-	p.logger.Warn("trace_integrity memory_limit_mib or max_traces reached: idle traces were forgotten and the "+
-		"spans still waiting for their parent in the traces idle the longest went on with their parent id "+
-		"unchanged. Raise memory_limit_mib or max_traces, lower wait_duration, or add gateway instances with "+
-		"trace-id-affine routing in front of them.",
-		zap.Int("memory_limit_mib", p.cfg.MemoryLimitMiB),
-		zap.Int("max_traces", p.cfg.MaxTraces),
-		zap.Int64("traces_evicted", evicted))
+	return errJournalNotStarted
 }
