@@ -12,7 +12,6 @@ import (
 	"github.com/svc/svc-collector/pkg/sampling"
 )
 
-// Defaults the tests and validation name too.
 const (
 	defaultSampleRate       = 1.0
 	defaultWaitDuration     = 5 * time.Second
@@ -25,13 +24,11 @@ const (
 	onShutdownKeep    = "keep"
 )
 
-// removedBlockedScopesKey is the option of the Python SDK v4 that the SDKs removed (docs/contract.md
-// §12). A config that still sets it must fail loudly instead of keeping the spans the user meant
-// to block.
+// removedBlockedScopesKey is the Python SDK v4 option the SDKs removed (docs/contract.md §12): a
+// config that still sets it fails loudly instead of keeping the spans the user meant to block.
 const removedBlockedScopesKey = "blocked_instrumentation_scopes"
 
-// Config of the svcspanfilter processor; README.md documents each option. The `_ struct{}` fields
-// prevent unkeyed literals.
+// Config of the svcspanfilter processor (README.md documents each option); `_` prevents unkeyed literals.
 type Config struct {
 	// DefaultFilter keeps what the svc SDKs' is_default_export_span keeps.
 	DefaultFilter bool `mapstructure:"default_filter"`
@@ -41,8 +38,7 @@ type Config struct {
 	Drop DropRules `mapstructure:"drop"`
 	// SampleRate is the OpenTelemetry TraceIdRatioBased rate; experiment spans are never sampled out.
 	SampleRate float64 `mapstructure:"sample_rate"`
-	// Sampling names the svcsampling extension whose rate (shared with the score connectors) the
-	// filter takes instead of sample_rate.
+	// Sampling names the svcsampling extension whose rate the filter takes instead of sample_rate.
 	Sampling       *component.ID        `mapstructure:"sampling"`
 	TraceIntegrity TraceIntegrityConfig `mapstructure:"trace_integrity"`
 	// Storage names a storage extension that keeps the held state across a crash; nil: memory only.
@@ -51,8 +47,7 @@ type Config struct {
 	_           struct{}
 }
 
-// SpanRules name spans: keep rules add them to the default filter's, drop rules drop them whatever
-// else matches them.
+// SpanRules name spans to keep beside the default filter, or to drop whatever else matches them.
 type SpanRules struct {
 	// InstrumentationScopes match a scope name that equals the entry or starts with the entry + ".".
 	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
@@ -69,8 +64,7 @@ type DropRules struct {
 	_              struct{}
 }
 
-// ScopeSpanName drops the spans named SpanName of InstrumentationScope (matched as a scope rule),
-// e.g. scope `litellm`, span name `raw_gen_ai_request`.
+// ScopeSpanName drops one span name in one scope, e.g. `raw_gen_ai_request` of `litellm`.
 type ScopeSpanName struct {
 	InstrumentationScope string `mapstructure:"instrumentation_scope"`
 	SpanName             string `mapstructure:"span_name"`
@@ -79,9 +73,8 @@ type ScopeSpanName struct {
 
 // TraceIntegrityConfig bounds the memory and the wait that keep every trace one connected tree.
 type TraceIntegrityConfig struct {
-	// WaitDuration: a kept span whose parent is unknown is held until its trace has been idle this
-	// long; then it goes on with its parent id unchanged (rule 1: never made a root while an
-	// ancestor may be kept).
+	// WaitDuration: a kept span whose parent is unknown is held until its trace is idle this long;
+	// then it goes on with its parent id unchanged (rule 1: no root while an ancestor may be kept).
 	WaitDuration time.Duration `mapstructure:"wait_duration"`
 	// MaxWaitDuration caps the wait of a span even while its trace keeps receiving spans.
 	MaxWaitDuration time.Duration `mapstructure:"max_wait_duration"`
@@ -95,28 +88,24 @@ type TraceIntegrityConfig struct {
 	// MaxTraces bounds the traces in memory. Over either bound, the traces idle the longest are
 	// forgotten first; then the oldest waiting traces' held spans go on by rule 1.
 	MaxTraces int `mapstructure:"max_traces"`
-	// OnShutdown: `release` delivers held spans by rule 1; `keep` leaves them in the storage to wait
-	// again after the next start.
+	// OnShutdown: `release` held spans by rule 1, or `keep` them in the storage for the next start.
 	OnShutdown string `mapstructure:"on_shutdown"`
 	_          struct{}
 }
 
-// ContentJoinConfig rules the join of GenAI content that instrumentations send as log records
-// (gen_ai.*.message, gen_ai.choice, gen_ai.client.inference.operation.details) onto their spans.
+// ContentJoinConfig rules the join of GenAI content sent as log records (gen_ai.*.message, ...).
 type ContentJoinConfig struct {
 	Enabled bool `mapstructure:"enabled"`
 	// Wait bounds the wait of a candidate span for its output records, and of records for their span.
 	Wait time.Duration `mapstructure:"wait"`
-	// InstrumentationScopes add scopes whose inference spans may wait for content records, beside
-	// the built-in list (matched as the keep rules' scopes).
+	// InstrumentationScopes add scopes whose spans may wait for content, beside the built-in list.
 	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
 	_                     struct{}
 }
 
 var _ confmap.Unmarshaler = (*Config)(nil)
 
-// createDefaultConfig is sized for a gateway at 10k spans/s with agent runs of up to 10 minutes
-// (README, "Memory sizing").
+// createDefaultConfig is sized for 10k spans/s and agent runs of 10 minutes (README, "Memory sizing").
 func createDefaultConfig() component.Config {
 	return &Config{
 		DefaultFilter: true,
@@ -135,8 +124,7 @@ func createDefaultConfig() component.Config {
 	}
 }
 
-// defaultContentJoinConfig: applications export spans and logs in separate batches, typically a
-// few seconds apart.
+// defaultContentJoinConfig: applications export spans and logs a few seconds apart.
 func defaultContentJoinConfig() ContentJoinConfig {
 	return ContentJoinConfig{Enabled: true, Wait: 5 * time.Second}
 }

@@ -18,9 +18,8 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
-// processTraces decides every span, lets the memory admit the batch (writing ahead what it may
-// hold), delivers the spans of earlier calls it released and returns the batch less its dropped and
-// held spans. A retryable error (push back, a failed write) refuses the whole batch.
+// processTraces returns the batch less its dropped and held spans, after the memory admitted it
+// (writing ahead what it may hold). A retryable error (push back, a failed write) refuses it all.
 func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	sc := p.scratch.Get().(*batchScratch)
 	defer func() {
@@ -76,8 +75,7 @@ func (p *spanFilterProcessor) decideAll(td ptrace.Traces, sc *batchScratch) {
 	}
 }
 
-// recordDecisions counts kept and dropped spans by reason; a sampled-out span is kept when its trace
-// is an experiment.
+// recordDecisions counts spans by reason; a sampled-out span is kept when its trace is an experiment.
 func (p *spanFilterProcessor) recordDecisions(ctx context.Context, sc *batchScratch, kept []bool) {
 	var counts [numDecisions]int64
 	for i, d := range sc.verdicts {

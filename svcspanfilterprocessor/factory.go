@@ -46,8 +46,7 @@ func createTraces(ctx context.Context, set processor.Settings, cfg component.Con
 	)
 }
 
-// createLogs builds the logs side: in a logs pipeline the component takes the GenAI content records
-// out and hands them to the trace memory of its traces pipeline (same component ID).
+// createLogs builds the logs side: it hands content records to the memory of the same component ID.
 func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
@@ -76,8 +75,7 @@ var instances = struct {
 	m map[component.ID]*spanFilterInstance
 }{m: map[component.ID]*spanFilterInstance{}}
 
-// spanFilterInstance has no lifecycle of its own (see createTraces). Its fields are guarded by
-// instances.
+// spanFilterInstance has no lifecycle of its own (see createTraces); instances guards it.
 type spanFilterInstance struct {
 	refs   int
 	traces *spanFilterProcessor

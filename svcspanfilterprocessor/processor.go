@@ -20,10 +20,9 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
-// spanFilterProcessor filters spans synchronously and drives the trace memory: decide (rules.go) ->
-// admit (the memory settles each kept span's parent or holds it) -> deliver (the batch less its
-// dropped and held spans, and the spans it released). Spans released by time (waits, eviction) are
-// delivered by its releaser goroutine. It never holds a lock while calling the next consumer.
+// spanFilterProcessor filters spans and drives the trace memory: decide (rules.go) -> admit (the
+// memory settles each kept span's parent or holds it) -> deliver; its releaser delivers the spans
+// released by time. It never holds a lock while calling the next consumer.
 type spanFilterProcessor struct {
 	logger    *zap.Logger
 	next      consumer.Traces
@@ -38,8 +37,7 @@ type spanFilterProcessor struct {
 	evictions evictionLog
 
 	stop, stopped chan struct{} // the releaser's
-	// running: between the end of start (recovery done) and the beginning of shutdown; the logs
-	// side's content is refused, retryably, outside it.
+	// running: from the end of start (recovery done) to shutdown; content is refused outside it.
 	running atomic.Bool
 }
 
@@ -151,8 +149,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		select {
 		case <-p.stopped:
 		case <-ctx.Done():
-			// The releaser is stuck in the next consumer; what it has not delivered is lost (or, with
-			// a journal, delivered after the restart).
+			// The releaser is stuck in the next consumer; without a journal what it holds is lost.
 			if left := p.mem.HeldSpans(); left > 0 && !journaled {
 				p.giveUp(ctx, int(left), "shutdown timed out while the next consumer was still busy")
 			}
@@ -181,8 +178,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	return nil
 }
 
-// journalStorageName names the processor's client within the storage extension (its file, for
-// file_storage), beside the exporters' queue clients in the same extension.
+// journalStorageName names the processor's client (file) beside the exporters' in the extension.
 const journalStorageName = "held"
 
 // errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).

@@ -75,16 +75,16 @@ type scopeSpanNameRule struct {
 func newSpanFilter(cfg *Config) *spanFilter {
 	f := &spanFilter{
 		defaultFilter:    cfg.DefaultFilter,
-		keepScopes:       newScopeMatcher(cfg.Keep.InstrumentationScopes),
+		keepScopes:       scopematch.New(scopematch.Boundary, cfg.Keep.InstrumentationScopes...),
 		keepAttrPrefixes: cfg.Keep.AttributePrefixes,
 		keepSpanNames:    nameSet(cfg.Keep.SpanNames),
-		dropScopes:       newScopeMatcher(cfg.Drop.InstrumentationScopes),
+		dropScopes:       scopematch.New(scopematch.Boundary, cfg.Drop.InstrumentationScopes...),
 		dropAttrPrefixes: cfg.Drop.AttributePrefixes,
 		dropSpanNames:    nameSet(cfg.Drop.SpanNames),
 		sampler:          sampling.NewRatio(cfg.SampleRate),
 	}
 	for _, p := range cfg.Drop.ScopeSpanNames {
-		rule := scopeSpanNameRule{newScopeMatcher([]string{p.InstrumentationScope}), p.SpanName}
+		rule := scopeSpanNameRule{scopematch.New(scopematch.Boundary, p.InstrumentationScope), p.SpanName}
 		f.dropScopeSpanName = append(f.dropScopeSpanName, rule)
 	}
 	return f

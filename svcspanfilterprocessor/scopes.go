@@ -62,11 +62,3 @@ var defaultScopes = func() *scopematch.Matcher {
 	}
 	return m
 }()
-
-// newScopeMatcher matches the scopes of a keep or drop rule, boundary-aware; nil when there are none.
-func newScopeMatcher(names []string) *scopematch.Matcher {
-	if len(names) == 0 {
-		return nil
-	}
-	return scopematch.New(scopematch.Boundary, names...)
-}
