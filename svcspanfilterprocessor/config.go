@@ -173,7 +173,6 @@ func (cfg *Config) Validate() error {
 		msg = spanNameProblem(pair.SpanName)
 		ps.check(msg == "", "drop.scope_span_names[%d].span_name: %s", i, msg)
 	}
-
 	ti := cfg.TraceIntegrity
 	ps.check(ti.WaitDuration > 0, "trace_integrity.wait_duration must be positive, got %v", ti.WaitDuration)
 	atLeast := func(name string, d time.Duration, minName string, minD time.Duration) {
@@ -192,7 +191,6 @@ func (cfg *Config) Validate() error {
 			"outlive the process")
 	ps.check(cfg.Storage == nil || cfg.Storage.Type().String() != "",
 		"storage: name a storage extension, e.g. `storage: file_storage/queue`")
-
 	// The content wait is also capped by the trace memory's own limits (trace_integrity), which win.
 	cj := cfg.ContentJoin
 	ps.check(!cj.Enabled || cj.Wait > 0, "content_join.wait must be positive, got %v", cj.Wait)
@@ -200,7 +198,7 @@ func (cfg *Config) Validate() error {
 	return errors.Join(ps...)
 }
 
-// problems are the errors of one validation: a config reports all of them at once.
+// problems are all the errors of one validation.
 type problems []error
 
 // check adds the error format says when ok is false.

@@ -44,7 +44,6 @@ func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (p
 	}
 	content, withoutSpan := takeContentRecords(ld)
 	if withoutSpan > 0 {
-		// Without a span to join there is no place for content on the platform.
 		p.telemetry.ProcessorSvcspanfilterContentUnmatched.Add(ctx, int64(withoutSpan), noSpanContextOpt)
 		p.logger.Debug("Discarded GenAI content records without a span context", zap.Int("records", withoutSpan))
 	}
@@ -116,8 +115,7 @@ func takeContentRecords(ld plog.Logs) (content plog.Logs, withoutSpan int) {
 	return content, withoutSpan
 }
 
-// contentJoin is the trace memory's hook: which spans wait for content, when it is complete, and
-// how it goes onto the span.
+// contentJoin is the trace memory's hook: which spans wait for content and how it goes onto them.
 type contentJoin struct {
 	candidates *genaicontent.Candidates
 }
@@ -158,8 +156,7 @@ func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) bool
 	return genaicontent.Apply(span, all)
 }
 
-// spanContent is the content records of one span from one logs call, parsed outside the memory's
-// locks. It joins only spans of its tenant (tracememory.TenantOf the logs request).
+// spanContent is the content of one span from one logs call; it joins only its tenant's spans.
 type spanContent struct {
 	c      *genaicontent.Content
 	tenant string
@@ -271,11 +268,11 @@ func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey,
 	}
 }
 
-// AddContent makes the traces processor the logs processor's contentSink. Spans the join releases
-// are delivered by the releaser.
+// AddContent makes the traces processor the logs processor's contentSink.
 func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) error {
 	if !p.running.Load() {
-		return errTracesNotRunning
+		// Before start recovered the journal, or after shutdown: the client sends them again.
+		return errors.New("svcspanfilter: the traces pipeline of this component is not running; retry later")
 	}
 	out, err := addContent(ctx, p.mem, p.journal, ld, p.now())
 	if err != nil {
@@ -289,7 +286,3 @@ func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) erro
 	}
 	return nil
 }
-
-// errTracesNotRunning refuses content (retryably) before the traces processor's start has recovered
-// the journal, or after its shutdown.
-var errTracesNotRunning = errors.New("svcspanfilter: the traces pipeline of this component is not running; retry later")

@@ -81,10 +81,9 @@ type spanFilterInstance struct {
 	traces *spanFilterProcessor
 }
 
-// acquireInstance returns the instance of id, with traces as its traces processor unless nil, and
-// the function that gives this user's reference back, once however often it is called; the last
-// one forgets the instance, so a reload builds anew. An ID serves one traces pipeline: two would
-// need two next consumers for one memory.
+// acquireInstance returns the instance of id (with traces as its traces processor unless nil) and
+// the function that gives the reference back, once; the last one forgets the instance (a reload
+// builds anew). An ID serves one traces pipeline: two would need two next consumers for one memory.
 func acquireInstance(id component.ID, traces *spanFilterProcessor) (*spanFilterInstance, func(), error) {
 	instances.Lock()
 	defer instances.Unlock()

@@ -178,9 +178,6 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	return nil
 }
 
-// journalStorageName names the processor's client (file) beside the exporters' in the extension.
-const journalStorageName = "held"
-
 // errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
 var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
 
@@ -213,7 +210,8 @@ func (j *storageJournal) start(ctx context.Context, host component.Host) ([]jour
 	if !ok {
 		return nil, fmt.Errorf("storage: extension %q is not a storage extension (use file_storage)", j.storageID)
 	}
-	client, err := storageExt.GetClient(ctx, component.KindProcessor, j.owner, journalStorageName)
+	// "held" names the processor's client (its file) beside the exporters' in the extension.
+	client, err := storageExt.GetClient(ctx, component.KindProcessor, j.owner, "held")
 	if err != nil {
 		return nil, fmt.Errorf("storage: extension %q cannot open the processor's storage (is its directory "+
 			"writable, with free space?): %w", j.storageID, err)

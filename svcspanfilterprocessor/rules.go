@@ -49,7 +49,7 @@ func (d decision) reason() string {
 	}[d]
 }
 
-// spanFilter is the compiled configuration: the default filter, the keep and drop rules and the sampler.
+// spanFilter is the compiled configuration.
 type spanFilter struct {
 	defaultFilter bool
 
