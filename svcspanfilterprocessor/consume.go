@@ -62,9 +62,7 @@ func (p *spanFilterProcessor) decideAll(td ptrace.Traces, sc *batchScratch) {
 				case !v.decision.kept():
 				case v.sampledOut:
 					d.Verdict = tracememory.KeepIfExperiment
-					if e != nil && e.Keep(span.TraceID(), v.experiment, now) {
-						d.MarksExperiment = true
-					}
+					d.MarksExperiment = e != nil && e.Keep(span.TraceID(), v.experiment, now) || v.experiment
 				default:
 					d.Verdict = tracememory.Keep
 				}
@@ -234,7 +232,7 @@ func (p *spanFilterProcessor) warnEvicted(n int64) {
 		"spans still waiting for their parent in the traces idle the longest went on with their parent id "+
 		"unchanged. Raise memory_limit_mib or max_traces, lower wait_duration, or add gateway instances with "+
 		"trace-id-affine routing in front of them.",
-		zap.Int("memory_limit_mib", p.cfg.MemoryLimitMiB),
-		zap.Int("max_traces", p.cfg.MaxTraces),
+		zap.Int("memory_limit_mib", p.cfg.TraceIntegrity.MemoryLimitMiB),
+		zap.Int("max_traces", p.cfg.TraceIntegrity.MaxTraces),
 		zap.Int64("traces_evicted", evicted))
 }

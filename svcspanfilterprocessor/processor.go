@@ -27,8 +27,7 @@ type spanFilterProcessor struct {
 	logger    *zap.Logger
 	next      consumer.Traces
 	filter    *spanFilter
-	cfg       TraceIntegrityConfig
-	sampling  *component.ID // the svcsampling extension whose rate the filter takes at start
+	cfg       *Config
 	telemetry *metadata.TelemetryBuilder
 	mem       *tracememory.Memory
 	journal   journal.Journal
@@ -51,8 +50,7 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 		logger:    set.Logger,
 		next:      next,
 		filter:    newSpanFilter(cfg),
-		cfg:       ti,
-		sampling:  cfg.Sampling,
+		cfg:       cfg,
 		telemetry: tb,
 		journal:   j,
 		scratch:   sync.Pool{New: func() any { return &batchScratch{} }},
@@ -86,8 +84,8 @@ func (p *spanFilterProcessor) recoverJournal(records []journal.Record) error {
 }
 
 func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) error {
-	if p.sampling != nil { // the sampling extension's rate, before any span
-		decider, err := sampling.FromExtensions(host.GetExtensions(), *p.sampling)
+	if p.cfg.Sampling != nil { // the sampling extension's rate, before any span
+		decider, err := sampling.FromExtensions(host.GetExtensions(), *p.cfg.Sampling)
 		if err != nil {
 			return err
 		}
@@ -106,7 +104,7 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 	}
 	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
 	// Often enough that a span waits at most about a fifth longer than wait_duration.
-	go p.runReleaser(min(max(p.cfg.WaitDuration/5, 5*time.Millisecond), time.Second))
+	go p.runReleaser(min(max(p.cfg.TraceIntegrity.WaitDuration/5, 5*time.Millisecond), time.Second))
 	p.running.Store(true)
 	return nil
 }
@@ -157,7 +155,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		}
 		p.stop = nil
 	}
-	keep := journaled && p.cfg.OnShutdown == onShutdownKeep
+	keep := journaled && p.cfg.TraceIntegrity.OnShutdown == onShutdownKeep
 	final := p.mem.Drain
 	if keep {
 		final = p.mem.TakeReady
