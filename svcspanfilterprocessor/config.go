@@ -16,10 +16,8 @@ const (
 	defaultSampleRate       = 1.0
 	defaultWaitDuration     = 5 * time.Second
 	defaultRememberDuration = 30 * time.Second
-)
 
-// Values of trace_integrity.on_shutdown.
-const (
+	// Values of trace_integrity.on_shutdown.
 	onShutdownRelease = "release"
 	onShutdownKeep    = "keep"
 )
@@ -85,8 +83,7 @@ type TraceIntegrityConfig struct {
 	// ConnectorSpans: deliver a dropped span that delivered spans point at as a stripped span.
 	ConnectorSpans bool `mapstructure:"connector_spans"`
 	MemoryLimitMiB int  `mapstructure:"memory_limit_mib"`
-	// MaxTraces bounds the traces in memory. Over either bound, the traces idle the longest are
-	// forgotten first; then the oldest waiting traces' held spans go on by rule 1.
+	// MaxTraces bounds the traces in memory; over either bound the longest idle are forgotten first.
 	MaxTraces int `mapstructure:"max_traces"`
 	// OnShutdown: `release` held spans by rule 1, or `keep` them in the storage for the next start.
 	OnShutdown string `mapstructure:"on_shutdown"`
@@ -129,8 +126,7 @@ func defaultContentJoinConfig() ContentJoinConfig {
 	return ContentJoinConfig{Enabled: true, Wait: 5 * time.Second}
 }
 
-// Unmarshal rejects the removed SDK option with the rule that replaces it, written with the user's
-// own scopes, then decodes the rest strictly (an unknown key fails naming the key).
+// Unmarshal rejects the removed SDK option with the rule that replaces it, then decodes strictly.
 func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
 	if !conf.IsSet(removedBlockedScopesKey) {
 		return conf.Unmarshal(cfg)

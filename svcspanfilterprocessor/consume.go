@@ -45,7 +45,6 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 	return td, nil
 }
 
-// decideAll runs the filter on every span of td.
 func (p *spanFilterProcessor) decideAll(td ptrace.Traces, sc *batchScratch) {
 	now := p.now()
 	for _, rs := range td.ResourceSpans().All() {
@@ -95,9 +94,8 @@ type batchScratch struct {
 	decisions []tracememory.Decision
 }
 
-// deliver hands released spans on, each delivery with its own request's client metadata. Unless
-// tryAll, a retryable refusal puts the delivery and the rest back for the releaser (back-pressure).
-// A permanent refusal is the only loss. It returns the spans still refused (with tryAll).
+// deliver hands released spans on with their own requests' client metadata. Unless tryAll, a
+// retryable refusal puts them back for the releaser (back-pressure); it returns the spans refused.
 func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Delivery, tryAll bool) int {
 	refused := 0
 	for i, d := range ds {
@@ -215,8 +213,7 @@ type evictionLog struct {
 	last    time.Time
 }
 
-// warnEvicted: forgetting idle traces is the normal life of a full memory; spans going on early
-// (the traces evicted held some) is not.
+// warnEvicted: idle traces forgotten are the life of a full memory; held spans going on early are not.
 func (p *spanFilterProcessor) warnEvicted(n int64) {
 	l, now := &p.evictions, p.now()
 	l.mu.Lock()

@@ -23,14 +23,13 @@ import (
 // noSpanContextOpt: content records without a trace id or span id (the memory has the other reasons).
 var noSpanContextOpt = reasonOpt("no_span_context")
 
-// contentSink takes the content records (with a span context) of one logs call until their span
-// arrives or their wait ends: durable before it returns, or refused retryably, keeping nothing.
+// contentSink takes a logs call's content records: durable before it returns, or refused retryably.
 type contentSink interface {
 	AddContent(ctx context.Context, content plog.Logs) error
 }
 
 // contentLogsProcessor takes the content records out of the logs pipeline for the trace memory;
-// every other record (gen_ai.evaluation.result for svcscore, application logs) goes on unchanged.
+// every other record (gen_ai.evaluation.result, application logs) goes on unchanged.
 type contentLogsProcessor struct {
 	logger    *zap.Logger
 	enabled   bool
@@ -196,9 +195,8 @@ func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) 
 // contentOutcomes counts spans by what the memory did with their content (tracememory.ContentOutcome).
 type contentOutcomes [tracememory.ContentDiscarded + 1]int
 
-// addContent makes the content records of one logs call durable (one KindContent record in j, the
-// memory's journal, which removes it once every span's content is joined or discarded), then gives
-// each span's content to the memory. A failed write refuses the call retryably, nothing half kept.
+// addContent makes the content records of one logs call durable (one record in j, the memory's
+// journal), then gives each span's content to the memory; a failed write refuses them retryably.
 func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, ld plog.Logs, now time.Time) (contentOutcomes, error) {
 	var out contentOutcomes
 	keys, bySpan := contentBySpan(ld)

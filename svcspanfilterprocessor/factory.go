@@ -33,9 +33,8 @@ func createTraces(ctx context.Context, set processor.Settings, cfg component.Con
 	if err != nil {
 		return nil, err
 	}
-	// Recovery, the releaser and the final delivery follow the TRACES processor's Start and Shutdown:
-	// the collector starts it after its next consumers and stops it before them (the logs processor
-	// of the same ID has no edge to the traces exporter, so its lifecycle must not drive them).
+	// The memory follows the TRACES processor's Start and Shutdown: the collector starts it after its
+	// next consumers and stops it before them (the logs processor of the same ID has no such edge).
 	return processorhelper.NewTraces(ctx, set, cfg, next, p.processTraces,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
 		processorhelper.WithStart(p.start),
@@ -81,9 +80,8 @@ type spanFilterInstance struct {
 	traces *spanFilterProcessor
 }
 
-// acquireInstance returns the instance of id (with traces as its traces processor unless nil) and
-// the function that gives the reference back, once; the last one forgets the instance (a reload
-// builds anew). An ID serves one traces pipeline: two would need two next consumers for one memory.
+// acquireInstance returns the instance of id, with traces unless nil (one per ID: one next consumer
+// per memory), and the release of the reference, once; the last forgets it (a reload builds anew).
 func acquireInstance(id component.ID, traces *spanFilterProcessor) (*spanFilterInstance, func(), error) {
 	instances.Lock()
 	defer instances.Unlock()

@@ -20,9 +20,8 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
-// spanFilterProcessor filters spans and drives the trace memory: decide (rules.go) -> admit (the
-// memory settles each kept span's parent or holds it) -> deliver; its releaser delivers the spans
-// released by time. It never holds a lock while calling the next consumer.
+// spanFilterProcessor decides spans (rules.go), has the memory admit them (it settles each kept
+// span's parent or holds it) and delivers; it never holds a lock while calling the next consumer.
 type spanFilterProcessor struct {
 	logger    *zap.Logger
 	next      consumer.Traces
@@ -76,8 +75,7 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 	return p, nil
 }
 
-// recoverJournal re-admits what a previous process left in the journal; content first, so that
-// recovered spans that wait for it are joined as they are re-admitted.
+// recoverJournal re-admits what a previous process left; content first, to join it as spans return.
 func (p *spanFilterProcessor) recoverJournal(records []journal.Record) error {
 	_, contentErr := recoverContent(p.mem, records)
 	return errors.Join(contentErr, p.mem.Recover(records))
@@ -126,10 +124,9 @@ func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
 	}
 }
 
-// shutdown stops the releaser and, with on_shutdown: release, delivers everything still held by
-// rule 1. With keep, held spans stay journaled to wait again after the next start (a graceful restart
-// does not cut agent trees whose parents are still open). Spans the next consumer still refuses stay
-// in the journal, or without one are lost and reported in the error.
+// shutdown stops the releaser and delivers what is held by rule 1 or, with on_shutdown: keep, leaves
+// it journaled for the next start (a graceful restart does not cut agent trees whose parents are
+// still open). Spans the next consumer refuses stay in the journal, or without one are lost.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	p.running.Store(false)
 	defer p.telemetry.Shutdown()

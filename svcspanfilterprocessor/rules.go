@@ -38,14 +38,8 @@ func (d decision) kept() bool { return d < droppedNotGenAI }
 
 // reason is the value of the `reason` attribute of the spans_kept / spans_dropped metrics.
 func (d decision) reason() string {
-	return [...]string{
-		keptSvcSDKScope:    "svc_sdk_scope",
-		keptKnownScope:     "known_scope",
-		keptGenAIAttribute: "gen_ai_attribute",
-		keptKeepRule:       "keep_rule",
-		droppedNotGenAI:    "not_genai",
-		droppedDropRule:    "drop_rule",
-		droppedSampledOut:  "sampled_out",
+	return [numDecisions]string{
+		"svc_sdk_scope", "known_scope", "gen_ai_attribute", "keep_rule", "not_genai", "drop_rule", "sampled_out",
 	}[d]
 }
 

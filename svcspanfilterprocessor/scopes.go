@@ -14,13 +14,12 @@ type knownScope struct {
 	rule scopematch.Rule
 }
 
-// openTelemetryInstrumentationPrefix starts the scopes of the OpenLLMetry / OpenTelemetry GenAI
-// instrumentations.
-const openTelemetryInstrumentationPrefix = "opentelemetry.instrumentation."
-
-// openInferenceJSPrefix starts the scopes of the OpenInference JavaScript instrumentations; the svc
-// SDKs' list has only the Python `openinference`.
-const openInferenceJSPrefix = "@arizeai/openinference-instrumentation-"
+// The scopes of the OpenLLMetry / OpenTelemetry GenAI instrumentations, and of the OpenInference
+// JavaScript ones (the svc SDKs' list has only the Python `openinference`), start with these.
+const (
+	openTelemetryInstrumentationPrefix = "opentelemetry.instrumentation."
+	openInferenceJSPrefix              = "@arizeai/openinference-instrumentation-"
+)
 
 // knownScopes is the one table of scopes whose spans the default filter keeps: the svc SDKs' list,
 // then what the gateway keeps beyond it. TestReadmeListsKnownScopes checks the README against it.
@@ -54,7 +53,6 @@ func openTelemetryInstrumentations(libraries ...string) []knownScope {
 	return scopes
 }
 
-// defaultScopes matches knownScopes.
 var defaultScopes = func() *scopematch.Matcher {
 	m := &scopematch.Matcher{}
 	for _, s := range knownScopes {
