@@ -94,8 +94,8 @@ type batchScratch struct {
 	decisions []tracememory.Decision
 }
 
-// deliver hands released spans on with their own requests' client metadata. Unless tryAll, a
-// retryable refusal puts them back for the releaser (back-pressure); it returns the spans refused.
+// deliver hands released spans on, each with its request's client metadata. Unless tryAll, a
+// retryable refusal puts it and the rest back for the releaser; with tryAll it returns the spans refused.
 func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Delivery, tryAll bool) int {
 	refused := 0
 	for i, d := range ds {
