@@ -12,163 +12,127 @@ import (
 	"github.com/svc/svc-collector/pkg/sampling"
 )
 
-// Defaults of the configuration, sized for a gateway at 10k spans/s with agent runs of up to 10
-// minutes (README, "Memory sizing").
 const (
 	defaultSampleRate       = 1.0
 	defaultWaitDuration     = 5 * time.Second
-	defaultMaxWaitDuration  = time.Minute
 	defaultRememberDuration = 30 * time.Second
-	defaultLateParentWindow = 15 * time.Minute
-	defaultMaxTraces        = 200_000
-	defaultMemoryLimitMiB   = 256
-)
 
-// Values of trace_integrity.on_shutdown.
-const (
+	// Values of trace_integrity.on_shutdown.
 	onShutdownRelease = "release"
 	onShutdownKeep    = "keep"
 )
 
-// removedBlockedScopesKey is the option of the Python SDK v4 that the SDKs removed (docs/contract.md §12). A config that
-// still sets it must fail loudly instead of silently keeping the spans the user meant to block.
+// removedBlockedScopesKey is the Python SDK v4 option the SDKs removed (docs/contract.md §12): a
+// config that still sets it fails loudly instead of keeping the spans the user meant to block.
 const removedBlockedScopesKey = "blocked_instrumentation_scopes"
 
-// Config of the svcspanfilter processor.
+// Config of the svcspanfilter processor (README.md documents each option); `_` prevents unkeyed literals.
 type Config struct {
-	// DefaultFilter keeps the spans the svc SDKs' is_default_export_span keeps: scope `svc-sdk`, a
-	// known LLM instrumentation scope, or any span attribute whose name starts with `gen_ai.`.
+	// DefaultFilter keeps what the svc SDKs' is_default_export_span keeps.
 	DefaultFilter bool `mapstructure:"default_filter"`
 	// Keep rules are OR-ed with the default filter (the SDKs' should_export_span).
-	Keep KeepRules `mapstructure:"keep"`
+	Keep SpanRules `mapstructure:"keep"`
 	// Drop rules win over the default filter and the keep rules.
 	Drop DropRules `mapstructure:"drop"`
-	// SampleRate is the OpenTelemetry TraceIdRatioBased rate: 0 < rate <= 1. Experiment spans are
-	// never sampled out.
+	// SampleRate is the OpenTelemetry TraceIdRatioBased rate; experiment spans are never sampled out.
 	SampleRate float64 `mapstructure:"sample_rate"`
-	// Sampling names the svcsampling extension whose sample_rate the filter takes instead (the
-	// one setting the svcscore and svcevaluator connectors read too); then sample_rate is unset.
-	Sampling *component.ID `mapstructure:"sampling"`
-	// TraceIntegrity bounds the wait of kept spans whose parent has not been seen yet.
+	// Sampling names the svcsampling extension whose rate the filter takes instead of sample_rate.
+	Sampling       *component.ID        `mapstructure:"sampling"`
 	TraceIntegrity TraceIntegrityConfig `mapstructure:"trace_integrity"`
-	// Storage names a storage extension (file_storage/<name>) that keeps the held state across a
-	// crash (see storage.go); nil keeps it in memory only.
-	Storage *component.ID `mapstructure:"storage"`
-	// ContentJoin attaches GenAI content sent as log records to its span (contentjoin_config.go).
+	// Storage names a storage extension that keeps the held state across a crash; nil: memory only.
+	Storage     *component.ID     `mapstructure:"storage"`
 	ContentJoin ContentJoinConfig `mapstructure:"content_join"`
-
-	// prevent unkeyed literal initialization
-	_ struct{}
+	_           struct{}
 }
 
-// KeepRules name spans to keep in addition to the default filter.
-type KeepRules struct {
+// SpanRules name spans to keep beside the default filter, or to drop whatever else matches them.
+type SpanRules struct {
 	// InstrumentationScopes match a scope name that equals the entry or starts with the entry + ".".
 	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
-	// AttributePrefixes match a span whose attribute names include one starting with the entry.
+	// AttributePrefixes match a span with an attribute whose name starts with the entry.
 	AttributePrefixes []string `mapstructure:"attribute_prefixes"`
-	// SpanNames match a span whose name equals the entry.
-	SpanNames []string `mapstructure:"span_names"`
-
-	// prevent unkeyed literal initialization
-	_ struct{}
+	SpanNames         []string `mapstructure:"span_names"`
+	_                 struct{}
 }
 
-// DropRules name spans to drop whatever else matches them.
+// DropRules are the span rules of drop, and its rules for one span name within one scope.
 type DropRules struct {
-	// InstrumentationScopes match a scope name that equals the entry or starts with the entry + ".".
-	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
-	// AttributePrefixes match a span whose attribute names include one starting with the entry.
-	AttributePrefixes []string `mapstructure:"attribute_prefixes"`
-	// SpanNames match a span whose name equals the entry.
-	SpanNames []string `mapstructure:"span_names"`
-	// ScopeSpanNames match a span of a given scope (matched as InstrumentationScopes) with a given name,
-	// e.g. scope `litellm`, span name `raw_gen_ai_request`.
+	SpanRules      `mapstructure:",squash"`
 	ScopeSpanNames []ScopeSpanName `mapstructure:"scope_span_names"`
-
-	// prevent unkeyed literal initialization
-	_ struct{}
+	_              struct{}
 }
 
-// ScopeSpanName is a drop rule for one span name within one instrumentation scope.
+// ScopeSpanName drops one span name in one scope, e.g. `raw_gen_ai_request` of `litellm`.
 type ScopeSpanName struct {
 	InstrumentationScope string `mapstructure:"instrumentation_scope"`
 	SpanName             string `mapstructure:"span_name"`
-
-	// prevent unkeyed literal initialization
-	_ struct{}
+	_                    struct{}
 }
 
 // TraceIntegrityConfig bounds the memory and the wait that keep every trace one connected tree.
 type TraceIntegrityConfig struct {
-	// WaitDuration: a kept span whose parent is unknown is held until its trace has received no span
-	// for this long; then it goes on with its original parent id (rule 1: never made a root while
-	// an ancestor may be kept), and that parent becomes an open parent of the trace.
+	// WaitDuration: a kept span whose parent is unknown is held until its trace is idle this long;
+	// then it goes on with its parent id unchanged (rule 1: no root while an ancestor may be kept).
 	WaitDuration time.Duration `mapstructure:"wait_duration"`
 	// MaxWaitDuration caps the wait of a span even while its trace keeps receiving spans.
 	MaxWaitDuration time.Duration `mapstructure:"max_wait_duration"`
-	// RememberDuration: the span ids (kept and dropped, with their parents) of a trace are
-	// remembered this long after its last span, so that late children are resolved without waiting.
+	// RememberDuration: how long a trace's span records are remembered after its last span.
 	RememberDuration time.Duration `mapstructure:"remember_duration"`
-	// LateParentWindow: a trace with open parents remembers them, and the records of its dropped
-	// spans, this long after its last span, so that a dropped parent ending that late is still
-	// delivered as a connector span below its nearest kept ancestor.
+	// LateParentWindow: how long a trace with open parents remembers them after its last span.
 	LateParentWindow time.Duration `mapstructure:"late_parent_window"`
-	// ConnectorSpans: deliver a dropped span that delivered spans point at as a stripped connector
-	// span (ids, name, kind, times, status code; marker attribute svc.gateway.connector).
+	// ConnectorSpans: deliver a dropped span that delivered spans point at as a stripped span.
 	ConnectorSpans bool `mapstructure:"connector_spans"`
-	// MemoryLimitMiB bounds the estimated memory of the trace memory: span records, held spans and
-	// released spans the next consumer has not accepted yet.
-	MemoryLimitMiB int `mapstructure:"memory_limit_mib"`
-	// MaxTraces bounds the traces in memory. Over either bound, the traces idle the longest are
-	// forgotten first; then the oldest waiting traces' held spans go on by rule 1.
+	MemoryLimitMiB int  `mapstructure:"memory_limit_mib"`
+	// MaxTraces bounds the traces in memory; over either bound the longest idle are forgotten first.
 	MaxTraces int `mapstructure:"max_traces"`
-	// OnShutdown says what a graceful shutdown does with held spans: `release` delivers them by
-	// rule 1 (nothing is left behind if this instance never starts again); `keep` leaves them in
-	// the storage extension to wait for their parents again after the next start (needs `storage`;
-	// for instances that restart on the same storage, e.g. a StatefulSet volume).
+	// OnShutdown: `release` held spans by rule 1, or `keep` them in the storage for the next start.
 	OnShutdown string `mapstructure:"on_shutdown"`
-
-	// prevent unkeyed literal initialization
-	_ struct{}
+	_          struct{}
 }
 
-var (
-	_ component.Config    = (*Config)(nil)
-	_ confmap.Unmarshaler = (*Config)(nil)
-)
+// ContentJoinConfig rules the join of GenAI content sent as log records (gen_ai.*.message, ...).
+type ContentJoinConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Wait bounds the wait of a candidate span for its output records, and of records for their span.
+	Wait time.Duration `mapstructure:"wait"`
+	// InstrumentationScopes add scopes whose spans may wait for content, beside the built-in list.
+	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
+	_                     struct{}
+}
 
+var _ confmap.Unmarshaler = (*Config)(nil)
+
+// createDefaultConfig is sized for 10k spans/s and agent runs of 10 minutes (README, "Memory sizing").
 func createDefaultConfig() component.Config {
 	return &Config{
 		DefaultFilter: true,
 		SampleRate:    defaultSampleRate,
 		TraceIntegrity: TraceIntegrityConfig{
 			WaitDuration:     defaultWaitDuration,
-			MaxWaitDuration:  defaultMaxWaitDuration,
+			MaxWaitDuration:  time.Minute,
 			RememberDuration: defaultRememberDuration,
-			LateParentWindow: defaultLateParentWindow,
+			LateParentWindow: 15 * time.Minute,
 			ConnectorSpans:   true,
 			OnShutdown:       onShutdownRelease,
-			MemoryLimitMiB:   defaultMemoryLimitMiB,
-			MaxTraces:        defaultMaxTraces,
+			MemoryLimitMiB:   256,
+			MaxTraces:        200_000,
 		},
 		ContentJoin: defaultContentJoinConfig(),
 	}
 }
 
-// Unmarshal rejects the removed SDK option with the rule that replaces it, then decodes the rest
-// strictly (an unknown key fails naming the key).
-func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
-	if conf.IsSet(removedBlockedScopesKey) {
-		return blockedScopesError(conf.Get(removedBlockedScopesKey))
-	}
-	return conf.Unmarshal(cfg)
+// defaultContentJoinConfig: applications export spans and logs a few seconds apart.
+func defaultContentJoinConfig() ContentJoinConfig {
+	return ContentJoinConfig{Enabled: true, Wait: 5 * time.Second}
 }
 
-// blockedScopesError explains the removal and writes the user's own scopes into the new rule.
-func blockedScopesError(value any) error {
+// Unmarshal rejects the removed SDK option with the rule that replaces it, then decodes strictly.
+func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
+	if !conf.IsSet(removedBlockedScopesKey) {
+		return conf.Unmarshal(cfg)
+	}
 	example := "[<scope>, ...]"
-	if list, ok := value.([]any); ok && len(list) > 0 {
+	if list, ok := conf.Get(removedBlockedScopesKey).([]any); ok && len(list) > 0 {
 		names := make([]string, 0, len(list))
 		for _, v := range list {
 			names = append(names, fmt.Sprint(v))
@@ -183,123 +147,98 @@ func blockedScopesError(value any) error {
 
 // Validate checks every rule so that a mistyped one fails at load instead of matching nothing or everything.
 func (cfg *Config) Validate() error {
-	var errs []error
+	var ps problems
 	if err := sampling.ValidateRate(cfg.SampleRate); err != nil {
-		errs = append(errs, err)
+		ps = append(ps, err)
 	}
-	if cfg.Sampling != nil && cfg.SampleRate != defaultSampleRate {
-		errs = append(errs, fmt.Errorf("sample_rate is the sampling extension's (%s): set it there, not here", cfg.Sampling))
+	ps.check(cfg.Sampling == nil || cfg.SampleRate == defaultSampleRate,
+		"sample_rate is the sampling extension's (%s): set it there, not here", cfg.Sampling)
+	keep, drop := cfg.Keep, cfg.Drop
+	keepRules := len(keep.InstrumentationScopes) + len(keep.AttributePrefixes) + len(keep.SpanNames)
+	ps.check(cfg.DefaultFilter || keepRules > 0,
+		"default_filter is false and there is no keep rule: every span would be dropped")
+	ps.entries("keep.instrumentation_scopes", keep.InstrumentationScopes, scopeProblem)
+	ps.entries("keep.attribute_prefixes", keep.AttributePrefixes, prefixProblem)
+	ps.entries("keep.span_names", keep.SpanNames, spanNameProblem)
+	ps.entries("drop.instrumentation_scopes", drop.InstrumentationScopes, scopeProblem)
+	ps.entries("drop.attribute_prefixes", drop.AttributePrefixes, prefixProblem)
+	ps.entries("drop.span_names", drop.SpanNames, spanNameProblem)
+	for i, pair := range drop.ScopeSpanNames {
+		msg := scopeProblem(pair.InstrumentationScope)
+		ps.check(msg == "", "drop.scope_span_names[%d].instrumentation_scope: %s", i, msg)
+		msg = spanNameProblem(pair.SpanName)
+		ps.check(msg == "", "drop.scope_span_names[%d].span_name: %s", i, msg)
 	}
-	if !cfg.DefaultFilter && len(cfg.Keep.InstrumentationScopes) == 0 &&
-		len(cfg.Keep.AttributePrefixes) == 0 && len(cfg.Keep.SpanNames) == 0 {
-		errs = append(errs, errors.New("default_filter is false and there is no keep rule: every span would be dropped"))
+	ti := cfg.TraceIntegrity
+	ps.check(ti.WaitDuration > 0, "trace_integrity.wait_duration must be positive, got %v", ti.WaitDuration)
+	atLeast := func(name string, d time.Duration, minName string, minD time.Duration) {
+		ps.check(d >= minD, "trace_integrity.%s (%v) must be at least %s (%v)", name, d, minName, minD)
 	}
-	errs = append(errs, validateScopes("keep.instrumentation_scopes", cfg.Keep.InstrumentationScopes)...)
-	errs = append(errs, validatePrefixes("keep.attribute_prefixes", cfg.Keep.AttributePrefixes)...)
-	errs = append(errs, validateNames("keep.span_names", cfg.Keep.SpanNames)...)
-	errs = append(errs, validateScopes("drop.instrumentation_scopes", cfg.Drop.InstrumentationScopes)...)
-	errs = append(errs, validatePrefixes("drop.attribute_prefixes", cfg.Drop.AttributePrefixes)...)
-	errs = append(errs, validateNames("drop.span_names", cfg.Drop.SpanNames)...)
-	for i, pair := range cfg.Drop.ScopeSpanNames {
-		field := fmt.Sprintf("drop.scope_span_names[%d]", i)
-		if err := validateScope(field+".instrumentation_scope", pair.InstrumentationScope); err != nil {
-			errs = append(errs, err)
-		}
-		if err := validateName(field+".span_name", pair.SpanName); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	errs = append(errs, cfg.TraceIntegrity.validate()...)
-	if cfg.TraceIntegrity.OnShutdown == onShutdownKeep && cfg.Storage == nil {
-		errs = append(errs, errors.New("trace_integrity.on_shutdown: keep needs the storage option: without it held spans cannot outlive the process"))
-	}
-	if err := validateStorage(cfg.Storage); err != nil {
-		errs = append(errs, err)
-	}
-	errs = append(errs, cfg.ContentJoin.validate()...)
-	return errors.Join(errs...)
+	atLeast("max_wait_duration", ti.MaxWaitDuration, "wait_duration", ti.WaitDuration)
+	atLeast("remember_duration", ti.RememberDuration, "wait_duration", ti.WaitDuration)
+	atLeast("late_parent_window", ti.LateParentWindow, "remember_duration", ti.RememberDuration)
+	ps.check(ti.MemoryLimitMiB >= 1,
+		"trace_integrity.memory_limit_mib must be at least 1, got %d", ti.MemoryLimitMiB)
+	ps.check(ti.OnShutdown == onShutdownRelease || ti.OnShutdown == onShutdownKeep,
+		"trace_integrity.on_shutdown must be %q or %q, got %q", onShutdownRelease, onShutdownKeep, ti.OnShutdown)
+	ps.check(ti.MaxTraces >= 1, "trace_integrity.max_traces must be at least 1, got %d", ti.MaxTraces)
+	ps.check(ti.OnShutdown != onShutdownKeep || cfg.Storage != nil,
+		"trace_integrity.on_shutdown: keep needs the storage option: without it held spans cannot "+
+			"outlive the process")
+	ps.check(cfg.Storage == nil || cfg.Storage.Type().String() != "",
+		"storage: name a storage extension, e.g. `storage: file_storage/queue`")
+	// The content wait is also capped by the trace memory's own limits (trace_integrity), which win.
+	cj := cfg.ContentJoin
+	ps.check(!cj.Enabled || cj.Wait > 0, "content_join.wait must be positive, got %v", cj.Wait)
+	ps.entries("content_join.instrumentation_scopes", cj.InstrumentationScopes, scopeProblem)
+	return errors.Join(ps...)
 }
 
-func (ti TraceIntegrityConfig) validate() []error {
-	var errs []error
-	if ti.WaitDuration <= 0 {
-		errs = append(errs, fmt.Errorf("trace_integrity.wait_duration must be positive, got %v", ti.WaitDuration))
+// problems are all the errors of one validation.
+type problems []error
+
+// check adds the error format says when ok is false.
+func (ps *problems) check(ok bool, format string, args ...any) {
+	if !ok {
+		*ps = append(*ps, fmt.Errorf(format, args...))
 	}
-	if ti.MaxWaitDuration < ti.WaitDuration {
-		errs = append(errs, fmt.Errorf("trace_integrity.max_wait_duration (%v) must be at least wait_duration (%v)",
-			ti.MaxWaitDuration, ti.WaitDuration))
-	}
-	if ti.RememberDuration < ti.WaitDuration {
-		errs = append(errs, fmt.Errorf("trace_integrity.remember_duration (%v) must be at least wait_duration (%v)",
-			ti.RememberDuration, ti.WaitDuration))
-	}
-	if ti.LateParentWindow < ti.RememberDuration {
-		errs = append(errs, fmt.Errorf("trace_integrity.late_parent_window (%v) must be at least remember_duration (%v)",
-			ti.LateParentWindow, ti.RememberDuration))
-	}
-	if ti.MemoryLimitMiB < 1 {
-		errs = append(errs, fmt.Errorf("trace_integrity.memory_limit_mib must be at least 1, got %d", ti.MemoryLimitMiB))
-	}
-	if ti.OnShutdown != onShutdownRelease && ti.OnShutdown != onShutdownKeep {
-		errs = append(errs, fmt.Errorf("trace_integrity.on_shutdown must be %q or %q, got %q", onShutdownRelease, onShutdownKeep, ti.OnShutdown))
-	}
-	if ti.MaxTraces < 1 {
-		errs = append(errs, fmt.Errorf("trace_integrity.max_traces must be at least 1, got %d", ti.MaxTraces))
-	}
-	return errs
 }
 
-func validateScopes(field string, scopes []string) []error {
-	var errs []error
-	for i, s := range scopes {
-		if err := validateScope(fmt.Sprintf("%s[%d]", field, i), s); err != nil {
-			errs = append(errs, err)
-		}
+// entries checks every entry of the list field; problem says what is wrong with one ("" if nothing).
+func (ps *problems) entries(field string, list []string, problem func(string) string) {
+	for i, entry := range list {
+		msg := problem(entry)
+		ps.check(msg == "", "%s[%d]: %s", field, i, msg)
 	}
-	return errs
 }
 
-// validateScope rejects entries that could never match with boundary-aware matching.
-func validateScope(field, scope string) error {
+// scopeProblem rejects entries that could never match with boundary-aware matching.
+func scopeProblem(scope string) string {
 	switch {
 	case scope == "":
-		return fmt.Errorf("%s: an instrumentation scope must not be empty", field)
+		return "an instrumentation scope must not be empty"
 	case strings.TrimSpace(scope) != scope:
-		return fmt.Errorf("%s: instrumentation scope %q has surrounding spaces", field, scope)
+		return fmt.Sprintf("instrumentation scope %q has surrounding spaces", scope)
 	case strings.HasSuffix(scope, "."):
-		return fmt.Errorf("%s: instrumentation scope %q must not end with \".\" (it matches the scope and "+
-			"its sub-scopes: write %q)", field, scope, strings.TrimRight(scope, "."))
+		return fmt.Sprintf("instrumentation scope %q must not end with \".\" (it matches the scope and "+
+			"its sub-scopes: write %q)", scope, strings.TrimRight(scope, "."))
 	}
-	return nil
+	return ""
 }
 
-func validatePrefixes(field string, prefixes []string) []error {
-	var errs []error
-	for i, p := range prefixes {
-		name := fmt.Sprintf("%s[%d]", field, i)
-		switch {
-		case p == "":
-			errs = append(errs, fmt.Errorf("%s: an attribute prefix must not be empty (it would match every span with an attribute)", name))
-		case strings.TrimSpace(p) != p:
-			errs = append(errs, fmt.Errorf("%s: attribute prefix %q has surrounding spaces", name, p))
-		}
+func prefixProblem(prefix string) string {
+	switch {
+	case prefix == "":
+		return "an attribute prefix must not be empty (it would match every span with an attribute)"
+	case strings.TrimSpace(prefix) != prefix:
+		return fmt.Sprintf("attribute prefix %q has surrounding spaces", prefix)
 	}
-	return errs
+	return ""
 }
 
-func validateNames(field string, names []string) []error {
-	var errs []error
-	for i, n := range names {
-		if err := validateName(fmt.Sprintf("%s[%d]", field, i), n); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
-func validateName(field, name string) error {
+func spanNameProblem(name string) string {
 	if name == "" {
-		return fmt.Errorf("%s: a span name must not be empty", field)
+		return "a span name must not be empty"
 	}
-	return nil
+	return ""
 }

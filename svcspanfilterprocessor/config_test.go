@@ -19,16 +19,18 @@ func TestLoadConfig(t *testing.T) {
 	require.NoError(t, err)
 
 	full := createDefaultConfig().(*Config)
-	full.Keep = KeepRules{
+	full.Keep = SpanRules{
 		InstrumentationScopes: []string{"my-company.agents"},
 		AttributePrefixes:     []string{"llm.", "app.agent."},
 		SpanNames:             []string{"checkout-assistant"},
 	}
 	full.Drop = DropRules{
-		InstrumentationScopes: []string{"sqlalchemy"},
-		AttributePrefixes:     []string{"internal.debug."},
-		SpanNames:             []string{"health-check"},
-		ScopeSpanNames:        []ScopeSpanName{{InstrumentationScope: "litellm", SpanName: "raw_gen_ai_request"}},
+		SpanRules: SpanRules{
+			InstrumentationScopes: []string{"sqlalchemy"},
+			AttributePrefixes:     []string{"internal.debug."},
+			SpanNames:             []string{"health-check"},
+		},
+		ScopeSpanNames: []ScopeSpanName{{InstrumentationScope: "litellm", SpanName: "raw_gen_ai_request"}},
 	}
 	full.SampleRate = 0.25
 	full.TraceIntegrity = TraceIntegrityConfig{

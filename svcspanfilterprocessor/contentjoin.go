@@ -11,23 +11,115 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processorhelper"
 	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/genaicontent"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
-// contentJoin is the content join as the trace memory's hook: which spans wait for content, when
-// their content is complete, and how it goes onto the span (genaicontent).
+// noSpanContextOpt: content records without a trace id or span id (the memory has the other reasons).
+var noSpanContextOpt = reasonOpt("no_span_context")
+
+// contentSink takes a logs call's content records: durable before it returns, or refused retryably.
+type contentSink interface {
+	AddContent(ctx context.Context, content plog.Logs) error
+}
+
+// contentLogsProcessor takes the content records out of the logs pipeline for the trace memory;
+// every other record (gen_ai.evaluation.result, application logs) goes on unchanged.
+type contentLogsProcessor struct {
+	logger    *zap.Logger
+	enabled   bool
+	sink      func() contentSink
+	telemetry *metadata.TelemetryBuilder
+}
+
+func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	if !p.enabled || !hasContentRecords(ld) {
+		return ld, nil
+	}
+	content, withoutSpan := takeContentRecords(ld)
+	if withoutSpan > 0 {
+		p.telemetry.ProcessorSvcspanfilterContentUnmatched.Add(ctx, int64(withoutSpan), noSpanContextOpt)
+		p.logger.Debug("Discarded GenAI content records without a span context", zap.Int("records", withoutSpan))
+	}
+	if n := content.LogRecordCount(); n > 0 {
+		if sink := p.sink(); sink != nil {
+			if err := sink.AddContent(ctx, content); err != nil {
+				return ld, err
+			}
+		} else {
+			p.logger.Debug("Discarded GenAI content records: no traces pipeline of this component takes content",
+				zap.Int("records", n))
+		}
+	}
+	if ld.LogRecordCount() == 0 {
+		return ld, processorhelper.ErrSkipProcessingData
+	}
+	return ld, nil
+}
+
+// hasContentRecords is the cheap check that lets batches without content pass untouched.
+func hasContentRecords(ld plog.Logs) bool {
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				if _, ok := genaicontent.IsContentRecord(lr); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// takeContentRecords removes the content records from ld (and the scopes and resources they leave
+// empty): those with a span context into content, under copies of their resource and scope.
+func takeContentRecords(ld plog.Logs) (content plog.Logs, withoutSpan int) {
+	content = plog.NewLogs()
+	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
+		var destResource plog.ResourceLogs
+		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
+			var destScope plog.ScopeLogs
+			took := false
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				if _, ok := genaicontent.IsContentRecord(lr); !ok {
+					return false
+				}
+				took = true
+				if lr.TraceID() == (pcommon.TraceID{}) || lr.SpanID() == (pcommon.SpanID{}) {
+					withoutSpan++
+					return true
+				}
+				if destScope == (plog.ScopeLogs{}) {
+					if destResource == (plog.ResourceLogs{}) {
+						destResource = content.ResourceLogs().AppendEmpty()
+						rl.Resource().CopyTo(destResource.Resource())
+						destResource.SetSchemaUrl(rl.SchemaUrl())
+					}
+					destScope = destResource.ScopeLogs().AppendEmpty()
+					sl.Scope().CopyTo(destScope.Scope())
+					destScope.SetSchemaUrl(sl.SchemaUrl())
+				}
+				lr.CopyTo(destScope.LogRecords().AppendEmpty())
+				return true
+			})
+			return took && sl.LogRecords().Len() == 0
+		})
+		return rl.ScopeLogs().Len() == 0
+	})
+	return content, withoutSpan
+}
+
+// contentJoin is the trace memory's hook: which spans wait for content and how it goes onto them.
 type contentJoin struct {
 	candidates *genaicontent.Candidates
 }
 
-var _ tracememory.Join = (*contentJoin)(nil)
-
-// newContentJoin is the memory's hook for cfg; nil (no join: no span waits for content) when the
-// join is off.
+// newContentJoin is the memory's hook for cfg; nil (no span waits for content) when the join is off.
 func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
 	if !cfg.Enabled {
 		return nil
@@ -35,61 +127,42 @@ func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
 	return &contentJoin{candidates: genaicontent.NewCandidates(cfg.InstrumentationScopes)}
 }
 
-// ScopeAwaitsContent: the scope is one of the content candidates' (genaicontent.Candidates).
 func (j *contentJoin) ScopeAwaitsContent(scope pcommon.InstrumentationScope) bool {
 	return j.candidates.InScope(scope)
 }
 
-// AwaitsContent: a content candidate (genaicontent.Candidates) may still receive content.
-func (j *contentJoin) AwaitsContent(span ptrace.Span) bool {
-	return j.candidates.IsCandidateSpan(span)
-}
+func (j *contentJoin) AwaitsContent(span ptrace.Span) bool { return j.candidates.IsCandidateSpan(span) }
 
 // Complete: the output of the call arrived, so nothing more is expected.
 func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
 	for _, p := range pieces {
-		if sc, ok := p.(spanContent); ok && sc.c.HasOutput() {
+		if p.(spanContent).c.HasOutput() {
 			return true
 		}
 	}
 	return false
 }
 
-// Apply joins every piece of content gathered for span onto it; false when the span keeps its own
-// content (genaicontent.Apply's precedence).
+// Apply joins every piece gathered for span; false when the span keeps its own content.
 func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) bool {
-	return genaicontent.Apply(span, mergeContent(pieces))
-}
-
-func mergeContent(pieces []tracememory.Content) *genaicontent.Content {
-	if len(pieces) == 1 {
-		if sc, ok := pieces[0].(spanContent); ok {
-			return sc.c
-		}
+	if len(pieces) == 1 { // the common case, without a copy
+		return genaicontent.Apply(span, pieces[0].(spanContent).c)
 	}
 	all := &genaicontent.Content{}
 	for _, p := range pieces {
-		if sc, ok := p.(spanContent); ok {
-			all.Merge(sc.c)
-		}
+		all.Merge(p.(spanContent).c)
 	}
-	return all
+	return genaicontent.Apply(span, all)
 }
 
-// spanContent is the content records of one span from one logs call, parsed once, outside the
-// memory's locks.
+// spanContent is the content of one span from one logs call; it joins only its tenant's spans.
 type spanContent struct {
 	c      *genaicontent.Content
-	tenant string // tracememory.TenantOf the logs request
+	tenant string
 }
 
-// Size is what the records hold, counted in the memory's byte budget.
-func (s spanContent) Size() int64 { return int64(s.c.Bytes()) }
-
-// Records is the number of content records it holds.
-func (s spanContent) Records() int { return s.c.Records() }
-
-// Tenant is whom the logs request spoke for: the content joins only that tenant's spans.
+func (s spanContent) Size() int64    { return int64(s.c.Bytes()) }
+func (s spanContent) Records() int   { return s.c.Records() }
 func (s spanContent) Tenant() string { return s.tenant }
 
 type spanKey struct {
@@ -97,18 +170,13 @@ type spanKey struct {
 	span  pcommon.SpanID
 }
 
-// contentBySpan parses the content records of ld (as the logs processor hands them: content only,
-// every record with a span context) into one Content per span, spans in first-seen order.
+// contentBySpan parses the content records of ld into one Content per span, in first-seen order.
 func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) {
 	var keys []spanKey
 	bySpan := map[spanKey]*genaicontent.Content{}
-	rls := ld.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		sls := rls.At(i).ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				lr := lrs.At(k)
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
 				key := spanKey{trace: lr.TraceID(), span: lr.SpanID()}
 				c, ok := bySpan[key]
 				if !ok {
@@ -124,16 +192,11 @@ func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) 
 	return keys, bySpan
 }
 
-// contentOutcomes counts what the memory did with the content of one logs call, per span.
-type contentOutcomes struct {
-	joined, waiting, discarded int
-}
+// contentOutcomes counts spans by what the memory did with their content (tracememory.ContentOutcome).
+type contentOutcomes [tracememory.ContentDiscarded + 1]int
 
-// addContent is the processor's contentSink: the content records of one logs call are made durable
-// (one KindContent journal record, before the call is acknowledged) and each span's content is
-// given to the memory. A journal that cannot take them makes the call fail with a retryable error:
-// the client sends them again, nothing is half kept. j is the memory's own journal (the memory removes
-// the record through it once every span's content is joined or discarded).
+// addContent makes the content records of one logs call durable (one record in j, the memory's
+// journal), then gives each span's content to the memory; a failed write refuses them retryably.
 func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, ld plog.Logs, now time.Time) (contentOutcomes, error) {
 	var out contentOutcomes
 	keys, bySpan := contentBySpan(ld)
@@ -142,16 +205,16 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 	}
 	info := client.FromContext(ctx)
 	// Push back before anything is made durable when the memory has no room that eviction can
-	// make without forgetting acknowledged content or refused spans (finding C).
+	// make without forgetting acknowledged content or refused spans.
 	var size int64
-	for _, k := range keys {
-		size += spanContent{c: bySpan[k]}.Size()
+	for _, c := range bySpan {
+		size += spanContent{c: c}.Size()
 	}
 	if err := m.ContentRoom(size); err != nil {
 		return out, err
 	}
 	var ref *tracememory.RecordRef
-	if j != nil && j != journal.Nop {
+	if j != journal.Nop {
 		payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
 		if err != nil {
 			return out, consumererror.NewPermanent(fmt.Errorf("svcspanfilter: content records: %w", err))
@@ -168,8 +231,7 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 	return out, nil
 }
 
-// recoverContent gives the memory the content of the KindContent records a previous process left
-// (their wait starts again).
+// recoverContent gives the memory the content records a previous process left; their wait restarts.
 func recoverContent(m *tracememory.Memory, records []journal.Record) (contentOutcomes, error) {
 	var out contentOutcomes
 	var errs []error
@@ -180,11 +242,10 @@ func recoverContent(m *tracememory.Memory, records []journal.Record) (contentOut
 		ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
-			m.NewRecordRef(rec.ID, 1).Done(1)
-			continue
+			ld = plog.NewLogs()
 		}
 		keys, bySpan := contentBySpan(ld)
-		if len(keys) == 0 {
+		if len(keys) == 0 { // nothing to give: the record is done
 			m.NewRecordRef(rec.ID, 1).Done(1)
 			continue
 		}
@@ -197,40 +258,29 @@ func recoverContent(m *tracememory.Memory, records []journal.Record) (contentOut
 	return out, nil
 }
 
-func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey, bySpan map[spanKey]*genaicontent.Content, tenant string, ref *tracememory.RecordRef) {
+func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey,
+	bySpan map[spanKey]*genaicontent.Content, tenant string, ref *tracememory.RecordRef,
+) {
 	for _, k := range keys {
-		switch m.AddContent(k.trace, k.span, spanContent{c: bySpan[k], tenant: tenant}, ref) {
-		case tracememory.ContentJoined:
-			out.joined++
-		case tracememory.ContentWaiting:
-			out.waiting++
-		case tracememory.ContentDiscarded:
-			out.discarded++
-		}
+		out[m.AddContent(k.trace, k.span, spanContent{c: bySpan[k], tenant: tenant}, ref)]++
 	}
 }
 
-// AddContent makes the traces processor the logs processor's contentSink (instance.go): the content
-// records of one logs call go into the trace memory. Spans the join releases are delivered by the
-// releaser.
+// AddContent makes the traces processor the logs processor's contentSink.
 func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) error {
 	if !p.running.Load() {
-		// Not started yet (recovery not done) or already stopped: the client sends them again.
-		return errTracesNotRunning
+		// Before start recovered the journal, or after shutdown: the client sends them again.
+		return errors.New("svcspanfilter: the traces pipeline of this component is not running; retry later")
 	}
 	out, err := addContent(ctx, p.mem, p.journal, ld, p.now())
 	if err != nil {
-		p.logger.Warn("Could not take GenAI content records; the logs request is refused for the client to retry", zap.Error(err))
+		p.logger.Warn("Could not take GenAI content records; the logs request is refused for the client to retry",
+			zap.Error(err))
 		return err
 	}
-	if out.discarded > 0 {
-		p.logger.Debug("Discarded GenAI content records: their span was dropped or already went on", zap.Int("spans", out.discarded))
+	if n := out[tracememory.ContentDiscarded]; n > 0 {
+		p.logger.Debug("Discarded GenAI content records: their span was dropped or already went on",
+			zap.Int("spans", n))
 	}
 	return nil
 }
-
-var _ contentSink = (*spanFilterProcessor)(nil)
-
-// errTracesNotRunning refuses content (retryably) while the traces processor of the same ID is not
-// running: before its start has recovered the journal, or after its shutdown.
-var errTracesNotRunning = errors.New("svcspanfilter: the traces pipeline of this component is not running; retry later")

@@ -155,7 +155,7 @@ func TestContentJoinTiming(t *testing.T) {
 			require.Equal(f.t, int64(1), f.m.HeldSpans(), "input alone does not complete the call")
 			f.expire(time.Second)
 			out := f.sendContent(f.output)
-			assert.Equal(f.t, 1, out.joined)
+			assert.Equal(f.t, 1, out[tracememory.ContentJoined])
 			assert.Zero(f.t, f.m.HeldSpans())
 		}},
 		{name: "input first, then the span, then the output", cfg: on, wantIn: true, wantOut: true, wantHeld: true, run: func(f *joinFixture) {
@@ -212,7 +212,7 @@ func TestContentOfDroppedSpanIsDiscarded(t *testing.T) {
 	f.sendContent(f.inputs)
 	f.sendSpan(false)
 	out := f.sendContent(f.output)
-	assert.Equal(t, 1, out.discarded, "content after its span was dropped")
+	assert.Equal(t, 1, out[tracememory.ContentDiscarded], "content after its span was dropped")
 	assert.Equal(t, int64(5), f.stats.ContentUnmatched[tracememory.UnmatchedSpanDropped], "the 4 waiting input records and the late output")
 	assert.Empty(t, f.passed)
 	assert.Empty(t, f.delivered)
@@ -222,7 +222,7 @@ func TestContentOfDroppedSpanIsDiscarded(t *testing.T) {
 func TestContentWithoutSpanExpires(t *testing.T) {
 	f := newJoinFixture(t, defaultContentJoinConfig())
 	out := f.sendContent(f.inputs)
-	assert.Equal(t, 1, out.waiting)
+	assert.Equal(t, 1, out[tracememory.ContentWaiting])
 	f.expire(5 * time.Second)
 	assert.Equal(t, int64(4), f.stats.ContentUnmatched[tracememory.UnmatchedNoSpan], "the 4 input records")
 	f.expire(time.Hour)
@@ -274,7 +274,7 @@ func TestContentJournal(t *testing.T) {
 	g := newJournaledJoinFixture(t, defaultContentJoinConfig(), j2)
 	out, err := recoverContent(g.m, []journal.Record{rec})
 	require.NoError(t, err)
-	assert.Equal(t, 1, out.waiting)
+	assert.Equal(t, 1, out[tracememory.ContentWaiting])
 	g.sendContent(g.output)
 	g.sendSpan(true)
 	in, outMsgs, held := g.left()

@@ -2,14 +2,14 @@ package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfi
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"sync"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 
-	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 )
 
@@ -24,67 +24,97 @@ func NewFactory() processor.Factory {
 }
 
 func createTraces(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
-	shared, err := instances.LoadOrStore(set.ID, newSpanFilterInstance(set.ID))
-	if err != nil {
-		return nil, err
-	}
 	c := cfg.(*Config)
 	p, err := newSpanFilterProcessor(set, c, next, newProcessorJournal(c, set.ID, set.Logger))
-	if err == nil {
-		err = shared.Value().setTraces(p)
-	}
 	if err != nil {
-		shared.release()
 		return nil, err
 	}
-	// processorhelper carries the synchronous part (and the standard processor telemetry); the
-	// spans that wait for their parent are delivered by the processor's own releaser. Recovery, the
-	// releaser and the final delivery follow the TRACES processor's own Start and Shutdown: the
-	// collector starts it after its next consumers and stops it before them (the logs processor of
-	// the same ID has no edge to the traces exporter, so its lifecycle must not drive them).
+	_, release, err := acquireInstance(set.ID, p)
+	if err != nil {
+		return nil, err
+	}
+	// The memory follows the TRACES processor's Start and Shutdown: the collector starts it after its
+	// next consumers and stops it before them (the logs processor of the same ID has no such edge).
 	return processorhelper.NewTraces(ctx, set, cfg, next, p.processTraces,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
-		processorhelper.WithStart(func(ctx context.Context, host component.Host) error {
-			if c.Sampling != nil { // the sampling extension's rate, before any span
-				decider, err := sampling.FromExtensions(host.GetExtensions(), *c.Sampling)
-				if err != nil {
-					return err
-				}
-				p.filter.sampler = decider.Ratio()
-				p.filter.experiments = decider
-			}
-			if err := shared.Start(ctx, host); err != nil {
-				return err
-			}
-			return p.start(ctx, host)
-		}),
+		processorhelper.WithStart(p.start),
 		processorhelper.WithShutdown(func(ctx context.Context) error {
-			return errors.Join(p.shutdown(ctx), shared.Shutdown(ctx))
+			defer release()
+			return p.shutdown(ctx)
 		}),
 	)
 }
 
-// createLogs builds the logs side: in a logs pipeline the component takes the GenAI content records
-// out and hands them to the trace memory of its traces pipeline (same component ID).
+// createLogs builds the logs side: it hands content records to the memory of the same component ID.
 func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
-	shared, err := instances.LoadOrStore(set.ID, newSpanFilterInstance(set.ID))
-	if err != nil {
-		return nil, err
-	}
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
-		shared.release()
 		return nil, err
 	}
+	inst, release, _ := acquireInstance(set.ID, nil) // without traces it cannot fail
 	lp := &contentLogsProcessor{
 		logger:    set.Logger,
 		enabled:   cfg.(*Config).ContentJoin.Enabled,
-		sink:      shared.Value().contentSink,
+		sink:      inst.contentSink,
 		telemetry: tb,
 	}
 	return processorhelper.NewLogs(ctx, set, cfg, next, lp.processLogs,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
-		processorhelper.WithStart(shared.Start),
-		processorhelper.WithShutdown(shared.Shutdown),
+		processorhelper.WithShutdown(func(context.Context) error {
+			release()
+			return nil
+		}),
 	)
+}
+
+// instances are the component instances by ID: the traces and logs processors of one ID share one,
+// so that content records of the logs pipeline meet the spans of the traces pipeline's memory.
+var instances = struct {
+	sync.Mutex
+	m map[component.ID]*spanFilterInstance
+}{m: map[component.ID]*spanFilterInstance{}}
+
+// spanFilterInstance has no lifecycle of its own (see createTraces); instances guards it.
+type spanFilterInstance struct {
+	refs   int
+	traces *spanFilterProcessor
+}
+
+// acquireInstance returns the instance of id, with traces unless nil (one per ID: one next consumer
+// per memory), and the release of the reference, once; the last forgets it (a reload builds anew).
+func acquireInstance(id component.ID, traces *spanFilterProcessor) (*spanFilterInstance, func(), error) {
+	instances.Lock()
+	defer instances.Unlock()
+	i := instances.m[id]
+	if i == nil {
+		i = &spanFilterInstance{}
+		instances.m[id] = i
+	}
+	if traces != nil {
+		if i.traces != nil {
+			return nil, nil, fmt.Errorf("%s is used in more than one traces pipeline; give each traces "+
+				"pipeline its own component ID (for example %s/second): one ID is one trace memory, shared "+
+				"with its logs pipeline", id, id.Type())
+		}
+		i.traces = traces
+	}
+	i.refs++
+	return i, sync.OnceFunc(func() {
+		instances.Lock()
+		defer instances.Unlock()
+		i.refs--
+		if i.refs == 0 {
+			delete(instances.m, id)
+		}
+	}), nil
+}
+
+// contentSink is the traces processor, nil without a traces pipeline for this ID.
+func (i *spanFilterInstance) contentSink() contentSink {
+	instances.Lock()
+	defer instances.Unlock()
+	if i.traces == nil {
+		return nil
+	}
+	return i.traces
 }

@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/svc/svc-collector/pkg/golden"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadatatest"
 )
 
@@ -139,7 +140,7 @@ func newHarness(t *testing.T, cfg *Config, next ...consumer.Traces) *harness {
 	set.Logger = zap.New(core)
 	h.logs = logs
 
-	p, err := newSpanFilterProcessor(set, cfg, nextConsumer, nil)
+	p, err := newSpanFilterProcessor(set, cfg, nextConsumer, journal.Nop)
 	require.NoError(t, err)
 	p.now = h.clock.Now
 	p.running.Store(true) // started, without the releaser goroutine
@@ -275,4 +276,10 @@ func canonical(tds []ptrace.Traces) ptrace.Traces {
 func assertGolden(t *testing.T, name string, td ptrace.Traces) {
 	t.Helper()
 	golden.CheckTraces(t, filepath.Join("testdata", "golden", name), td)
+}
+
+// deliverReady runs the releaser's delivery once: what the memory queued (released by time, or
+// refused before).
+func (p *spanFilterProcessor) deliverReady(ctx context.Context, tryAll bool) {
+	p.deliver(ctx, p.mem.TakeReady(), tryAll)
 }

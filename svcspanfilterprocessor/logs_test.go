@@ -143,12 +143,12 @@ func TestFactorySharesOneInstancePerID(t *testing.T) {
 	require.NoError(t, err)
 	lp, err := f.CreateLogs(ctx, set, cfg, consumertest.NewNop())
 	require.NoError(t, err)
-	instances.mu.Lock()
+	instances.Lock()
 	inst := instances.m[set.ID]
-	instances.mu.Unlock()
+	instances.Unlock()
 	require.NotNil(t, inst)
 	assert.Equal(t, 2, inst.refs)
-	require.NotNil(t, inst.value.tracesProcessor(), "the logs side sees the traces processor of its ID")
+	require.NotNil(t, inst.contentSink(), "the logs side sees the traces processor of its ID")
 
 	_, err = f.CreateTraces(ctx, set, cfg, consumertest.NewNop())
 	require.ErrorContains(t, err, "used in more than one traces pipeline")
@@ -157,24 +157,29 @@ func TestFactorySharesOneInstancePerID(t *testing.T) {
 	require.NoError(t, tp.Start(ctx, host))
 	require.NoError(t, lp.Start(ctx, host))
 	require.NoError(t, tp.Shutdown(ctx))
-	instances.mu.Lock()
+	instances.Lock()
 	_, still := instances.m[set.ID]
-	instances.mu.Unlock()
+	instances.Unlock()
 	assert.True(t, still, "the logs processor still uses the instance")
 	require.NoError(t, lp.Shutdown(ctx))
-	instances.mu.Lock()
+	instances.Lock()
 	_, still = instances.m[set.ID]
-	instances.mu.Unlock()
+	instances.Unlock()
 	assert.False(t, still, "forgotten after the last shutdown")
 }
 
-// A logs-only use of the component (no traces pipeline with its ID) starts and stops cleanly.
+// A logs-only use of the component (no traces pipeline with its ID) starts and stops cleanly, and
+// discards the content records it takes out (no span can receive them) while the rest goes on.
 func TestFactoryLogsOnly(t *testing.T) {
 	f := NewFactory()
 	set := processortest.NewNopSettings(metadata.Type)
 	set.ID = component.MustNewIDWithName("svcspanfilter", "logs_only")
-	lp, err := f.CreateLogs(context.Background(), set, f.CreateDefaultConfig(), consumertest.NewNop())
+	next := new(consumertest.LogsSink)
+	lp, err := f.CreateLogs(context.Background(), set, f.CreateDefaultConfig(), next)
 	require.NoError(t, err)
 	require.NoError(t, lp.Start(context.Background(), componenttest.NewNopHost()))
+	ld := golden.ReadLogs(t, filepath.Join("testdata", "golden", "content_logs", "input.json"))
+	require.NoError(t, lp.ConsumeLogs(context.Background(), ld))
+	assert.Equal(t, 2, next.LogRecordCount(), "the evaluation and the application log go on")
 	require.NoError(t, lp.Shutdown(context.Background()))
 }

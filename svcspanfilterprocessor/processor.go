@@ -10,38 +10,32 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
+	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
-// spanFilterProcessor filters spans synchronously and drives the trace memory: decide (rules.go) ->
-// admit (the memory settles each kept span's parent or holds it) -> deliver (the batch less its
-// dropped and held spans, and the spans it released). Spans released by time (waits, eviction) are
-// delivered by its releaser goroutine. It never holds a lock while calling the next consumer.
+// spanFilterProcessor decides spans (rules.go), has the memory admit them (it settles each kept
+// span's parent or holds it) and delivers; it never holds a lock while calling the next consumer.
 type spanFilterProcessor struct {
 	logger    *zap.Logger
 	next      consumer.Traces
 	filter    *spanFilter
-	cfg       TraceIntegrityConfig
+	cfg       *Config
 	telemetry *metadata.TelemetryBuilder
-	metricOpt metricOptions
 	mem       *tracememory.Memory
 	journal   journal.Journal
 	scratch   sync.Pool
-
-	// now is the clock of the memory; tests replace it before the first span.
-	now func() time.Time
-
+	now       func() time.Time // the memory's clock; tests replace it before the first span
 	evictions evictionLog
 
-	stop    chan struct{}
-	stopped chan struct{}
-	// running: between the end of start (recovery done) and the beginning of shutdown; the logs
-	// side's content is refused, retryably, outside it.
+	stop, stopped chan struct{} // the releaser's
+	// running: from the end of start (recovery done) to shutdown; content is refused outside it.
 	running atomic.Bool
 }
 
@@ -50,21 +44,17 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 	if err != nil {
 		return nil, err
 	}
-	if j == nil {
-		j = journal.Nop
-	}
+	ti := cfg.TraceIntegrity
 	p := &spanFilterProcessor{
 		logger:    set.Logger,
 		next:      next,
 		filter:    newSpanFilter(cfg),
-		cfg:       cfg.TraceIntegrity,
+		cfg:       cfg,
 		telemetry: tb,
-		metricOpt: newMetricOptions(),
 		journal:   j,
+		scratch:   sync.Pool{New: func() any { return &batchScratch{} }},
 		now:       time.Now,
 	}
-	p.scratch.New = func() any { return &batchScratch{} }
-	ti := cfg.TraceIntegrity
 	p.mem = tracememory.New(tracememory.Config{
 		WaitDuration:     ti.WaitDuration,
 		MaxWaitDuration:  ti.MaxWaitDuration,
@@ -85,21 +75,21 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 	return p, nil
 }
 
-// recoverJournal re-admits the held spans a previous process left in the journal (the storage
-// option calls it at start, before the first span).
+// recoverJournal re-admits what a previous process left; content first, to join it as spans return.
 func (p *spanFilterProcessor) recoverJournal(records []journal.Record) error {
-	// Content first: recovered spans that wait for it are joined as they are re-admitted.
 	_, contentErr := recoverContent(p.mem, records)
 	return errors.Join(contentErr, p.mem.Recover(records))
 }
 
-// releaserInterval is how often the releaser looks for expired waits: often enough that a span waits
-// at most about a fifth longer than wait_duration.
-func releaserInterval(wait time.Duration) time.Duration {
-	return min(max(wait/5, 5*time.Millisecond), time.Second)
-}
-
 func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) error {
+	if p.cfg.Sampling != nil { // the sampling extension's rate, before any span
+		decider, err := sampling.FromExtensions(host.GetExtensions(), *p.cfg.Sampling)
+		if err != nil {
+			return err
+		}
+		p.filter.sampler = decider.Ratio()
+		p.filter.experiments = decider
+	}
 	// With the storage option, what a killed process held is re-admitted before the first span.
 	if sj, ok := p.journal.(*storageJournal); ok {
 		records, err := sj.start(ctx, host)
@@ -110,9 +100,9 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 			p.logger.Warn("Some held spans or content records of the previous run could not be recovered", zap.Error(err))
 		}
 	}
-	p.stop = make(chan struct{})
-	p.stopped = make(chan struct{})
-	go p.runReleaser(releaserInterval(p.cfg.WaitDuration))
+	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
+	// Often enough that a span waits at most about a fifth longer than wait_duration.
+	go p.runReleaser(min(max(p.cfg.TraceIntegrity.WaitDuration/5, 5*time.Millisecond), time.Second))
 	p.running.Store(true)
 	return nil
 }
@@ -129,19 +119,18 @@ func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
 			p.mem.Expire()
 		case <-p.mem.Wake():
 		}
-		p.deliverReady(context.Background(), false)
+		// Released by time, or refused before.
+		p.deliver(context.Background(), p.mem.TakeReady(), false)
 	}
 }
 
-// shutdown stops the releaser and, by default (on_shutdown: release), delivers everything still
-// held by rule 1, so that nothing is left behind when the collector stops; spans the next consumer
-// still refuses stay in the journal, or without one are reported in the error. With on_shutdown:
-// keep (storage required), held spans are not released: they stay journaled and wait again after
-// the next start (a graceful restart does not cut agent trees whose parents are still open); only
-// deliveries already released are tried.
+// shutdown stops the releaser and delivers what is held by rule 1 or, with on_shutdown: keep, leaves
+// it journaled for the next start (a graceful restart does not cut agent trees whose parents are
+// still open). Spans the next consumer refuses stay in the journal, or without one are lost.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	p.running.Store(false)
 	defer p.telemetry.Shutdown()
+	journaled := p.journal != journal.Nop
 	if sj, ok := p.journal.(*storageJournal); ok {
 		// Closed last, after the final delivery has removed what it handed on.
 		defer func() {
@@ -155,35 +144,100 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		select {
 		case <-p.stopped:
 		case <-ctx.Done():
-			// The releaser is stuck in the next consumer; what it has not delivered is lost (or, with
-			// a journal, delivered after the restart).
-			if left := p.mem.HeldSpans(); left > 0 && p.journal == journal.Nop {
+			// The releaser is stuck in the next consumer; without a journal what it holds is lost.
+			if left := p.mem.HeldSpans(); left > 0 && !journaled {
 				p.giveUp(ctx, int(left), "shutdown timed out while the next consumer was still busy")
 			}
 			return ctx.Err()
 		}
 		p.stop = nil
 	}
-	if p.journal != journal.Nop && p.cfg.OnShutdown == onShutdownKeep {
-		if lost := p.deliver(ctx, p.mem.TakeReady(), true); lost > 0 {
-			p.logger.Warn("The next consumer still refused released spans at shutdown; they stay in the journal "+
-				"and are delivered after the next start", zap.Int("spans", lost))
-		}
-		if held := p.mem.HeldSpans(); held > 0 {
-			p.logger.Info("Held spans stay in the journal and wait for their parents again after the next start",
-				zap.Int64("spans", held))
-		}
-		return nil
+	keep := journaled && p.cfg.TraceIntegrity.OnShutdown == onShutdownKeep
+	final := p.mem.Drain
+	if keep {
+		final = p.mem.TakeReady
 	}
-	lost := p.deliver(ctx, p.mem.Drain(), true)
-	if lost > 0 && p.journal != journal.Nop {
+	lost := p.deliver(ctx, final(), true)
+	switch {
+	case lost > 0 && journaled:
 		p.logger.Warn("The next consumer still refused released spans at shutdown; they stay in the journal "+
 			"and are delivered after the next start", zap.Int("spans", lost))
-		return nil
-	}
-	if lost > 0 {
+	case lost > 0:
 		p.giveUp(ctx, lost, "the next consumer still refused them at shutdown")
 		return fmt.Errorf("svcspanfilter: %d spans released at shutdown could not be delivered", lost)
 	}
+	if held := p.mem.HeldSpans(); keep && held > 0 {
+		p.logger.Info("Held spans stay in the journal and wait for their parents again after the next start",
+			zap.Int64("spans", held))
+	}
 	return nil
+}
+
+// errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
+var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
+
+// newProcessorJournal is journal.Nop without the `storage` option, else a storageJournal that opens
+// at Start, when the host's extensions are known (the memory takes its journal before).
+func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) journal.Journal {
+	if cfg.Storage == nil {
+		return journal.Nop
+	}
+	return &storageJournal{storageID: *cfg.Storage, owner: owner, logger: logger}
+}
+
+// storageJournal is the journal in the storage extension named by the `storage` option.
+type storageJournal struct {
+	storageID component.ID
+	owner     component.ID
+	logger    *zap.Logger
+	s         atomic.Pointer[journal.Storage] // nil before start and after shutdown
+}
+
+// start opens the processor's client in the storage extension, as exporterhelper's persistent queue
+// does, and returns what a previous process left (oldest first). Its errors say what to fix.
+func (j *storageJournal) start(ctx context.Context, host component.Host) ([]journal.Record, error) {
+	ext, found := host.GetExtensions()[j.storageID]
+	if !found {
+		return nil, fmt.Errorf("storage: extension %q is not running: configure it under `extensions:` "+
+			"and list it in `service::extensions`", j.storageID)
+	}
+	storageExt, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("storage: extension %q is not a storage extension (use file_storage)", j.storageID)
+	}
+	// "held" names the processor's client (its file) beside the exporters' in the extension.
+	client, err := storageExt.GetClient(ctx, component.KindProcessor, j.owner, "held")
+	if err != nil {
+		return nil, fmt.Errorf("storage: extension %q cannot open the processor's storage (is its directory "+
+			"writable, with free space?): %w", j.storageID, err)
+	}
+	s, recovered, err := journal.Open(ctx, client, j.logger)
+	if err != nil {
+		_ = client.Close(ctx)
+		return nil, fmt.Errorf("storage: extension %q: recover the held state: %w", j.storageID, err)
+	}
+	j.s.Store(s)
+	return recovered, nil
+}
+
+// shutdown releases the storage client; what the journal still holds is recovered at the next start.
+func (j *storageJournal) shutdown(ctx context.Context) error {
+	if s := j.s.Swap(nil); s != nil {
+		return s.Close(ctx)
+	}
+	return nil
+}
+
+func (j *storageJournal) Append(ctx context.Context, kind journal.Kind, heldAt time.Time, metadata map[string][]string, payload []byte) (uint64, error) {
+	if s := j.s.Load(); s != nil {
+		return s.Append(ctx, kind, heldAt, metadata, payload)
+	}
+	return 0, errJournalNotStarted
+}
+
+func (j *storageJournal) Remove(ctx context.Context, ids ...uint64) error {
+	if s := j.s.Load(); s != nil {
+		return s.Remove(ctx, ids...)
+	}
+	return errJournalNotStarted
 }

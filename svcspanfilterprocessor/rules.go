@@ -1,6 +1,7 @@
 package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfilterprocessor"
 
 import (
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -14,17 +15,9 @@ import (
 // genAIAttributePrefix: docs/contract.md §8, the dot is part of it (`gen_ai_custom` is not GenAI).
 const genAIAttributePrefix = "gen_ai."
 
-// openInferenceSpanKind marks every span of an OpenInference instrumentation (LLM, CHAIN, TOOL, ...),
-// in any language and under any scope name; the platform maps it to the observation type. The
-// default filter keeps such spans as it keeps gen_ai. ones (reason gen_ai_attribute), beyond the
-// svc SDKs' filter (README, "Known instrumentation scopes").
+// openInferenceSpanKind marks every span of an OpenInference instrumentation, in any language and
+// scope; the default filter keeps them as gen_ai. ones (README, "Known instrumentation scopes").
 const openInferenceSpanKind = "openinference.span.kind"
-
-// isGenAIAttribute reports whether the attribute name alone makes the span an LLM span for the
-// default filter.
-func isGenAIAttribute(k string) bool {
-	return strings.HasPrefix(k, genAIAttributePrefix) || k == openInferenceSpanKind
-}
 
 // decision is the outcome of the filter for one span, and the reason the metrics report.
 type decision uint8
@@ -45,18 +38,12 @@ func (d decision) kept() bool { return d < droppedNotGenAI }
 
 // reason is the value of the `reason` attribute of the spans_kept / spans_dropped metrics.
 func (d decision) reason() string {
-	return [...]string{
-		keptSvcSDKScope:    "svc_sdk_scope",
-		keptKnownScope:     "known_scope",
-		keptGenAIAttribute: "gen_ai_attribute",
-		keptKeepRule:       "keep_rule",
-		droppedNotGenAI:    "not_genai",
-		droppedDropRule:    "drop_rule",
-		droppedSampledOut:  "sampled_out",
+	return [numDecisions]string{
+		"svc_sdk_scope", "known_scope", "gen_ai_attribute", "keep_rule", "not_genai", "drop_rule", "sampled_out",
 	}[d]
 }
 
-// spanFilter is the compiled configuration: the default filter, the keep and drop rules and the sampler.
+// spanFilter is the compiled configuration.
 type spanFilter struct {
 	defaultFilter bool
 
@@ -69,9 +56,8 @@ type spanFilter struct {
 	dropScopeSpanName []scopeSpanNameRule
 
 	sampler sampling.Ratio
-	// experiments is the svcsampling extension's memory of experiment traces when the config names
-	// the extension (nil otherwise). It outlives the trace memory's remember_duration (30 s idle),
-	// so a late span of a sampled-out experiment trace is kept as its scores are in the connectors.
+	// experiments is the svcsampling extension's memory of experiment traces (nil without it): it
+	// outlives remember_duration, so a late span of a sampled-out experiment trace is kept.
 	experiments *sampling.Decider
 }
 
@@ -83,27 +69,22 @@ type scopeSpanNameRule struct {
 func newSpanFilter(cfg *Config) *spanFilter {
 	f := &spanFilter{
 		defaultFilter:    cfg.DefaultFilter,
-		keepScopes:       newScopeMatcher(cfg.Keep.InstrumentationScopes),
+		keepScopes:       scopematch.New(scopematch.Boundary, cfg.Keep.InstrumentationScopes...),
 		keepAttrPrefixes: cfg.Keep.AttributePrefixes,
 		keepSpanNames:    nameSet(cfg.Keep.SpanNames),
-		dropScopes:       newScopeMatcher(cfg.Drop.InstrumentationScopes),
+		dropScopes:       scopematch.New(scopematch.Boundary, cfg.Drop.InstrumentationScopes...),
 		dropAttrPrefixes: cfg.Drop.AttributePrefixes,
 		dropSpanNames:    nameSet(cfg.Drop.SpanNames),
 		sampler:          sampling.NewRatio(cfg.SampleRate),
 	}
 	for _, p := range cfg.Drop.ScopeSpanNames {
-		f.dropScopeSpanName = append(f.dropScopeSpanName, scopeSpanNameRule{
-			scope:    newScopeMatcher([]string{p.InstrumentationScope}),
-			spanName: p.SpanName,
-		})
+		rule := scopeSpanNameRule{scopematch.New(scopematch.Boundary, p.InstrumentationScope), p.SpanName}
+		f.dropScopeSpanName = append(f.dropScopeSpanName, rule)
 	}
 	return f
 }
 
 func nameSet(names []string) map[string]struct{} {
-	if len(names) == 0 {
-		return nil
-	}
 	set := make(map[string]struct{}, len(names))
 	for _, n := range names {
 		set[n] = struct{}{}
@@ -111,13 +92,11 @@ func nameSet(names []string) map[string]struct{} {
 	return set
 }
 
-// scopeVerdict is what the filter knows from the instrumentation scope alone; it is computed once per
-// ScopeSpans, not per span.
+// scopeVerdict is what the filter knows from the instrumentation scope alone, once per ScopeSpans.
 type scopeVerdict struct {
 	dropAll bool
-	// keep is the keep decision that the scope alone gives (valid when hasKeep).
-	keep    decision
-	hasKeep bool
+	// keep is the keep decision that the scope alone gives; droppedNotGenAI when it gives none.
+	keep decision
 	// dropSpanNames are the span names that scope_span_names drop in this scope.
 	dropSpanNames []string
 }
@@ -125,7 +104,7 @@ type scopeVerdict struct {
 // forScope computes the scope's verdict into v, reusing v's slice so the hot path does not allocate.
 func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdict) {
 	name := scope.Name()
-	*v = scopeVerdict{dropSpanNames: v.dropSpanNames[:0]}
+	*v = scopeVerdict{keep: droppedNotGenAI, dropSpanNames: v.dropSpanNames[:0]}
 	v.dropAll = f.dropScopes.Match(name)
 	for _, r := range f.dropScopeSpanName {
 		if r.scope.Match(name) {
@@ -134,78 +113,53 @@ func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdic
 	}
 	switch {
 	case f.defaultFilter && name == svcattr.SDKScopeName:
-		v.keep, v.hasKeep = keptSvcSDKScope, true
+		v.keep = keptSvcSDKScope
 	case f.defaultFilter && defaultScopes.Match(name):
-		v.keep, v.hasKeep = keptKnownScope, true
+		v.keep = keptKnownScope
 	case f.keepScopes.Match(name):
-		v.keep, v.hasKeep = keptKeepRule, true
+		v.keep = keptKeepRule
 	}
 }
 
-// decide is the per-span decision of a span on its own (the trace's experiment flag aside).
-func (f *spanFilter) decide(v *scopeVerdict, span ptrace.Span) decision {
-	sv := f.judge(v, span)
-	if sv.sampledOut && !sv.experiment {
-		return droppedSampledOut
-	}
-	return sv.decision
-}
-
-// spanVerdict is the filter's view of one span: the rule that keeps or drops it, whether the
-// sampler takes a kept span out, and whether the span marks its trace as an experiment (then its
-// trace's sampled-out spans are kept: docs/contract.md §9, per trace).
+// spanVerdict is the rule that keeps or drops a span, whether the sampler takes it out, and whether
+// it marks its trace as an experiment (whose sampled-out spans are kept: docs/contract.md §9).
 type spanVerdict struct {
 	decision   decision
 	sampledOut bool
 	experiment bool
 }
 
-// judge is the per-span decision. It does not allocate: it is on the path of every span. The
-// experiment mark is looked for only in traces the sampler takes out (sampling is per trace id, so
-// it changes nothing elsewhere).
+// judge is the per-span decision; on the path of every span, it does not allocate. The experiment
+// mark is looked for only in traces the sampler takes out (elsewhere it changes nothing).
 func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
-	if v.dropAll {
-		return spanVerdict{decision: droppedDropRule}
-	}
 	name := span.Name()
-	if _, ok := f.dropSpanNames[name]; ok {
+	_, dropName := f.dropSpanNames[name]
+	if v.dropAll || dropName || slices.Contains(v.dropSpanNames, name) {
 		return spanVerdict{decision: droppedDropRule}
 	}
-	for _, n := range v.dropSpanNames {
-		if n == name {
-			return spanVerdict{decision: droppedDropRule}
-		}
-	}
-
 	sampledIn := f.sampler.Keep(span.TraceID())
-	experiment := false
 	// The reported reason follows the default filter's order: svc-sdk scope, known scope, gen_ai.
 	// attribute, then the keep rules. The scope alone may already settle it.
-	keep, hasKeep := v.keep, v.hasKeep
-	wantGenAI := f.defaultFilter && !(hasKeep && keep < keptGenAIAttribute)
-	wantKeepPrefix := !hasKeep && len(f.keepAttrPrefixes) > 0
+	keep := v.keep
+	wantGenAI := f.defaultFilter && keep >= keptGenAIAttribute
+	wantKeepPrefix := !keep.kept() && len(f.keepAttrPrefixes) > 0
 	// The attributes are read only when they can change the outcome.
+	var scan attrScan
 	if wantGenAI || wantKeepPrefix || len(f.dropAttrPrefixes) > 0 || !sampledIn {
-		scan := f.scanAttributes(span.Attributes(), wantGenAI, wantKeepPrefix, !sampledIn)
+		scan = f.scanAttributes(span.Attributes(), wantGenAI, wantKeepPrefix, !sampledIn)
 		switch {
 		case scan.drop:
 			return spanVerdict{decision: droppedDropRule}
 		case scan.genAI:
-			keep, hasKeep = keptGenAIAttribute, true
+			keep = keptGenAIAttribute
 		case scan.keepPrefix:
-			keep, hasKeep = keptKeepRule, true
-		}
-		experiment = scan.experiment
-	}
-	if !hasKeep {
-		if _, ok := f.keepSpanNames[name]; ok {
-			keep, hasKeep = keptKeepRule, true
+			keep = keptKeepRule
 		}
 	}
-	if !hasKeep {
-		return spanVerdict{decision: droppedNotGenAI, experiment: experiment}
+	if _, ok := f.keepSpanNames[name]; ok && !keep.kept() {
+		keep = keptKeepRule
 	}
-	return spanVerdict{decision: keep, sampledOut: !sampledIn, experiment: experiment}
+	return spanVerdict{decision: keep, sampledOut: keep.kept() && !sampledIn, experiment: scan.experiment}
 }
 
 type attrScan struct {
@@ -215,8 +169,7 @@ type attrScan struct {
 	experiment bool // the span belongs to an experiment
 }
 
-// scanAttributes reads the span's attributes once for everything the decision still needs, and
-// stops as soon as nothing more can be learnt.
+// scanAttributes reads the attributes once for all the decision needs, and stops when it has it.
 func (f *spanFilter) scanAttributes(attrs pcommon.Map, wantGenAI, wantKeepPrefix, wantExperiment bool) attrScan {
 	var s attrScan
 	for k, val := range attrs.All() {
@@ -224,7 +177,7 @@ func (f *spanFilter) scanAttributes(attrs pcommon.Map, wantGenAI, wantKeepPrefix
 			return attrScan{drop: true}
 		}
 		if wantGenAI && !s.genAI {
-			s.genAI = isGenAIAttribute(k)
+			s.genAI = strings.HasPrefix(k, genAIAttributePrefix) || k == openInferenceSpanKind
 		}
 		if wantKeepPrefix && !s.keepPrefix {
 			s.keepPrefix = hasAnyPrefix(k, f.keepAttrPrefixes)

@@ -190,7 +190,11 @@ func TestDecide(t *testing.T) {
 
 // The keep and drop rules' scopes match boundary-aware (pkg/scopematch has the matcher's table).
 func TestRuleScopesMatchBoundaryAware(t *testing.T) {
-	m := newScopeMatcher([]string{"acme", "org.team.agents"})
+	cfg := createDefaultConfig().(*Config)
+	cfg.DefaultFilter = false
+	cfg.Keep.InstrumentationScopes = []string{"acme", "org.team.agents"}
+	cfg.Drop.InstrumentationScopes = []string{"acme", "org.team.agents"}
+	f := newSpanFilter(cfg)
 	for scope, want := range map[string]bool{
 		"acme":                true,
 		"acme.sub.deeper":     true,
@@ -201,9 +205,12 @@ func TestRuleScopesMatchBoundaryAware(t *testing.T) {
 		"org.team.agentsmith": false,
 		"x.acme":              false,
 	} {
-		assert.Equal(t, want, m.Match(scope), "scope %q", scope)
+		assert.Equal(t, want, f.keepScopes.Match(scope), "keep scope %q", scope)
+		assert.Equal(t, want, f.dropScopes.Match(scope), "drop scope %q", scope)
 	}
-	assert.False(t, newScopeMatcher(nil).Match("acme"), "no rules match nothing")
+	none := newSpanFilter(createDefaultConfig().(*Config))
+	assert.False(t, none.keepScopes.Match("acme"), "no rules match nothing")
+	assert.False(t, none.dropScopes.Match("acme"), "no rules match nothing")
 }
 
 // The default filter decides each span without allocating: it is on the path of every span.
@@ -246,4 +253,13 @@ func realisticBatch() ptrace.Traces {
 		}
 	}
 	return td
+}
+
+// decide is the per-span decision of a span on its own (the trace's experiment flag aside).
+func (f *spanFilter) decide(v *scopeVerdict, span ptrace.Span) decision {
+	sv := f.judge(v, span)
+	if sv.sampledOut && !sv.experiment {
+		return droppedSampledOut
+	}
+	return sv.decision
 }

@@ -32,7 +32,7 @@ func TestShutdownReleasesOrKeepsHeldSpans(t *testing.T) {
 		{name: "journal, keep: kept for the next start", journaled: true, onShutdown: onShutdownKeep},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var j journal.Journal
+			j := journal.Nop
 			fj := &fakeJournal{}
 			if tc.journaled {
 				j = fj
