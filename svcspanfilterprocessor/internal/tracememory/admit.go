@@ -371,11 +371,10 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	id := span.SpanID()
 	var contentRefs []*RecordRef
 	if old != nil {
-		// Sent again: this copy, written ahead, takes its place. The content joined onto the old
-		// copy is joined onto this one (trace.joined); its records go with this one.
+		// Sent again: this copy, written ahead, takes its place and carries the old copy's records
+		// (its call was acknowledged for it), done once this copy is handed on.
 		sh.unhold(m, t, old)
-		out.done = append(out.done, old.ref)
-		contentRefs = old.contentRefs
+		contentRefs = append(old.contentRefs, old.ref)
 	}
 	if ref, ok := t.open[id]; ok {
 		delete(t.open, id)
@@ -394,10 +393,10 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		}
 		reason = 0
 	}
-	if reason == 0 && (joined == nil || !r.mayHold) {
-		// It goes on in td. Content joined onto it when its write ahead did not expect that
-		// (the content came since) stays journaled until its trace is forgotten: a resend after a
-		// refusal of td joins that content again.
+	if reason == 0 && ((joined == nil && old == nil) || !r.mayHold) {
+		// It goes on in td. The records it carries when its write ahead did not expect that (the
+		// content or the held copy came since) stay journaled until its trace is forgotten: a
+		// resend after a refusal of td joins that content again.
 		if len(contentRefs) > 0 {
 			t.keepRefs().joined = append(t.keepRefs().joined, contentRefs...)
 		}
@@ -408,8 +407,8 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	r.held = true // out of the batch
 	adm.unrefd++
 	if reason == 0 {
-		// It carries joined content: it goes on as a delivery of this call, journaled with it,
-		// so that the content's records are removed only once it was handed on.
+		// It carries joined content or replaces a held copy: it goes on as a delivery of this
+		// call, journaled with it, so that the records it carries go only once it was handed on.
 		it.bytes, it.sized = itemSize(it.span), true
 		out.items = append(out.items, it)
 		return

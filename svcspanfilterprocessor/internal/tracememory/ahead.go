@@ -15,8 +15,8 @@ import (
 // (spanRef.mayHold) and writes copies of them, one KindSpans record whose id ref takes, before the
 // call changes anything (it only reads the memory). A kept span may be held when it may wait for
 // its content or its parent walk through the call's own spans leaves the call, and it goes on as a
-// delivery carrying content that waits for it; a dropped span goes on as a connector span when
-// delivered spans point at it. The spans of whole traces (every ancestor up to a kept one or the
+// delivery carrying content that waits for it or replacing a held copy of it; a dropped span goes
+// on as a connector span when delivered spans point at it. The spans of whole traces (every ancestor up to a kept one or the
 // root in the call) with no content waiting can hold nothing: a call of whole traces writes no
 // held span (only the ids of its dropped spans, dropped.go).
 func (m *Memory) writeAhead(ref *RecordRef, info client.Info, refs []spanRef, og *origins, heldAt time.Time) error {
@@ -39,7 +39,7 @@ func (m *Memory) writeAhead(ref *RecordRef, info client.Info, refs []spanRef, og
 			if local == nil {
 				local = indexCall(refs)
 			}
-			if resolvesInCall(refs, local, r) && !m.known(r.span, hasWaitingContent) {
+			if resolvesInCall(refs, local, r) && !m.known(r.span, waitedForOrHeld) {
 				continue
 			}
 		}
@@ -61,17 +61,17 @@ func (m *Memory) writeAhead(ref *RecordRef, info client.Info, refs []spanRef, og
 	return err
 }
 
-// mayConnect and hasWaitingContent are what writeAhead asks the memory of a span (under its
+// mayConnect and waitedForOrHeld are what writeAhead asks the memory of a span (under its
 // shard's lock): delivered spans point at it, or it went on as a connector before; content waits
-// for it.
+// for it, or a copy of it is held (this call releases it, so it must carry it durably).
 func mayConnect(t *trace, id pcommon.SpanID) bool {
 	_, open := t.open[id]
 	return open || t.records[id].state == stateConnector
 }
 
-func hasWaitingContent(t *trace, id pcommon.SpanID) bool {
-	_, ok := t.content[id]
-	return ok
+func waitedForOrHeld(t *trace, id pcommon.SpanID) bool {
+	_, waited := t.content[id]
+	return waited || t.held[id] != nil
 }
 
 // known asks what of span's trace, if the memory has it.
