@@ -105,21 +105,20 @@ func (m *Memory) journalDropped(ctx context.Context, dropped []droppedSpan) erro
 	return nil
 }
 
-// recoverDropped restores the records of a KindDropped record's dropped spans. Their traces are
-// active from the restart: the time the process was down does not count against the wait of
-// their late spans.
+// recoverDropped restores the records of a KindDropped record's dropped spans, their traces active
+// since the record's time, as the open parents and held spans of the trace are since theirs: the
+// restart neither lengthens nor shortens late_parent_window.
 func (m *Memory) recoverDropped(rec journal.Record) error {
 	if len(rec.Payload) == 0 || len(rec.Payload)%droppedBytes != 0 {
 		m.NewRecordRef(rec.ID, 1).Done(1)
 		return fmt.Errorf("journal record %d: dropped spans payload of %d bytes", rec.ID, len(rec.Payload))
 	}
 	ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
-	now := m.cfg.Now()
 	for p := rec.Payload; len(p) > 0; p = p[droppedBytes:] {
 		traceID := pcommon.TraceID(p[:16])
 		sh := m.shards[m.shardOf(traceID)]
 		sh.mu.Lock()
-		t := sh.touch(m, traceID, now)
+		t := sh.touch(m, traceID, rec.HeldAt)
 		st := stateDropped
 		if p[32] == 1 {
 			st = stateConnector
