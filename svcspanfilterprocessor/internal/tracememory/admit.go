@@ -66,8 +66,10 @@ type spanRef struct {
 	// scopeAt numbers the span's ScopeSpans across the batch (origins.get).
 	scopeAt  int32
 	decision Decision
-	kept     bool
-	held     bool
+	// planned is the verdict writeAhead plans with (planVerdicts).
+	planned Verdict
+	kept    bool
+	held    bool
 	// fresh: the batch made the span known to its trace (no record before): only then may held
 	// spans wait on it (a parent walk waits only at a span its trace does not know).
 	fresh bool

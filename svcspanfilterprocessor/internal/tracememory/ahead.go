@@ -22,9 +22,10 @@ import (
 func (m *Memory) writeAhead(ref *RecordRef, info client.Info, refs []spanRef, og *origins, heldAt time.Time) error {
 	var local map[callKey]int32
 	var copies *heldCopy
+	m.planVerdicts(refs)
 	for i := range refs {
 		r := &refs[i]
-		if r.decision.Verdict == Drop {
+		if r.planned == Drop {
 			if !m.cfg.ConnectorSpans || !m.known(r.span, mayConnect) {
 				continue
 			}
@@ -83,6 +84,33 @@ func (m *Memory) known(span ptrace.Span, what func(*trace, pcommon.SpanID) bool)
 	return t != nil && what(t, span.SpanID())
 }
 
+// planVerdicts sets the verdict the plan works with: a span kept only in an experiment is planned
+// kept when a span of the call marks its trace or the memory knows the trace as one, else dropped,
+// so that no copy of it is written ahead (and recovered as kept) unless its trace is an experiment.
+// Marked between the plan and apply, the trace keeps the span, which then goes on at once (rule 1).
+func (m *Memory) planVerdicts(refs []spanRef) {
+	var marked map[pcommon.TraceID]bool // made on first use: most calls mark no experiment
+	for i := range refs {
+		refs[i].planned = refs[i].decision.Verdict
+		if refs[i].decision.MarksExperiment {
+			if marked == nil {
+				marked = map[pcommon.TraceID]bool{}
+			}
+			marked[refs[i].span.TraceID()] = true
+		}
+	}
+	for i := range refs {
+		if r := &refs[i]; r.planned == KeepIfExperiment {
+			r.planned = Drop
+			if marked[r.span.TraceID()] || m.known(r.span, isExperiment) {
+				r.planned = Keep
+			}
+		}
+	}
+}
+
+func isExperiment(t *trace, _ pcommon.SpanID) bool { return t.experiment }
+
 // callKey is a span of one call.
 type callKey struct {
 	trace pcommon.TraceID
@@ -110,11 +138,8 @@ func resolvesInCall(refs []spanRef, local map[callKey]int32, r *spanRef) bool {
 		if !ok {
 			return false
 		}
-		switch refs[j].decision.Verdict {
-		case Keep:
+		if refs[j].planned == Keep {
 			return true
-		case KeepIfExperiment:
-			return false // kept or not: known only once the trace's experiment mark is
 		}
 		p = refs[j].span.ParentSpanID()
 	}
