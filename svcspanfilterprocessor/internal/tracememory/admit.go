@@ -487,7 +487,7 @@ func (sh *shard) settleKept(m *Memory, r *spanRef, tenant string, out *released)
 
 // goOnAt sends span on pointing at at, the unknown span its walk stopped at, which becomes open.
 func (sh *shard) goOnAt(m *Memory, t *trace, span ptrace.Span, at pcommon.SpanID, out *released) {
-	out.open(m, t, at)
+	out.open(m, t, at, span.SpanID())
 	if at != span.ParentSpanID() {
 		setParent(span, at)
 		out.stats.Reparented[ReparentOpenAncestor]++
@@ -520,7 +520,7 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 		span.SetParentSpanID(at)
 	case end == endUnknown:
 		span.SetParentSpanID(at)
-		out.open(m, t, at)
+		out.open(m, t, at, id)
 	default:
 		span.SetParentSpanID(pcommon.SpanID{})
 	}

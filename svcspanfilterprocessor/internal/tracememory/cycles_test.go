@@ -95,3 +95,41 @@ func TestCycleClosedAfterTheWaitEnded(t *testing.T) {
 		d.checkInvariants(t, true, false)
 	})
 }
+
+// A span that went on pointing at its open parent is still seen by the cycle check when that parent
+// arrives with the span as its own parent after the trace was compacted (remember_duration) or
+// after a restart: the parent goes on as a root, never as a cycle.
+func TestCycleClosedAfterCompactionOrRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first []sp
+		then  func(d *driver)
+		want  map[string]string
+	}{
+		{name: "compacted", first: []sp{{name: "a", parent: "b", kept: true}},
+			then: func(d *driver) { d.advance(testConfig(d.clock).RememberDuration + time.Second) },
+			want: map[string]string{"a": "b", "b": ""}},
+		{name: "restart", first: []sp{{name: "a", parent: "b", kept: true}},
+			then: func(d *driver) { d.kill() },
+			want: map[string]string{"a": "b", "b": ""}},
+		{name: "compacted, through a dropped span", first: []sp{{name: "a", parent: "d", kept: true}, {name: "d", parent: "b"}},
+			then: func(d *driver) { d.advance(testConfig(d.clock).RememberDuration + time.Second) },
+			want: map[string]string{"a": "b", "b": ""}},
+		{name: "restart, through a dropped span", first: []sp{{name: "a", parent: "d", kept: true}, {name: "d", parent: "b"}},
+			then: func(d *driver) { d.kill() },
+			want: map[string]string{"a": "b", "b": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, nil)
+			require.NoError(t, d.send(tc.first...))
+			d.advance(10 * time.Second) // a goes on pointing at b (open)
+			tc.then(d)
+			require.NoError(t, d.send(sp{name: "b", parent: "a", kept: true}))
+			d.advance(time.Minute)
+			d.shutdown()
+			assert.Equal(t, tc.want, d.tree())
+			assert.Equal(t, int64(1), d.stats.Reparented[ReparentCycle])
+			d.checkInvariants(t, true, false)
+		})
+	}
+}

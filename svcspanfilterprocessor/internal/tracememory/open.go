@@ -12,25 +12,28 @@ import (
 
 // Open parents are ids that delivered spans point at and that the memory has not seen: a dropped
 // span with such an id, arriving within late_parent_window, goes on as a connector span so that
-// the tree stays whole. They are journaled (KindOpen, 24 bytes each) when they become open, before
-// the spans pointing at them go on, so that a restart still bridges them.
+// the tree stays whole. They are journaled (KindOpen, 32 bytes each) when they become open, before
+// the spans pointing at them go on, so that a restart still bridges them; with each the span that
+// goes on pointing at it, so that the parent arriving with that span as its own parent after the
+// restart is cut as a cycle (trace.cutsCycle), not delivered as one.
 
-// openedParent is a parent that became open in one operation, to journal.
+// openedParent is a parent that became open in one operation, to journal, and the span that went
+// on pointing at it.
 type openedParent struct {
-	t  *trace
-	id pcommon.SpanID
+	t         *trace
+	id, child pcommon.SpanID
 }
 
-// openBytes is the size of one open parent in a KindOpen payload: trace id, then span id.
-const openBytes = 16 + 8
+// openBytes is the size of one open parent in a KindOpen payload: trace id, span id, child id.
+const openBytes = 16 + 8 + 8
 
-// open makes id an open parent of t (under the shard lock); a new one is journaled with what the
-// operation released (journalOpened).
-func (out *released) open(m *Memory, t *trace, id pcommon.SpanID) {
+// open makes id an open parent of t (under the shard lock), child going on pointing at it; a new
+// one is journaled with what the operation released (journalOpened).
+func (out *released) open(m *Memory, t *trace, id, child pcommon.SpanID) {
 	n := t.addOpen(id)
 	m.addBytes(t, n)
 	if n > 0 && m.cfg.Journaled {
-		out.opened = append(out.opened, openedParent{t: t, id: id})
+		out.opened = append(out.opened, openedParent{t: t, id: id, child: child})
 	}
 }
 
@@ -50,8 +53,7 @@ func (m *Memory) journalOpened(ctx context.Context, opened []openedParent) error
 	}
 	payload := make([]byte, 0, openBytes*len(opened))
 	for _, o := range opened {
-		payload = append(payload, o.t.id[:]...)
-		payload = append(payload, o.id[:]...)
+		payload = append(append(append(payload, o.t.id[:]...), o.id[:]...), o.child[:]...)
 	}
 	id, err := m.journal.Append(ctx, journal.KindOpen, m.cfg.Now(), nil, payload)
 	if err != nil {
@@ -84,7 +86,8 @@ func (m *Memory) journalOpenedOrWarn(out *released) {
 }
 
 // recoverOpen makes the parents of a KindOpen record open again, their traces active since the
-// record's time (late_parent_window runs on from there).
+// record's time (late_parent_window runs on from there), and their children known as kept spans
+// below them (unless known already, as a connector).
 func (m *Memory) recoverOpen(rec journal.Record) error {
 	if len(rec.Payload) == 0 || len(rec.Payload)%openBytes != 0 {
 		m.NewRecordRef(rec.ID, 1).Done(1)
@@ -94,10 +97,13 @@ func (m *Memory) recoverOpen(rec journal.Record) error {
 	ref := m.NewRecordRef(rec.ID, n)
 	gone := 0
 	for p := rec.Payload; len(p) > 0; p = p[openBytes:] {
-		traceID, spanID := pcommon.TraceID(p[:16]), pcommon.SpanID(p[16:openBytes])
+		traceID, spanID, child := pcommon.TraceID(p[:16]), pcommon.SpanID(p[16:24]), pcommon.SpanID(p[24:32])
 		sh := m.shards[m.shardOf(traceID)]
 		sh.mu.Lock()
 		t := sh.touch(m, traceID, rec.HeldAt)
+		if _, known := t.records[child]; !known {
+			m.addBytes(t, t.setRecord(child, spanID, stateKept))
+		}
 		if added := t.addOpen(spanID); added > 0 {
 			m.addBytes(t, added)
 			t.open[spanID] = ref

@@ -146,7 +146,7 @@ func TestOpenParentsSurviveRestart(t *testing.T) {
 				}
 			}
 			require.Len(t, open, 1, "the open parent is journaled")
-			assert.Len(t, open[0].Payload, 24)
+			assert.Len(t, open[0].Payload, openBytes)
 
 			// SIGKILL: a new memory recovers the journal.
 			d2 := newDriver(t, nil)

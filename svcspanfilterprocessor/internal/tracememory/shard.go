@@ -131,7 +131,7 @@ func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *
 // keeps pointing at its (unknown) parent, never becomes a root, and that parent is now open.
 func (sh *shard) expireParent(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
 	open := it.waitOn
-	out.open(m, t, open)
+	out.open(m, t, open, it.span.SpanID())
 	sh.settleParent(m, t, it, open, ReparentOpenAncestor, why, out)
 }
 
@@ -163,12 +163,16 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 // connectors): a late parent, or a late kept span, whose parent walk passes through spans dropped
 // long ago still reaches the nearest kept ancestor. A walk that reaches a forgotten kept span stops
 // there as at an unknown one, which only delays the span by wait_duration: it then goes on pointing
-// at that kept span, which is in the delivered tree.
+// at that kept span, which is in the delivered tree. The kept spans that went on pointing at an
+// open parent stay too: that parent arriving with one of them as its own parent is a cycle to cut.
 func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	var bridges map[pcommon.SpanID]record
 	for id, rec := range t.records {
 		if rec.state == stateKept {
-			continue
+			end, at := t.walk(id, rec.parent)
+			if _, open := t.open[at]; end != endUnknown || !open {
+				continue
+			}
 		}
 		if bridges == nil {
 			bridges = map[pcommon.SpanID]record{}
