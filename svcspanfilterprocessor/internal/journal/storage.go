@@ -29,6 +29,10 @@ const (
 	recoverChunk = 256
 	// recordHeader: version, kind, crc32 of what follows, held-at unix nanos.
 	recordHeader = 1 + 1 + 4 + 8
+	// rangeSlack is how far the index range may exceed twice the live records before
+	// compactRange moves the oldest live records forward; maxMoves is how many it moves at once.
+	rangeSlack = 1024
+	maxMoves   = 64
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -40,9 +44,11 @@ type Storage struct {
 	logger *zap.Logger
 
 	mu sync.Mutex
-	// first and next bound the ids that may be live; live holds those that are.
+	// first and next bound the ids that may be live; live holds those that are, each with the id
+	// its caller knows it by (its own, unless compactRange moved it; moved maps that id back).
 	first, next uint64
-	live        map[uint64]struct{}
+	live        map[uint64]uint64
+	moved       map[uint64]uint64
 	// owed are records no longer live whose delete failed: every later write (Append, Remove,
 	// Close) deletes them in its own transaction until one succeeds. They keep the index range
 	// until then, so that nothing stays stored outside it.
@@ -56,7 +62,8 @@ var _ Journal = (*Storage)(nil)
 // A record that cannot be decoded is logged, counted (Corrupt), deleted and skipped: one bad
 // record must not keep the collector from starting. An unreadable index is an error.
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
-	s := &Storage{client: client, logger: logger, first: 1, next: 1, live: map[uint64]struct{}{}, owed: map[uint64]struct{}{}}
+	s := &Storage{client: client, logger: logger, first: 1, next: 1, live: map[uint64]uint64{}, moved: map[uint64]uint64{},
+		owed: map[uint64]struct{}{}}
 	raw, err := client.Get(ctx, indexKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: read the index: %w", err)
@@ -90,9 +97,11 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 			}
 			rec.ID = id
 			records = append(records, rec)
-			s.live[id] = struct{}{}
+			s.live[id] = id
 		}
 	}
+	// Oldest first by time: compactRange may have moved an old record past newer ones.
+	slices.SortStableFunc(records, func(a, b Record) int { return a.HeldAt.Compare(b.HeldAt) })
 	s.corrupt = len(bad)
 	s.advanceFirst()
 	if len(bad) > 0 || raw != nil {
@@ -117,9 +126,10 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 	value := encodeRecord(kind, heldAt, metadata, payload)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.compactRange(ctx)
 	id := s.next
 	ops, owed := s.owedDeletes(2)
-	s.live[id] = struct{}{}
+	s.live[id] = id
 	s.next = id + 1
 	oldFirst := s.first
 	s.advanceFirst()
@@ -159,6 +169,10 @@ func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
+		if at, ok := s.moved[id]; ok {
+			delete(s.moved, id)
+			id = at
+		}
 		if _, ok := s.live[id]; !ok {
 			continue
 		}
@@ -183,6 +197,51 @@ func (s *Storage) flushOwed(ctx context.Context, what string) error {
 		return writeError(what, err)
 	}
 	return nil
+}
+
+// compactRange keeps the ids a restart reads (the index range) within twice the live records
+// and rangeSlack: a record that stays live long (the dropped spans of a trace active for hours)
+// would otherwise keep the range from advancing, and Open would read every id written since. It
+// moves the oldest live records forward, each under a new id, in one transaction (the caller
+// still removes them by the id it knows); a failure leaves everything as it was. Callers hold mu.
+func (s *Storage) compactRange(ctx context.Context) {
+	if s.next-s.first <= rangeSlack+2*uint64(len(s.live)) {
+		return
+	}
+	oldFirst, oldNext := s.first, s.next
+	var ops []*storage.Operation
+	var from []uint64
+	for id := s.first; id < oldNext && len(from) < maxMoves; id++ {
+		if _, ok := s.live[id]; !ok {
+			continue
+		}
+		value, err := s.client.Get(ctx, recordKey(id))
+		if err != nil || value == nil {
+			break
+		}
+		ops = append(ops, storage.SetOperation(recordKey(s.next), value), storage.DeleteOperation(recordKey(id)))
+		from = append(from, id)
+		s.live[s.next] = s.live[id]
+		delete(s.live, id)
+		s.next++
+	}
+	if len(from) == 0 {
+		return
+	}
+	s.advanceFirst()
+	ops = append(ops, storage.SetOperation(indexKey, encodeIndex(s.first, s.next)))
+	if err := s.client.Batch(ctx, ops...); err != nil {
+		for i, id := range from {
+			s.live[id] = s.live[oldNext+uint64(i)]
+			delete(s.live, oldNext+uint64(i))
+		}
+		s.first, s.next = oldFirst, oldNext
+		return
+	}
+	for i := range from {
+		to := oldNext + uint64(i)
+		s.moved[s.live[to]] = to
+	}
 }
 
 // Len is the number of live records.
