@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -49,21 +50,19 @@ type Storage struct {
 	first, next uint64
 	live        map[uint64]uint64
 	moved       map[uint64]uint64
-	// owed are records no longer live whose delete failed: every later write (Append, Remove,
-	// Close) deletes them in its own transaction until one succeeds. They keep the index range
-	// until then, so that nothing stays stored outside it.
-	owed    map[uint64]struct{}
-	corrupt int
+	// owed are records no longer live whose delete failed: every later transaction deletes them
+	// until one succeeds, and until then a restart recovers them (at least once, never lost).
+	owed map[uint64]struct{}
 }
 
 var _ Journal = (*Storage)(nil)
 
 // Open recovers the records a previous process left (oldest first) and returns the journal.
-// A record that cannot be decoded is logged, counted (Corrupt), deleted and skipped: one bad
-// record must not keep the collector from starting. An unreadable index is an error.
+// A record that cannot be decoded is logged, deleted and skipped: one bad record must not keep
+// the collector from starting. An unreadable index is an error.
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
-	s := &Storage{client: client, logger: logger, first: 1, next: 1, live: map[uint64]uint64{}, moved: map[uint64]uint64{},
-		owed: map[uint64]struct{}{}}
+	s := &Storage{client: client, logger: logger, first: 1, next: 1, live: map[uint64]uint64{},
+		moved: map[uint64]uint64{}, owed: map[uint64]struct{}{}}
 	raw, err := client.Get(ctx, indexKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: read the index: %w", err)
@@ -74,7 +73,6 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 		}
 	}
 	var records []Record
-	var bad []uint64
 	for from := s.first; from < s.next; from += recoverChunk {
 		to := min(from+recoverChunk, s.next)
 		ops := make([]*storage.Operation, 0, to-from)
@@ -92,7 +90,7 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 			rec, err := decodeRecord(op.Value)
 			if err != nil {
 				logger.Warn("journal: skipping a corrupt record", zap.Uint64("id", id), zap.Int("bytes", len(op.Value)), zap.Error(err))
-				bad = append(bad, id)
+				s.owed[id] = struct{}{}
 				continue
 			}
 			rec.ID = id
@@ -102,21 +100,14 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 	}
 	// Oldest first by time: compactRange may have moved an old record past newer ones.
 	slices.SortStableFunc(records, func(a, b Record) int { return a.HeldAt.Compare(b.HeldAt) })
-	s.corrupt = len(bad)
-	s.advanceFirst()
-	if len(bad) > 0 || raw != nil {
-		// Forget the corrupt records and store the tightened range.
-		ops := make([]*storage.Operation, 0, len(bad)+1)
-		for _, id := range bad {
-			ops = append(ops, storage.DeleteOperation(recordKey(id)))
-		}
-		ops = append(ops, storage.SetOperation(indexKey, encodeIndex(s.first, s.next)))
-		if err := client.Batch(ctx, ops...); err != nil {
+	corrupt := len(s.owed)
+	if raw != nil || corrupt > 0 { // the corrupt records go, and the range is stored tightened
+		if err := s.commit(ctx, s.next); err != nil {
 			return nil, nil, writeError("journal: rewrite the index", err)
 		}
 	}
-	if len(records) > 0 || len(bad) > 0 {
-		logger.Info("journal: recovered held state", zap.Int("records", len(records)), zap.Int("corrupt", len(bad)))
+	if len(records) > 0 || corrupt > 0 {
+		logger.Info("journal: recovered held state", zap.Int("records", len(records)), zap.Int("corrupt", corrupt))
 	}
 	return s, records, nil
 }
@@ -128,43 +119,17 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 	defer s.mu.Unlock()
 	s.compactRange(ctx)
 	id := s.next
-	ops, owed := s.owedDeletes(2)
 	s.live[id] = id
-	s.next = id + 1
-	oldFirst := s.first
-	s.advanceFirst()
-	ops = append(ops, storage.SetOperation(recordKey(id), value), storage.SetOperation(indexKey, encodeIndex(s.first, s.next)))
-	if err := s.client.Batch(ctx, ops...); err != nil {
+	if err := s.commit(ctx, id+1, storage.SetOperation(recordKey(id), value)); err != nil {
 		delete(s.live, id)
-		s.next, s.first = id, oldFirst
-		s.restoreOwed(owed)
 		return 0, writeError("journal: append", err)
 	}
 	return id, nil
 }
 
-// owedDeletes takes the owed deletes for the next transaction (extra: room for its own ops).
-func (s *Storage) owedDeletes(extra int) ([]*storage.Operation, []uint64) {
-	ops := make([]*storage.Operation, 0, len(s.owed)+extra)
-	owed := make([]uint64, 0, len(s.owed))
-	for id := range s.owed {
-		owed = append(owed, id)
-		ops = append(ops, storage.DeleteOperation(recordKey(id)))
-	}
-	clear(s.owed)
-	return ops, owed
-}
-
-// restoreOwed puts back the owed deletes of a transaction that failed.
-func (s *Storage) restoreOwed(ids []uint64) {
-	for _, id := range ids {
-		s.owed[id] = struct{}{}
-	}
-}
-
 // Remove deletes the records; ids that are not live (0, unknown, already removed) are ignored.
-// A failed delete is owed: the records are no longer live (Len), and every later write retries
-// the delete until it succeeds; until then a restart recovers them (delivered again, at least once).
+// A failed delete is owed: the records are no longer live, and every later write retries the
+// delete until it succeeds.
 func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -173,29 +138,44 @@ func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 			delete(s.moved, id)
 			id = at
 		}
-		if _, ok := s.live[id]; !ok {
-			continue
+		if _, ok := s.live[id]; ok {
+			delete(s.live, id)
+			s.owed[id] = struct{}{}
 		}
-		delete(s.live, id)
-		s.owed[id] = struct{}{}
 	}
 	return s.flushOwed(ctx, "journal: remove")
 }
 
-// flushOwed deletes the owed records and stores the index range without them. Callers hold mu.
+// flushOwed deletes the owed records. Callers hold mu.
 func (s *Storage) flushOwed(ctx context.Context, what string) error {
 	if len(s.owed) == 0 {
 		return nil
 	}
-	ops, owed := s.owedDeletes(1)
-	oldFirst := s.first
-	s.advanceFirst()
-	ops = append(ops, storage.SetOperation(indexKey, encodeIndex(s.first, s.next)))
-	if err := s.client.Batch(ctx, ops...); err != nil {
-		s.restoreOwed(owed)
-		s.first = oldFirst
+	if err := s.commit(ctx, s.next); err != nil {
 		return writeError(what, err)
 	}
+	return nil
+}
+
+// commit runs ops, the owed deletes and the index range up to next in one transaction; the range
+// starts at the first live id (the owed records go in the same transaction). The caller has made
+// its new records live and undoes that when it fails; otherwise nothing changed. Callers hold mu.
+func (s *Storage) commit(ctx context.Context, next uint64, ops ...*storage.Operation) error {
+	first := s.first // each id is passed once: amortized O(1)
+	for first < next {
+		if _, live := s.live[first]; live {
+			break
+		}
+		first++
+	}
+	for id := range s.owed {
+		ops = append(ops, storage.DeleteOperation(recordKey(id)))
+	}
+	if err := s.client.Batch(ctx, append(ops, storage.SetOperation(indexKey, encodeIndex(first, next)))...); err != nil {
+		return err
+	}
+	clear(s.owed)
+	s.first, s.next = first, next
 	return nil
 }
 
@@ -208,10 +188,10 @@ func (s *Storage) compactRange(ctx context.Context) {
 	if s.next-s.first <= rangeSlack+2*uint64(len(s.live)) {
 		return
 	}
-	oldFirst, oldNext := s.first, s.next
+	next := s.next
+	moves := map[uint64]uint64{} // new id: old id
 	var ops []*storage.Operation
-	var from []uint64
-	for id := s.first; id < oldNext && len(from) < maxMoves; id++ {
+	for id := s.first; id < s.next && len(moves) < maxMoves; id++ {
 		if _, ok := s.live[id]; !ok {
 			continue
 		}
@@ -219,50 +199,24 @@ func (s *Storage) compactRange(ctx context.Context) {
 		if err != nil || value == nil {
 			break
 		}
-		ops = append(ops, storage.SetOperation(recordKey(s.next), value), storage.DeleteOperation(recordKey(id)))
-		from = append(from, id)
-		s.live[s.next] = s.live[id]
-		delete(s.live, id)
-		s.next++
+		ops = append(ops, storage.SetOperation(recordKey(next), value), storage.DeleteOperation(recordKey(id)))
+		moves[next] = id
+		next++
 	}
-	if len(from) == 0 {
-		return
+	for to, from := range moves {
+		s.live[to] = s.live[from]
+		delete(s.live, from)
 	}
-	s.advanceFirst()
-	ops = append(ops, storage.SetOperation(indexKey, encodeIndex(s.first, s.next)))
-	if err := s.client.Batch(ctx, ops...); err != nil {
-		for i, id := range from {
-			s.live[id] = s.live[oldNext+uint64(i)]
-			delete(s.live, oldNext+uint64(i))
+	if len(moves) > 0 && s.commit(ctx, next, ops...) == nil {
+		for to := range moves {
+			s.moved[s.live[to]] = to
 		}
-		s.first, s.next = oldFirst, oldNext
 		return
 	}
-	for i := range from {
-		to := oldNext + uint64(i)
-		s.moved[s.live[to]] = to
+	for to, from := range moves {
+		s.live[from] = s.live[to]
+		delete(s.live, to)
 	}
-}
-
-// Len is the number of live records.
-func (s *Storage) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.live)
-}
-
-// Corrupt is the number of records Open skipped because they could not be decoded.
-func (s *Storage) Corrupt() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.corrupt
-}
-
-// Owed is the number of records whose delete failed and is still to be retried.
-func (s *Storage) Owed() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.owed)
 }
 
 // Close makes a last attempt at the owed deletes and releases the storage client.
@@ -271,23 +225,6 @@ func (s *Storage) Close(ctx context.Context) error {
 	err := s.flushOwed(ctx, "journal: remove at close")
 	s.mu.Unlock()
 	return errors.Join(err, s.client.Close(ctx))
-}
-
-// advanceFirst moves first past ids neither live nor owed (each id is passed once: amortized O(1)).
-func (s *Storage) advanceFirst() {
-	if len(s.live) == 0 && len(s.owed) == 0 {
-		s.first = s.next
-		return
-	}
-	for s.first < s.next {
-		if _, ok := s.live[s.first]; ok {
-			return
-		}
-		if _, ok := s.owed[s.first]; ok {
-			return
-		}
-		s.first++
-	}
 }
 
 // writeError keeps storage.ErrStorageFull recognizable (errors.Is) for the caller's refusal.
@@ -323,23 +260,12 @@ func decodeIndex(b []byte) (first, next uint64, err error) {
 // count of keys in sorted order; each key, its count of values and the values, each as uvarint
 // length + bytes), then the payload to the end.
 func encodeRecord(kind Kind, heldAt time.Time, metadata map[string][]string, payload []byte) []byte {
-	size := recordHeader + binary.MaxVarintLen64 + len(payload)
-	keys := make([]string, 0, len(metadata))
-	for k, vs := range metadata {
-		keys = append(keys, k)
-		size += 2*binary.MaxVarintLen64 + len(k)
-		for _, v := range vs {
-			size += binary.MaxVarintLen64 + len(v)
-		}
-	}
-	slices.Sort(keys)
-	b := make([]byte, recordHeader, size)
+	b := make([]byte, recordHeader, recordHeader+len(payload)+64*(1+len(metadata)))
 	b[0], b[1] = recordVersion, byte(kind)
 	binary.BigEndian.PutUint64(b[6:], uint64(heldAt.UnixNano()))
-	b = binary.AppendUvarint(b, uint64(len(keys)))
-	for _, k := range keys {
-		b = appendString(b, k)
-		b = binary.AppendUvarint(b, uint64(len(metadata[k])))
+	b = binary.AppendUvarint(b, uint64(len(metadata)))
+	for _, k := range slices.Sorted(maps.Keys(metadata)) {
+		b = binary.AppendUvarint(appendString(b, k), uint64(len(metadata[k])))
 		for _, v := range metadata[k] {
 			b = appendString(b, v)
 		}
