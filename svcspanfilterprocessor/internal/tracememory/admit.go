@@ -130,14 +130,9 @@ func (o *origins) newHeld() ptrace.Span {
 // td unchanged or re-parented, or it is moved out of td to be held; a dropped span goes on as a
 // connector span when delivered spans point at it, and is removed from td otherwise. decisions
 // has one entry per span of td in order. It returns ErrOverloaded, admitting nothing, when
-// released spans refused by the next consumer fill the memory limit.
-//
-// Write ahead, then apply: with a journal, the spans the call may hold are written (writeAhead)
-// before the call changes anything another call can see; a failed write returns the error with
-// nothing changed. The open parents and dropped spans the call made known are written after, still
-// before the call is acknowledged. A failure there cannot refuse the call: its spans went on or are
-// held already, and the client's resend would deliver them twice. The call is acknowledged and the
-// failure logged; only the placement of late spans after a crash depends on those records.
+// released spans refused by the next consumer fill the memory limit. With a journal it writes
+// ahead, then applies (doc.go): a failed write ahead returns the error with nothing changed; a
+// failed write of the open parents and dropped spans after apply is only logged.
 func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision) (*Admission, error) {
 	if m.readyBytes.Load() > m.cfg.MemoryLimitBytes {
 		return nil, ErrOverloaded
@@ -152,7 +147,7 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 		return nil, fmt.Errorf("svcspanfilter: recording held spans: %w", err)
 	}
 	if err := errors.Join(m.journalOpened(context.Background(), adm.opened),
-		m.journalDropped(context.Background(), adm.dropped)); err != nil && m.cfg.Logger != nil {
+		m.journalDropped(context.Background(), adm.dropped)); err != nil {
 		m.cfg.Logger.Warn("Could not journal the open parents and dropped spans of a call; a kept span arriving after a restart below one of them may not find its nearest kept ancestor",
 			zap.Int("parents", len(adm.opened)), zap.Int("dropped", len(adm.dropped)), zap.Error(err))
 	}
@@ -222,29 +217,28 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 }
 
 // applyByShard admits the spans shard by shard (each shard locked once), in a counting sort of
-// their indexes by shard.
+// their indexes by shard: shard s has order[start[s]:start[s+1]].
 func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, shardOf []int32, og *origins, now time.Time, out *released) {
-	counts := sc.counts(len(m.shards))
+	start := append(sc.start[:0], make([]int32, len(m.shards)+1)...)
 	for _, s := range shardOf {
-		counts[s+1]++
+		start[s+1]++
 	}
-	for s := 1; s < len(counts); s++ {
-		counts[s] += counts[s-1]
+	for s := 1; s < len(start); s++ {
+		start[s] += start[s-1]
 	}
-	order := sc.order(len(refs))
-	fill := sc.fill(counts)
+	fill := append(sc.fill[:0], start...)
+	order := append(sc.order[:0], make([]int32, len(refs))...)
 	for i, s := range shardOf {
 		order[fill[s]] = int32(i)
 		fill[s]++
 	}
-	for s := range m.shards {
-		idx := order[counts[s]:counts[s+1]]
-		if len(idx) == 0 {
+	sc.start, sc.fill, sc.order = start, fill, order
+	for s, sh := range m.shards {
+		if start[s] == start[s+1] {
 			continue
 		}
-		sh := m.shards[s]
 		sh.mu.Lock()
-		sh.admit(m, adm, refs, idx, og, now, out)
+		sh.admit(m, adm, refs, order[start[s]:start[s+1]], og, now, out)
 		// Counted once per shard, before another call can release (and finish) its items.
 		adm.ref.add(adm.unrefd)
 		adm.unrefd = 0
@@ -273,36 +267,14 @@ func removeGone(td ptrace.Traces, refs []spanRef) {
 
 // admitScratch is the per-call working memory of admit, pooled.
 type admitScratch struct {
-	refs           []spanRef
-	shardOf, index []int32
-	offsets, next  []int32
-}
-
-func (sc *admitScratch) counts(shards int) []int32 {
-	sc.offsets = append(sc.offsets[:0], make([]int32, shards+1)...)
-	return sc.offsets
-}
-
-func (sc *admitScratch) order(n int) []int32 {
-	if cap(sc.index) < n {
-		sc.index = make([]int32, n)
-	}
-	return sc.index[:n]
-}
-
-func (sc *admitScratch) fill(counts []int32) []int32 {
-	sc.next = append(sc.next[:0], counts...)
-	return sc.next
+	refs                        []spanRef
+	shardOf, start, fill, order []int32
 }
 
 // admit runs under the shard lock for the spans of the batch (idx into refs) that belong to it.
 func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, og *origins, now time.Time, out *released) {
 	// First every span is recorded, so that a parent later in the batch is already known.
 	var last *trace
-	var calls *callTraces
-	if m.cfg.Journaled {
-		calls = &callTraces{}
-	}
 	for n, i := range idx {
 		r := &refs[i]
 		if id := r.span.TraceID(); last == nil || last.id != id {
@@ -349,8 +321,8 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 			sh.arrived(m, r.trace, id, out)
 		}
 	}
-	if calls != nil {
-		calls.pickDropped(refs, idx, out)
+	if m.cfg.Journaled {
+		pickDropped(refs, idx, out)
 	}
 	sh.sizeIfMany(m)
 }
@@ -378,11 +350,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		sh.unhold(m, t, old)
 		contentRefs = append(old.contentRefs, old.ref)
 	}
-	if ref, ok := t.open[id]; ok {
-		delete(t.open, id)
-		m.addBytes(t, -openCost)
-		out.closeOpen(ref)
-	}
+	out.closeOpen(m, t, id)
 	reason, at, joined, gather := sh.settleKept(m, r, og.request.tenant, out)
 	if joined != nil {
 		contentRefs = append(contentRefs, joined...)
@@ -462,22 +430,11 @@ func (sh *shard) settleKept(m *Memory, r *spanRef, tenant string, out *released)
 	}
 	var reason HeldReason
 	end, at := t.walk(id, span.ParentSpanID())
-	switch end {
-	case endRoot:
-		if !span.ParentSpanID().IsEmpty() {
-			setParent(span, pcommon.SpanID{})
-			out.stats.Reparented[ReparentNoKeptAncestor]++
-		}
-	case endDelivered:
-		if t.cutsCycle(id, at) {
-			setParent(span, pcommon.SpanID{})
-			out.stats.Reparented[ReparentCycle]++
-		} else if at != span.ParentSpanID() {
-			setParent(span, at)
-			out.stats.Reparented[ReparentDroppedParent]++
-		}
-	case endUnknown:
+	if end == endUnknown {
 		reason |= WaitParent
+	} else if parent, why := t.settledAt(id, end, at); parent != span.ParentSpanID() {
+		setParent(span, parent)
+		out.stats.Reparented[why]++
 	}
 	if awaits {
 		reason |= WaitContent
@@ -503,26 +460,18 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	if cs, ok := t.content[id]; ok {
 		sh.dropContent(m, t, id, cs, UnmatchedSpanDropped, out) // content of a dropped span goes nowhere
 	}
-	ref, open := t.open[id]
-	if open {
-		delete(t.open, id)
-		m.addBytes(t, -openCost)
-		out.closeOpen(ref)
-	}
+	open := out.closeOpen(m, t, id)
 	again := !r.fresh && t.records[id].state == stateConnector
 	if !m.cfg.ConnectorSpans || !(open || again) {
 		return
 	}
 	t.records[id] = record{parent: span.ParentSpanID(), state: stateConnector}
-	end, at := t.walk(id, span.ParentSpanID())
-	switch {
-	case end == endDelivered && !t.cutsCycle(id, at):
-		span.SetParentSpanID(at)
-	case end == endUnknown:
+	if end, at := t.walk(id, span.ParentSpanID()); end == endUnknown {
 		span.SetParentSpanID(at)
 		out.open(m, t, at, id)
-	default:
-		span.SetParentSpanID(pcommon.SpanID{})
+	} else {
+		parent, _ := t.settledAt(id, end, at)
+		span.SetParentSpanID(parent)
 	}
 	out.stats.Connectors++
 	if !r.mayHold {
@@ -564,16 +513,11 @@ func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) 
 		if next != nil {
 			next.waitPrev = nil
 		}
-		end, at := t.walk(it.span.SpanID(), id)
-		switch {
-		case end == endRoot:
-			sh.settleParent(m, t, it, pcommon.SpanID{}, ReparentNoKeptAncestor, ReleaseParentArrived, out)
-		case end == endDelivered && t.cutsCycle(it.span.SpanID(), at):
-			sh.settleParent(m, t, it, pcommon.SpanID{}, ReparentCycle, ReleaseParentArrived, out)
-		case end == endDelivered:
-			sh.settleParent(m, t, it, at, ReparentDroppedParent, ReleaseParentArrived, out)
-		default:
+		if end, at := t.walk(it.span.SpanID(), id); end == endUnknown {
 			t.addWaiting(it, at)
+		} else {
+			parent, why := t.settledAt(it.span.SpanID(), end, at)
+			sh.settleParent(m, t, it, parent, why, ReleaseParentArrived, out)
 		}
 		it = next
 	}

@@ -9,16 +9,11 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Trees survive a crash: with a journal, the ids and parents of dropped spans are journaled
-// (KindDropped, 33 bytes each) before the call that brought them is acknowledged, so that a kept
-// span arriving after a restart below a dropped span that arrived before it still walks to its
-// nearest kept ancestor, or becomes a root when every ancestor was dropped, instead of waiting for
-// a span that never comes and going on as an orphan.
-//
-// Every dropped span is journaled, until its trace is forgotten (remember_duration,
-// late_parent_window or eviction: the byte budget bounds them as it bounds the records in memory),
-// when the journal records go too: a trace that arrived whole in one call may still get a late
-// span of another service below one of its dropped spans.
+// Trees survive a crash: the ids and parents of dropped spans are journaled (KindDropped, 33 bytes
+// each) before the call that brought them is acknowledged, and stay until their trace is forgotten
+// (the byte budget bounds them as it bounds the records in memory). A kept span arriving after a
+// restart below a dropped span that arrived before it still walks to its nearest kept ancestor,
+// instead of going on as an orphan; also below a trace that arrived whole in one call.
 
 // droppedSpan is a dropped span to journal.
 type droppedSpan struct {
@@ -34,30 +29,23 @@ const droppedBytes = 16 + 8 + 8 + 1
 // refCost is what one journal record reference of a trace counts in the budget.
 const refCost = 16
 
-// callTraces picks the dropped spans of one call in one shard (journaled memories only).
-type callTraces struct{}
-
-// pickDropped adds to out the dropped spans to journal of the call's spans in the shard (idx
-// into refs, after they were admitted): for a trace not yet durable every dropped span it has,
-// else the call's own.
-func (c *callTraces) pickDropped(refs []spanRef, idx []int32, out *released) {
+// pickDropped adds to out the dropped spans to journal of the call's spans in one shard (idx into
+// refs, admitted): of a trace not yet durable every dropped span it has, else the call's own.
+func pickDropped(refs []spanRef, idx []int32, out *released) {
 	seen := map[*trace]bool{}
 	for _, i := range idx {
 		r := &refs[i]
 		t := r.trace
-		if !t.durable() {
-			if !seen[t] {
-				seen[t] = true
-				for id, rec := range t.records {
-					if rec.state != stateKept {
-						out.dropped = append(out.dropped, droppedSpan{t: t, id: id, parent: rec.parent, connector: rec.state == stateConnector})
-					}
+		switch id := r.span.SpanID(); {
+		case !t.durable() && !seen[t]:
+			seen[t] = true
+			for id, rec := range t.records {
+				if rec.state != stateKept {
+					out.dropped = append(out.dropped, droppedSpan{t, id, rec.parent, rec.state == stateConnector})
 				}
 			}
-			continue
-		}
-		if !r.kept && !r.span.SpanID().IsEmpty() {
-			out.dropped = append(out.dropped, droppedSpan{t: t, id: r.span.SpanID(), parent: t.records[r.span.SpanID()].parent, connector: r.connector})
+		case t.durable() && !r.kept && !id.IsEmpty():
+			out.dropped = append(out.dropped, droppedSpan{t, id, t.records[id].parent, r.connector})
 		}
 	}
 }
@@ -90,28 +78,31 @@ func (m *Memory) journalDropped(ctx context.Context, dropped []droppedSpan) erro
 	ref := m.NewRecordRef(id, len(traces))
 	gone := 0
 	for _, t := range traces {
-		sh := t.shard
-		sh.mu.Lock()
-		if sh.traces[t.id] == t {
-			r := t.keepRefs()
-			r.durable, r.dropped = true, append(r.dropped, ref)
-			m.addBytes(t, refCost)
+		t.shard.mu.Lock()
+		if t.shard.traces[t.id] == t {
+			t.attachDropped(m, ref)
 		} else {
 			gone++ // forgotten while the record was written
 		}
-		sh.unlock(m)
+		t.shard.unlock(m)
 	}
 	ref.Done(gone)
 	return nil
+}
+
+// attachDropped makes ref one of the records of t's dropped spans, kept until t is forgotten.
+func (t *trace) attachDropped(m *Memory, ref *RecordRef) {
+	r := t.keepRefs()
+	r.durable, r.dropped = true, append(r.dropped, ref)
+	m.addBytes(t, refCost)
 }
 
 // recoverDropped restores the records of a KindDropped record's dropped spans, their traces active
 // since the record's time, as the open parents and held spans of the trace are since theirs: the
 // restart neither lengthens nor shortens late_parent_window.
 func (m *Memory) recoverDropped(rec journal.Record) error {
-	if len(rec.Payload) == 0 || len(rec.Payload)%droppedBytes != 0 {
-		m.NewRecordRef(rec.ID, 1).Done(1)
-		return fmt.Errorf("journal record %d: dropped spans payload of %d bytes", rec.ID, len(rec.Payload))
+	if err := m.checkEntries(rec, droppedBytes); err != nil {
+		return err
 	}
 	ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
 	for p := rec.Payload; len(p) > 0; p = p[droppedBytes:] {
@@ -124,13 +115,21 @@ func (m *Memory) recoverDropped(rec journal.Record) error {
 			st = stateConnector
 		}
 		m.addBytes(t, t.setRecord(pcommon.SpanID(p[16:24]), pcommon.SpanID(p[24:32]), st))
-		if r := t.keepRefs(); len(r.dropped) == 0 || r.dropped[len(r.dropped)-1] != ref {
-			r.durable, r.dropped = true, append(r.dropped, ref)
-			m.addBytes(t, refCost)
+		if r := t.refs; r == nil || len(r.dropped) == 0 || r.dropped[len(r.dropped)-1] != ref {
+			t.attachDropped(m, ref)
 			ref.add(1)
 		}
 		sh.unlock(m)
 	}
 	ref.Done(1)
+	return nil
+}
+
+// checkEntries reports a payload that is not whole entries of size bytes; its record is removed.
+func (m *Memory) checkEntries(rec journal.Record, size int) error {
+	if len(rec.Payload) == 0 || len(rec.Payload)%size != 0 {
+		m.NewRecordRef(rec.ID, 1).Done(1)
+		return fmt.Errorf("journal record %d: %d bytes, not entries of %d", rec.ID, len(rec.Payload), size)
+	}
 	return nil
 }

@@ -14,8 +14,8 @@ import (
 // span with such an id, arriving within late_parent_window, goes on as a connector span so that
 // the tree stays whole. They are journaled (KindOpen, 32 bytes each) when they become open, before
 // the spans pointing at them go on, so that a restart still bridges them; with each the span that
-// goes on pointing at it, so that the parent arriving with that span as its own parent after the
-// restart is cut as a cycle (trace.cutsCycle), not delivered as one.
+// went on pointing at it, so that the parent arriving after the restart with that span as its own
+// parent is cut as a cycle (trace.cutsCycle).
 
 // openedParent is a parent that became open in one operation, to journal, and the span that went
 // on pointing at it.
@@ -37,12 +37,18 @@ func (out *released) open(m *Memory, t *trace, id, child pcommon.SpanID) {
 	}
 }
 
-// closeOpen marks an open parent's record entry done (the parent arrived, or its trace is
-// forgotten) once the shard locks are released.
-func (out *released) closeOpen(ref *RecordRef) {
-	if ref != nil {
-		out.done = append(out.done, ref)
+// closeOpen closes id if it is an open parent of t (it arrived, or t is forgotten) and reports
+// whether it was; its record entry is done once the shard locks are released.
+func (out *released) closeOpen(m *Memory, t *trace, id pcommon.SpanID) bool {
+	ref, ok := t.open[id]
+	if ok {
+		delete(t.open, id)
+		m.addBytes(t, -openCost)
+		if ref != nil {
+			out.done = append(out.done, ref)
+		}
 	}
+	return ok
 }
 
 // journalOpened writes one KindOpen record for the parents an operation opened and attaches it to
@@ -62,7 +68,7 @@ func (m *Memory) journalOpened(ctx context.Context, opened []openedParent) error
 	ref := m.NewRecordRef(id, len(opened))
 	gone := 0
 	for _, o := range opened {
-		sh := m.shards[m.shardOf(o.t.id)]
+		sh := o.t.shard
 		sh.mu.Lock()
 		if r, ok := o.t.open[o.id]; ok && r == nil && sh.traces[o.t.id] == o.t {
 			o.t.open[o.id] = ref
@@ -78,7 +84,7 @@ func (m *Memory) journalOpened(ctx context.Context, opened []openedParent) error
 // journalOpenedOrWarn journals what the releaser opened; a failure only weakens a later restart
 // (the parent is not bridged after it), so the released spans go on all the same.
 func (m *Memory) journalOpenedOrWarn(out *released) {
-	if err := m.journalOpened(context.Background(), out.opened); err != nil && m.cfg.Logger != nil {
+	if err := m.journalOpened(context.Background(), out.opened); err != nil {
 		m.cfg.Logger.Warn("Could not journal open parents; a dropped parent ending after a restart will not be bridged",
 			zap.Int("parents", len(out.opened)), zap.Error(err))
 	}
@@ -89,24 +95,22 @@ func (m *Memory) journalOpenedOrWarn(out *released) {
 // record's time (late_parent_window runs on from there), and their children known as kept spans
 // below them (unless known already, as a connector).
 func (m *Memory) recoverOpen(rec journal.Record) error {
-	if len(rec.Payload) == 0 || len(rec.Payload)%openBytes != 0 {
-		m.NewRecordRef(rec.ID, 1).Done(1)
-		return fmt.Errorf("journal record %d: open parents payload of %d bytes", rec.ID, len(rec.Payload))
+	if err := m.checkEntries(rec, openBytes); err != nil {
+		return err
 	}
-	n := len(rec.Payload) / openBytes
-	ref := m.NewRecordRef(rec.ID, n)
+	ref := m.NewRecordRef(rec.ID, len(rec.Payload)/openBytes)
 	gone := 0
 	for p := rec.Payload; len(p) > 0; p = p[openBytes:] {
-		traceID, spanID, child := pcommon.TraceID(p[:16]), pcommon.SpanID(p[16:24]), pcommon.SpanID(p[24:32])
+		traceID, id, child := pcommon.TraceID(p[:16]), pcommon.SpanID(p[16:24]), pcommon.SpanID(p[24:32])
 		sh := m.shards[m.shardOf(traceID)]
 		sh.mu.Lock()
 		t := sh.touch(m, traceID, rec.HeldAt)
 		if _, known := t.records[child]; !known {
-			m.addBytes(t, t.setRecord(child, spanID, stateKept))
+			m.addBytes(t, t.setRecord(child, id, stateKept))
 		}
-		if added := t.addOpen(spanID); added > 0 {
+		if added := t.addOpen(id); added > 0 {
 			m.addBytes(t, added)
-			t.open[spanID] = ref
+			t.open[id] = ref
 		} else {
 			gone++
 		}

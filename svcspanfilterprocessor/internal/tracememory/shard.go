@@ -143,8 +143,8 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 		delete(t.content, id)
 	}
 	delete(sh.withContent, t)
-	for _, ref := range t.open {
-		out.closeOpen(ref)
+	for id := range t.open {
+		out.closeOpen(m, t, id)
 	}
 	if t.refs != nil {
 		out.done = append(append(out.done, t.refs.dropped...), t.refs.joined...)

@@ -144,6 +144,18 @@ func (t *trace) cutsCycle(id, at pcommon.SpanID) bool {
 	return false
 }
 
+// settledAt is the parent a span goes on with when its parent walk ended at a root or at a
+// delivered span, and the reason counted when that is not the parent it came with.
+func (t *trace) settledAt(id pcommon.SpanID, end walkEnd, at pcommon.SpanID) (pcommon.SpanID, ReparentReason) {
+	switch {
+	case end == endRoot:
+		return pcommon.SpanID{}, ReparentNoKeptAncestor
+	case t.cutsCycle(id, at):
+		return pcommon.SpanID{}, ReparentCycle
+	}
+	return at, ReparentDroppedParent
+}
+
 // setRecord remembers a span, and reports the size change.
 func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
 	if id.IsEmpty() {
