@@ -92,8 +92,7 @@ func (m *Memory) journalDropped(ctx context.Context, dropped []droppedSpan) erro
 
 // attachDropped makes ref one of the records of t's dropped spans, kept until t is forgotten.
 func (t *trace) attachDropped(m *Memory, ref *RecordRef) {
-	r := t.keepRefs()
-	r.durable, r.dropped = true, append(r.dropped, ref)
+	t.keepRefs().dropped = append(t.keepRefs().dropped, ref)
 	m.addBytes(t, refCost)
 }
 

@@ -16,15 +16,11 @@ import (
 func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 	t, ok := sh.traces[id]
 	if !ok {
-		t = newTrace(id, sh)
-		t.lastActivity = now
+		t = &trace{id: id, shard: sh, bytes: traceCost, lastActivity: now}
 		sh.traces[id] = t
 		sh.pending.traces++
 		sh.pending.bytes += t.bytes
-		sh.place(t)
-		return t
-	}
-	if now.After(t.lastActivity) {
+	} else if now.After(t.lastActivity) {
 		t.lastActivity = now
 	}
 	sh.place(t)
@@ -46,14 +42,6 @@ func (sh *shard) place(t *trace) {
 		t.list.remove(t)
 	}
 	want.pushBack(t)
-}
-
-// moveTo moves t to the back of l without changing its activity.
-func (sh *shard) moveTo(t *trace, l *traceList) {
-	if t.list != nil {
-		t.list.remove(t)
-	}
-	l.pushBack(t)
 }
 
 // addBytes changes the size of t and of the memory (under t's shard lock).
@@ -188,24 +176,24 @@ func (sh *shard) compact(m *Memory, t *trace, out *released) {
 		out.done = append(out.done, t.refs.joined...)
 		t.refs.joined = nil
 	}
-	sh.moveTo(t, sh.late)
+	if t.list != nil {
+		t.list.remove(t)
+	}
+	sh.late.pushBack(t)
 }
 
 // spareAttributes is the room setParent makes for attributes added after its own (the next
 // processors may add some).
 const spareAttributes = 4
 
-// setParent points span at parent and records the parent it had (first one wins, so a span
-// re-parented by an earlier gateway keeps its true original parent).
+// setParent points span at parent and records the parent it had, once: a span re-parented by an
+// earlier gateway keeps its true original parent (and its attributes are not copied for nothing).
 func setParent(span ptrace.Span, parent pcommon.SpanID) {
 	if original := span.ParentSpanID(); !original.IsEmpty() {
 		attrs := span.Attributes()
-		// A span re-parented by an earlier gateway keeps its value, and its attributes are not
-		// copied for nothing.
 		if _, had := attrs.Get(svcattr.OriginalParentSpanID); !had {
-			// Room for this attribute and a few more: a span's attributes usually fill their
-			// slice, which an append would double (twice the bytes to allocate and clear, for the
-			// GC to scan).
+			// Room for a few more: a span's attributes usually fill their slice, which an append
+			// would double (twice the bytes to allocate and clear, for the GC to scan).
 			attrs.EnsureCapacity(attrs.Len() + spareAttributes)
 			var buf [2 * len(original)]byte
 			hex.Encode(buf[:], original[:])

@@ -41,8 +41,8 @@ type trace struct {
 	// held are the held items by their own span id (a span sent twice replaces its held copy).
 	held map[pcommon.SpanID]*item
 	// waitingOn indexes held items by the unknown span their parent walk stopped at, so the arrival
-	// of that span resolves exactly them: the first of a list linked through item.waitNext. Read and
-	// change it through waitingHead, setWaitingHead, addWaiting, removeWaiting and takeWaiting.
+	// of that span resolves exactly them: the first of a list linked through item.waitNext. Change
+	// it through setWaitingHead, addWaiting, removeWaiting and takeWaiting.
 	waitingOn map[pcommon.SpanID]*item
 	// open are parents that delivered spans point at and that were not seen when they were delivered,
 	// each with the journal record that keeps it across a restart (nil without a journal, or until
@@ -69,8 +69,7 @@ type trace struct {
 
 // traceRefs are the journal records a trace keeps until it is forgotten.
 type traceRefs struct {
-	// durable: the records of its dropped spans are journaled (dropped.go), in dropped.
-	durable bool
+	// dropped are the records of its dropped spans (dropped.go).
 	dropped []*RecordRef
 	// joined are the records of content joined onto spans that went on in their own call (a
 	// resend after a refusal of that call joins the content again).
@@ -86,11 +85,7 @@ func (t *trace) keepRefs() *traceRefs {
 }
 
 // durable reports whether the records of t's dropped spans are journaled.
-func (t *trace) durable() bool { return t.refs != nil && t.refs.durable }
-
-func newTrace(id pcommon.TraceID, sh *shard) *trace {
-	return &trace{id: id, shard: sh, bytes: traceCost}
-}
+func (t *trace) durable() bool { return t.refs != nil && len(t.refs.dropped) > 0 }
 
 // walkEnd is where a parent walk through known-dropped spans ends.
 type walkEnd uint8
@@ -186,9 +181,6 @@ func (t *trace) addOpen(id pcommon.SpanID) int64 {
 	return openCost
 }
 
-// waitingHead is the first item of the list waiting on on, nil when none waits.
-func (t *trace) waitingHead(on pcommon.SpanID) *item { return t.waitingOn[on] }
-
 // setWaitingHead makes first the first item of the list waiting on on; nil removes the list.
 func (t *trace) setWaitingHead(on pcommon.SpanID, first *item) {
 	if first != nil {
@@ -222,7 +214,7 @@ func (t *trace) removeWaiting(it *item) {
 
 func (t *trace) addWaiting(it *item, on pcommon.SpanID) {
 	it.waitOn, it.indexed = on, true
-	next := t.waitingHead(on)
+	next := t.waitingOn[on]
 	it.waitPrev, it.waitNext = nil, next
 	if next != nil {
 		next.waitPrev = it
@@ -233,7 +225,7 @@ func (t *trace) addWaiting(it *item, on pcommon.SpanID) {
 // takeWaiting takes the items waiting on id out of the index, all at once, and returns the first;
 // the rest follow through item.waitNext, still linked for the caller to walk.
 func (t *trace) takeWaiting(id pcommon.SpanID) *item {
-	first := t.waitingHead(id)
+	first := t.waitingOn[id]
 	if first == nil {
 		return nil
 	}
