@@ -350,7 +350,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		sh.unhold(m, t, old)
 		contentRefs = append(old.contentRefs, old.ref)
 	}
-	out.closeOpen(m, t, id)
+	t.closeOpen(m, id)
 	reason, at, joined, gather := sh.settleKept(m, r, og.request.tenant, out)
 	if joined != nil {
 		contentRefs = append(contentRefs, joined...)
@@ -460,7 +460,7 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	if cs, ok := t.content[id]; ok {
 		sh.dropContent(m, t, id, cs, UnmatchedSpanDropped, out) // content of a dropped span goes nowhere
 	}
-	open := out.closeOpen(m, t, id)
+	open := t.closeOpen(m, id)
 	again := !r.fresh && t.records[id].state == stateConnector
 	if !m.cfg.ConnectorSpans || !(open || again) {
 		return

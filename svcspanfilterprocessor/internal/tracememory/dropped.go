@@ -50,15 +50,14 @@ func pickDropped(refs []spanRef, idx []int32, out *released) {
 	}
 }
 
-// journalDropped writes one KindDropped record for dropped and attaches it to their traces (done
-// when each is forgotten). Call it with no shard lock held, before the call is acknowledged.
+// journalDropped writes one KindDropped record for dropped. Call it with no shard lock held, before
+// the call is acknowledged.
 func (m *Memory) journalDropped(ctx context.Context, dropped []droppedSpan) error {
 	if len(dropped) == 0 {
 		return nil
 	}
 	payload := make([]byte, 0, droppedBytes*len(dropped))
-	var traces []*trace
-	seen := map[*trace]bool{}
+	traces := make([]*trace, 0, len(dropped))
 	for _, d := range dropped {
 		payload = append(append(append(payload, d.t.id[:]...), d.id[:]...), d.parent[:]...)
 		if d.connector {
@@ -66,69 +65,76 @@ func (m *Memory) journalDropped(ctx context.Context, dropped []droppedSpan) erro
 		} else {
 			payload = append(payload, 0)
 		}
-		if !seen[d.t] {
-			seen[d.t] = true
-			traces = append(traces, d.t)
-		}
+		traces = append(traces, d.t)
 	}
-	id, err := m.journal.Append(ctx, journal.KindDropped, m.cfg.Now(), nil, payload)
-	if err != nil {
+	if err := m.journalTraces(ctx, journal.KindDropped, payload, traces); err != nil {
 		return fmt.Errorf("recording dropped spans: %w", err)
 	}
-	ref := m.NewRecordRef(id, len(traces))
-	gone := 0
-	for _, t := range traces {
-		t.shard.mu.Lock()
-		if t.shard.traces[t.id] == t {
-			t.attachDropped(m, ref)
-		} else {
-			gone++ // forgotten while the record was written
-		}
-		t.shard.unlock(m)
-	}
-	ref.Done(gone)
 	return nil
 }
 
-// attachDropped makes ref one of the records of t's dropped spans, kept until t is forgotten.
-func (t *trace) attachDropped(m *Memory, ref *RecordRef) {
-	t.keepRefs().dropped = append(t.keepRefs().dropped, ref)
-	m.addBytes(t, refCost)
-}
-
-// recoverDropped restores the records of a KindDropped record's dropped spans, their traces active
-// since the record's time, as the open parents and held spans of the trace are since theirs: the
-// restart neither lengthens nor shortens late_parent_window.
-func (m *Memory) recoverDropped(rec journal.Record) error {
-	if err := m.checkEntries(rec, droppedBytes); err != nil {
+// journalTraces appends a record of kind and attaches it to traces (each entry's), which keep it
+// until they are forgotten. Call it with no shard lock held.
+func (m *Memory) journalTraces(ctx context.Context, kind journal.Kind, payload []byte, traces []*trace) error {
+	id, err := m.journal.Append(ctx, kind, m.cfg.Now(), nil, payload)
+	if err != nil {
 		return err
 	}
-	ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
-	for p := rec.Payload; len(p) > 0; p = p[droppedBytes:] {
-		traceID := pcommon.TraceID(p[:16])
-		sh := m.shards[m.shardOf(traceID)]
-		sh.mu.Lock()
-		t := sh.touch(m, traceID, rec.HeldAt)
-		st := stateDropped
-		if p[32] == 1 {
-			st = stateConnector
+	ref := m.NewRecordRef(id, 1) // a guard until every trace holds it
+	for _, t := range traces {
+		t.shard.mu.Lock()
+		if t.shard.traces[t.id] == t { // not forgotten while the record was written
+			t.attach(m, ref, kind == journal.KindDropped)
 		}
-		m.addBytes(t, t.setRecord(pcommon.SpanID(p[16:24]), pcommon.SpanID(p[24:32]), st))
-		if r := t.refs; r == nil || len(r.dropped) == 0 || r.dropped[len(r.dropped)-1] != ref {
-			t.attachDropped(m, ref)
-			ref.add(1)
-		}
-		sh.unlock(m)
+		t.shard.unlock(m)
 	}
 	ref.Done(1)
 	return nil
 }
 
-// checkEntries reports a payload that is not whole entries of size bytes; its record is removed.
-func (m *Memory) checkEntries(rec journal.Record, size int) error {
+// attach makes ref one of the records t keeps until it is forgotten (once, for a record of many of
+// its spans); dropped: a record of its dropped spans.
+func (t *trace) attach(m *Memory, ref *RecordRef, dropped bool) {
+	r := t.keepRefs()
+	r.durable = r.durable || dropped
+	if n := len(r.records); n > 0 && r.records[n-1] == ref {
+		return
+	}
+	r.records = append(r.records, ref)
+	ref.add(1)
+	m.addBytes(t, refCost)
+}
+
+// recoverDropped restores the records of a KindDropped record's dropped spans.
+func (m *Memory) recoverDropped(rec journal.Record) error {
+	return m.recoverEntries(rec, droppedBytes, func(t *trace, entry []byte) {
+		st := stateDropped
+		if entry[16] == 1 {
+			st = stateConnector
+		}
+		m.addBytes(t, t.setRecord(pcommon.SpanID(entry[:8]), pcommon.SpanID(entry[8:16]), st))
+	})
+}
+
+// recoverEntries restores the entries of a KindDropped or KindOpen record (size bytes each: a
+// trace id, then what restore reads) and attaches the record to their traces. The traces are
+// active since the record's time, as they are since their held spans' held time: a restart
+// neither lengthens nor shortens late_parent_window.
+func (m *Memory) recoverEntries(rec journal.Record, size int, restore func(t *trace, entry []byte)) error {
 	if len(rec.Payload) == 0 || len(rec.Payload)%size != 0 {
 		m.NewRecordRef(rec.ID, 1).Done(1)
 		return fmt.Errorf("journal record %d: %d bytes, not entries of %d", rec.ID, len(rec.Payload), size)
 	}
+	ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
+	for p := rec.Payload; len(p) > 0; p = p[size:] {
+		traceID := pcommon.TraceID(p[:16])
+		sh := m.shards[m.shardOf(traceID)]
+		sh.mu.Lock()
+		t := sh.touch(m, traceID, rec.HeldAt)
+		restore(t, p[16:size])
+		t.attach(m, ref, rec.Kind == journal.KindDropped)
+		sh.unlock(m)
+	}
+	ref.Done(1)
 	return nil
 }

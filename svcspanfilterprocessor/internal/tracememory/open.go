@@ -13,9 +13,10 @@ import (
 // Open parents are ids that delivered spans point at and that the memory has not seen: a dropped
 // span with such an id, arriving within late_parent_window, goes on as a connector span so that
 // the tree stays whole. They are journaled (KindOpen, 32 bytes each) when they become open, before
-// the spans pointing at them go on, so that a restart still bridges them; with each the span that
+// the spans pointing at them go on, so that a restart still bridges them; each with the span that
 // went on pointing at it, so that the parent arriving after the restart with that span as its own
-// parent is cut as a cycle (trace.cutsCycle).
+// parent is cut as a cycle (trace.cutsCycle). Like the records of dropped spans, their records stay
+// until their trace is forgotten.
 
 // openedParent is a parent that became open in one operation, to journal, and the span that went
 // on pointing at it.
@@ -37,47 +38,31 @@ func (out *released) open(m *Memory, t *trace, id, child pcommon.SpanID) {
 	}
 }
 
-// closeOpen closes id if it is an open parent of t (it arrived, or t is forgotten) and reports
-// whether it was; its record entry is done once the shard locks are released.
-func (out *released) closeOpen(m *Memory, t *trace, id pcommon.SpanID) bool {
-	ref, ok := t.open[id]
+// closeOpen closes id if it is an open parent of t (it arrived) and reports whether it was.
+func (t *trace) closeOpen(m *Memory, id pcommon.SpanID) bool {
+	_, ok := t.open[id]
 	if ok {
 		delete(t.open, id)
 		m.addBytes(t, -openCost)
-		if ref != nil {
-			out.done = append(out.done, ref)
-		}
 	}
 	return ok
 }
 
-// journalOpened writes one KindOpen record for the parents an operation opened and attaches it to
-// those still open. Call it with no shard lock held, before the spans pointing at them go on.
+// journalOpened writes one KindOpen record for the parents an operation opened. Call it with no
+// shard lock held, before the spans pointing at them go on.
 func (m *Memory) journalOpened(ctx context.Context, opened []openedParent) error {
 	if len(opened) == 0 {
 		return nil
 	}
 	payload := make([]byte, 0, openBytes*len(opened))
+	traces := make([]*trace, 0, len(opened))
 	for _, o := range opened {
 		payload = append(append(append(payload, o.t.id[:]...), o.id[:]...), o.child[:]...)
+		traces = append(traces, o.t)
 	}
-	id, err := m.journal.Append(ctx, journal.KindOpen, m.cfg.Now(), nil, payload)
-	if err != nil {
+	if err := m.journalTraces(ctx, journal.KindOpen, payload, traces); err != nil {
 		return fmt.Errorf("recording open parents: %w", err)
 	}
-	ref := m.NewRecordRef(id, len(opened))
-	gone := 0
-	for _, o := range opened {
-		sh := o.t.shard
-		sh.mu.Lock()
-		if r, ok := o.t.open[o.id]; ok && r == nil && sh.traces[o.t.id] == o.t {
-			o.t.open[o.id] = ref
-		} else {
-			gone++ // closed (or forgotten) while the record was written
-		}
-		sh.unlock(m)
-	}
-	ref.Done(gone)
 	return nil
 }
 
@@ -91,31 +76,14 @@ func (m *Memory) journalOpenedOrWarn(out *released) {
 	out.opened = nil
 }
 
-// recoverOpen makes the parents of a KindOpen record open again, their traces active since the
-// record's time (late_parent_window runs on from there), and their children known as kept spans
-// below them (unless known already, as a connector).
+// recoverOpen makes the parents of a KindOpen record open again, and their children known as kept
+// spans below them (unless known already, as a connector).
 func (m *Memory) recoverOpen(rec journal.Record) error {
-	if err := m.checkEntries(rec, openBytes); err != nil {
-		return err
-	}
-	ref := m.NewRecordRef(rec.ID, len(rec.Payload)/openBytes)
-	gone := 0
-	for p := rec.Payload; len(p) > 0; p = p[openBytes:] {
-		traceID, id, child := pcommon.TraceID(p[:16]), pcommon.SpanID(p[16:24]), pcommon.SpanID(p[24:32])
-		sh := m.shards[m.shardOf(traceID)]
-		sh.mu.Lock()
-		t := sh.touch(m, traceID, rec.HeldAt)
+	return m.recoverEntries(rec, openBytes, func(t *trace, entry []byte) {
+		id, child := pcommon.SpanID(entry[:8]), pcommon.SpanID(entry[8:16])
 		if _, known := t.records[child]; !known {
 			m.addBytes(t, t.setRecord(child, id, stateKept))
 		}
-		if added := t.addOpen(id); added > 0 {
-			m.addBytes(t, added)
-			t.open[id] = ref
-		} else {
-			gone++
-		}
-		sh.unlock(m)
-	}
-	ref.Done(gone)
-	return nil
+		m.addBytes(t, t.addOpen(id))
+	})
 }

@@ -131,11 +131,8 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 		delete(t.content, id)
 	}
 	delete(sh.withContent, t)
-	for id := range t.open {
-		out.closeOpen(m, t, id)
-	}
 	if t.refs != nil {
-		out.done = append(append(out.done, t.refs.dropped...), t.refs.joined...)
+		out.done = append(append(out.done, t.refs.records...), t.refs.joined...)
 	}
 	if t.list != nil {
 		t.list.remove(t)

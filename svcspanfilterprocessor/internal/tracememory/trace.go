@@ -44,10 +44,8 @@ type trace struct {
 	// of that span resolves exactly them: the first of a list linked through item.waitNext. Change
 	// it through setWaitingHead, addWaiting, removeWaiting and takeWaiting.
 	waitingOn map[pcommon.SpanID]*item
-	// open are parents that delivered spans point at and that were not seen when they were delivered,
-	// each with the journal record that keeps it across a restart (nil without a journal, or until
-	// the record is written: see journalOpened).
-	open map[pcommon.SpanID]*RecordRef
+	// open are parents that delivered spans point at and that were not seen when they were delivered.
+	open map[pcommon.SpanID]struct{}
 	// content waits for its span (issue 18), by span id.
 	content map[pcommon.SpanID][]waitingContent
 	// joined is the content joined onto spans that went on (or are held carrying it), by span id:
@@ -69,8 +67,10 @@ type trace struct {
 
 // traceRefs are the journal records a trace keeps until it is forgotten.
 type traceRefs struct {
-	// dropped are the records of its dropped spans (dropped.go).
-	dropped []*RecordRef
+	// records are those of its dropped spans and open parents; durable: the records of all its
+	// dropped spans are among them (dropped.go).
+	records []*RecordRef
+	durable bool
 	// joined are the records of content joined onto spans that went on in their own call (a
 	// resend after a refusal of that call joins the content again).
 	joined []*RecordRef
@@ -85,7 +85,7 @@ func (t *trace) keepRefs() *traceRefs {
 }
 
 // durable reports whether the records of t's dropped spans are journaled.
-func (t *trace) durable() bool { return t.refs != nil && len(t.refs.dropped) > 0 }
+func (t *trace) durable() bool { return t.refs != nil && t.refs.durable }
 
 // walkEnd is where a parent walk through known-dropped spans ends.
 type walkEnd uint8
@@ -172,12 +172,12 @@ func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
 
 func (t *trace) addOpen(id pcommon.SpanID) int64 {
 	if t.open == nil {
-		t.open = map[pcommon.SpanID]*RecordRef{}
+		t.open = map[pcommon.SpanID]struct{}{}
 	}
 	if _, ok := t.open[id]; ok {
 		return 0
 	}
-	t.open[id] = nil
+	t.open[id] = struct{}{}
 	return openCost
 }
 
