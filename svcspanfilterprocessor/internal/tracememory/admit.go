@@ -36,15 +36,12 @@ const ConnectorAttribute = "svc.gateway.connector"
 
 // Admission is the outcome of Admit for one batch.
 type Admission struct {
-	// Kept is the final decision per span of the batch, in batch order.
-	Kept []bool
-	// Held is the number of spans of the batch the memory now holds.
-	Held int
-	// Pass reports whether spans are left in the batch for the next consumer.
-	Pass bool
-	// Deliveries are spans of earlier calls that this batch released (their parent arrived in
-	// it), one per request client context; the caller delivers them and reports back with
-	// Delivered, Requeue or Discard.
+	Kept []bool // the final decision per span of the batch, in batch order
+	Held int    // the spans of the batch the memory now holds
+	Pass bool   // spans are left in the batch for the next consumer
+	// Deliveries are spans that this batch released (of earlier calls, or its own), one per
+	// request client context; the caller delivers them and reports back with Delivered, Requeue
+	// or Discard.
 	Deliveries []*Delivery
 	Stats      Stats
 
@@ -52,8 +49,7 @@ type Admission struct {
 	ref *RecordRef
 	// unrefd are the items of the shard being admitted not yet counted in ref (one add per shard).
 	unrefd int
-	// opened are the parents the batch's connector spans made open, and dropped the dropped spans
-	// to journal.
+	// opened and dropped are the open parents and dropped spans to journal after apply.
 	opened  []openedParent
 	dropped []droppedSpan
 }
@@ -81,13 +77,12 @@ type spanRef struct {
 	mayHold, connector bool
 }
 
-// origins creates the shared resource and scope copies of a batch once, on first use, and the
-// held copies of its spans.
+// origins creates the shared resource and scope copies of a batch once, on first use (a batch of
+// which nothing is held or delivered from the memory needs none), and the held copies of its spans.
 type origins struct {
 	td      ptrace.Traces
 	request *requestOrigin
-	// By resource index and by spanRef.scopeAt (a batch has few of each), made on first use: a
-	// batch of which nothing is held or delivered from the memory needs none.
+	// By resource index and by spanRef.scopeAt (a batch has few of each).
 	resources, scopes int32
 	resource          []*resourceOrigin
 	scope             []*scopeOrigin
@@ -102,20 +97,17 @@ func (o *origins) get(r *spanRef) *scopeOrigin {
 	if so := o.scope[r.scopeAt]; so != nil {
 		return so
 	}
-	ro := o.resource[r.resource]
-	if ro == nil {
-		rs := o.td.ResourceSpans().At(int(r.resource))
+	rs := o.td.ResourceSpans().At(int(r.resource))
+	if o.resource[r.resource] == nil {
 		res := pcommon.NewResource()
 		rs.Resource().CopyTo(res)
-		ro = &resourceOrigin{request: o.request, resource: res, schemaURL: rs.SchemaUrl()}
-		o.resource[r.resource] = ro
+		o.resource[r.resource] = &resourceOrigin{request: o.request, resource: res, schemaURL: rs.SchemaUrl()}
 	}
-	ss := o.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope))
+	ss := rs.ScopeSpans().At(int(r.scope))
 	scope := pcommon.NewInstrumentationScope()
 	ss.Scope().CopyTo(scope)
-	so := &scopeOrigin{resource: ro, scope: scope, schemaURL: ss.SchemaUrl()}
-	o.scope[r.scopeAt] = so
-	return so
+	o.scope[r.scopeAt] = &scopeOrigin{resource: o.resource[r.resource], scope: scope, schemaURL: ss.SchemaUrl()}
+	return o.scope[r.scopeAt]
 }
 
 // newHeld is an empty span for a span of the batch to move into and be held.
@@ -359,7 +351,11 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		// Not written ahead (its trace changed between the plan and now): it goes on at once, as
 		// when its wait ends (rule 1: pointing at the unknown span, which becomes open).
 		if reason&WaitParent != 0 {
-			sh.goOnAt(m, t, span, at, out)
+			out.open(m, t, at, id)
+			if at != span.ParentSpanID() {
+				setParent(span, at)
+				out.stats.Reparented[ReparentOpenAncestor]++
+			}
 		}
 		reason = 0
 	}
@@ -440,15 +436,6 @@ func (sh *shard) settleKept(m *Memory, r *spanRef, tenant string, out *released)
 		reason |= WaitContent
 	}
 	return reason, at, joined, gather
-}
-
-// goOnAt sends span on pointing at at, the unknown span its walk stopped at, which becomes open.
-func (sh *shard) goOnAt(m *Memory, t *trace, span ptrace.Span, at pcommon.SpanID, out *released) {
-	out.open(m, t, at, span.SpanID())
-	if at != span.ParentSpanID() {
-		setParent(span, at)
-		out.stats.Reparented[ReparentOpenAncestor]++
-	}
 }
 
 // admitDropped settles dropped span r: its waiting content is discarded, and when delivered

@@ -14,41 +14,36 @@ import (
 // writeAhead marks the spans of a call that the memory may hold or release as its own deliveries
 // (spanRef.mayHold) and writes copies of them, one KindSpans record whose id ref takes, before the
 // call changes anything (it only reads the memory). A kept span may be held when it may wait for
-// its content or its parent walk through the call's own spans leaves the call, and it goes on as a
-// delivery carrying content that waits for it or replacing a held copy of it; a dropped span goes
-// on as a connector span when delivered spans point at it. The spans of whole traces (every ancestor up to a kept one or the
-// root in the call) with no content waiting can hold nothing: a call of whole traces writes no
-// held span (only the ids of its dropped spans, dropped.go).
+// its content or its parent walk through the call's own spans leaves the call, and it goes on as
+// a delivery carrying content that waits for it or replacing a held copy of it; a dropped span
+// goes on as a connector span when delivered spans point at it. A call of whole traces (every
+// ancestor up to a kept one or the root in the call) with no content waiting writes nothing here.
 func (m *Memory) writeAhead(ref *RecordRef, info client.Info, refs []spanRef, og *origins, heldAt time.Time) error {
 	var local map[callKey]int32
 	var copies *heldCopy
 	m.planVerdicts(refs)
 	for i := range refs {
 		r := &refs[i]
-		if r.planned == Drop {
-			if !m.cfg.ConnectorSpans || !m.known(r.span, mayConnect) {
-				continue
-			}
+		switch {
+		case r.planned == Drop:
+			r.mayHold = m.cfg.ConnectorSpans && m.known(r.span, mayConnect)
+		case r.scopeAwaits && m.join.AwaitsContent(r.span):
 			r.mayHold = true
-			if copies == nil {
-				copies = newHeldCopy()
-			}
-			toConnector(copies.add(og.get(r), r.span))
-			continue
-		}
-		if !r.scopeAwaits || !m.join.AwaitsContent(r.span) {
+		default:
 			if local == nil {
 				local = indexCall(refs)
 			}
-			if resolvesInCall(refs, local, r) && !m.known(r.span, waitedForOrHeld) {
-				continue
-			}
+			r.mayHold = !resolvesInCall(refs, local, r) || m.known(r.span, waitedForOrHeld)
 		}
-		r.mayHold = true
+		if !r.mayHold {
+			continue
+		}
 		if copies == nil {
 			copies = newHeldCopy()
 		}
-		copies.add(og.get(r), r.span)
+		if cp := copies.add(og.get(r), r.span); r.planned == Drop {
+			toConnector(cp)
+		}
 	}
 	if copies == nil {
 		return nil
