@@ -130,12 +130,7 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 		return nil, ErrOverloaded
 	}
 	adm := &Admission{m: m, ref: &RecordRef{left: 1, journal: m.journal, logger: m.cfg.Logger}}
-	now := m.cfg.Now()
-	var ahead func([]spanRef, *origins) error
-	if m.cfg.Journaled {
-		ahead = func(refs []spanRef, og *origins) error { return m.writeAhead(adm.ref, info, refs, og, now) }
-	}
-	if err := m.admit(adm, newRequestOrigin(info), td, decisions, now, ahead); err != nil {
+	if err := m.admit(adm, newRequestOrigin(info), td, decisions, m.cfg.Now(), m.cfg.Journaled); err != nil {
 		return nil, fmt.Errorf("svcspanfilter: recording held spans: %w", err)
 	}
 	if err := errors.Join(m.journalOpened(context.Background(), adm.opened),
@@ -152,9 +147,10 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	return adm, nil
 }
 
-// admit is Admit with the held time given (recovery passes the original one); ahead, when not
-// nil, runs before anything changes and its error admits nothing.
-func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, decisions []Decision, heldAt time.Time, ahead func([]spanRef, *origins) error) error {
+// admit is Admit with the held time given (recovery passes the original one); ahead: it writes
+// ahead before anything changes, and a failed write admits nothing.
+func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, decisions []Decision,
+	heldAt time.Time, ahead bool) error {
 	sc := m.scratch.Get().(*admitScratch)
 	defer m.scratch.Put(sc)
 	refs := sc.refs[:0]
@@ -170,7 +166,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 				span := spans.At(k)
 				shardOf = append(shardOf, int32(m.shardOf(span.TraceID())))
 				refs = append(refs, spanRef{span: span, resource: int32(i), scope: int32(j), scopeAt: scopes,
-					decision: decisions[len(refs)], scopeAwaits: awaits, mayHold: ahead == nil})
+					decision: decisions[len(refs)], scopeAwaits: awaits, mayHold: !ahead})
 			}
 			scopes++
 		}
@@ -180,8 +176,8 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		clear(refs) // no reference to the batch stays in the pool
 		sc.refs, sc.shardOf = refs[:0], shardOf[:0]
 	}()
-	if ahead != nil {
-		if err := ahead(refs, og); err != nil {
+	if ahead {
+		if err := m.writeAhead(adm.ref, refs, og, heldAt); err != nil {
 			return err
 		}
 	}

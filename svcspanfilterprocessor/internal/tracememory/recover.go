@@ -54,7 +54,7 @@ func (m *Memory) recoverSpans(rec journal.Record) error {
 	}
 	adm := &Admission{m: m, ref: m.NewRecordRef(rec.ID, 1)}
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
-	_ = m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt, nil) // nothing to write ahead
+	_ = m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt, false) // nothing to write ahead
 	// A failure to journal the parents this opened only weakens a later restart.
 	err = m.journalOpened(context.Background(), adm.opened)
 	if adm.Pass {
