@@ -171,7 +171,8 @@ func (s *Storage) commit(ctx context.Context, next uint64, ops ...*storage.Opera
 	for id := range s.owed {
 		ops = append(ops, storage.DeleteOperation(recordKey(id)))
 	}
-	if err := s.client.Batch(ctx, append(ops, storage.SetOperation(indexKey, encodeIndex(first, next)))...); err != nil {
+	ops = append(ops, storage.SetOperation(indexKey, encodeIndex(first, next)))
+	if err := s.client.Batch(ctx, ops...); err != nil {
 		return err
 	}
 	clear(s.owed)

@@ -315,7 +315,8 @@ func (c *countingClient) Batch(ctx context.Context, ops ...*storage.Operation) e
 func TestLongLivedRecordDoesNotPinTheRange(t *testing.T) {
 	c := newClient()
 	s, _, _ := open(t, c)
-	pinned, err := s.Append(context.Background(), KindDropped, time.Unix(1700000000, 0), nil, []byte("dropped spans"))
+	heldAt := time.Unix(1700000000, 0)
+	pinned, err := s.Append(context.Background(), KindDropped, heldAt, nil, []byte("dropped spans"))
 	require.NoError(t, err)
 	for range 10 * rangeSlack {
 		id := appendN(t, s, 1)[0]
@@ -325,7 +326,7 @@ func TestLongLivedRecordDoesNotPinTheRange(t *testing.T) {
 	_, recs, _ := open(t, reads)
 	require.Len(t, recs, 1)
 	assert.Equal(t, "dropped spans", string(recs[0].Payload))
-	assert.True(t, time.Unix(1700000000, 0).Equal(recs[0].HeldAt), "moved forward with its own time")
+	assert.True(t, heldAt.Equal(recs[0].HeldAt), "moved forward with its own time")
 	assert.LessOrEqual(t, reads.gets, 2*rangeSlack, "ids read at the restart")
 
 	require.NoError(t, s.Remove(context.Background(), pinned))

@@ -52,7 +52,8 @@ func (m *Memory) writeAhead(ref *RecordRef, refs []spanRef, og *origins, heldAt 
 	if err != nil {
 		return err
 	}
-	id, err := m.journal.Append(context.Background(), journal.KindSpans, heldAt, Metadata(og.request.info), payload)
+	md := Metadata(og.request.info)
+	id, err := m.journal.Append(context.Background(), journal.KindSpans, heldAt, md, payload)
 	ref.id = id
 	return err
 }

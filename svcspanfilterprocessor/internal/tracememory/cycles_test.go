@@ -100,24 +100,19 @@ func TestCycleClosedAfterTheWaitEnded(t *testing.T) {
 // arrives with the span as its own parent after the trace was compacted (remember_duration) or
 // after a restart: the parent goes on as a root, never as a cycle.
 func TestCycleClosedAfterCompactionOrRestart(t *testing.T) {
+	compact := func(d *driver) { d.advance(testConfig(d.clock).RememberDuration + time.Second) }
+	restart := func(d *driver) { d.kill() }
+	direct := []sp{{name: "a", parent: "b", kept: true}}
+	throughDropped := []sp{{name: "a", parent: "d", kept: true}, {name: "d", parent: "b"}}
 	for _, tc := range []struct {
 		name  string
 		first []sp
 		then  func(d *driver)
-		want  map[string]string
 	}{
-		{name: "compacted", first: []sp{{name: "a", parent: "b", kept: true}},
-			then: func(d *driver) { d.advance(testConfig(d.clock).RememberDuration + time.Second) },
-			want: map[string]string{"a": "b", "b": ""}},
-		{name: "restart", first: []sp{{name: "a", parent: "b", kept: true}},
-			then: func(d *driver) { d.kill() },
-			want: map[string]string{"a": "b", "b": ""}},
-		{name: "compacted, through a dropped span", first: []sp{{name: "a", parent: "d", kept: true}, {name: "d", parent: "b"}},
-			then: func(d *driver) { d.advance(testConfig(d.clock).RememberDuration + time.Second) },
-			want: map[string]string{"a": "b", "b": ""}},
-		{name: "restart, through a dropped span", first: []sp{{name: "a", parent: "d", kept: true}, {name: "d", parent: "b"}},
-			then: func(d *driver) { d.kill() },
-			want: map[string]string{"a": "b", "b": ""}},
+		{name: "compacted", first: direct, then: compact},
+		{name: "restart", first: direct, then: restart},
+		{name: "compacted, through a dropped span", first: throughDropped, then: compact},
+		{name: "restart, through a dropped span", first: throughDropped, then: restart},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDriver(t, nil)
@@ -127,7 +122,7 @@ func TestCycleClosedAfterCompactionOrRestart(t *testing.T) {
 			require.NoError(t, d.send(sp{name: "b", parent: "a", kept: true}))
 			d.advance(time.Minute)
 			d.shutdown()
-			assert.Equal(t, tc.want, d.tree())
+			assert.Equal(t, map[string]string{"a": "b", "b": ""}, d.tree())
 			assert.Equal(t, int64(1), d.stats.Reparented[ReparentCycle])
 			d.checkInvariants(t, true, false)
 		})

@@ -75,7 +75,8 @@ func (m *Memory) journalDropped(ctx context.Context, dropped []droppedSpan) erro
 
 // journalTraces appends a record of kind and attaches it to traces (each entry's), which keep it
 // until they are forgotten. Call it with no shard lock held.
-func (m *Memory) journalTraces(ctx context.Context, kind journal.Kind, payload []byte, traces []*trace) error {
+func (m *Memory) journalTraces(ctx context.Context, kind journal.Kind, payload []byte, traces []*trace,
+) error {
 	id, err := m.journal.Append(ctx, kind, m.cfg.Now(), nil, payload)
 	if err != nil {
 		return err

@@ -22,7 +22,11 @@ func (m *Memory) Recover(records []journal.Record) error {
 	for _, pass := range []struct {
 		kind    journal.Kind
 		recover func(journal.Record) error
-	}{{journal.KindDropped, m.recoverDropped}, {journal.KindOpen, m.recoverOpen}, {journal.KindSpans, m.recoverSpans}} {
+	}{
+		{journal.KindDropped, m.recoverDropped},
+		{journal.KindOpen, m.recoverOpen},
+		{journal.KindSpans, m.recoverSpans},
+	} {
 		for _, rec := range records {
 			if rec.Kind == pass.kind {
 				errs = append(errs, pass.recover(rec))
@@ -61,7 +65,8 @@ func (m *Memory) recoverSpans(rec journal.Record) error {
 		// Spans that resolve at once go on under the record too.
 		n := td.SpanCount()
 		adm.ref.add(n)
-		adm.Deliveries = append(adm.Deliveries, &Delivery{Info: info, Traces: td, Spans: n, refs: map[*RecordRef]int{adm.ref: n}})
+		d := &Delivery{Info: info, Traces: td, Spans: n, refs: map[*RecordRef]int{adm.ref: n}}
+		adm.Deliveries = append(adm.Deliveries, d)
 	}
 	m.queue(adm.Deliveries)
 	adm.ref.Done(1) // the guard: the record goes when its last span is handed on

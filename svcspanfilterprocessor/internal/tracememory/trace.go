@@ -141,7 +141,8 @@ func (t *trace) cutsCycle(id, at pcommon.SpanID) bool {
 
 // settledAt is the parent a span goes on with when its parent walk ended at a root or at a
 // delivered span, and the reason counted when that is not the parent it came with.
-func (t *trace) settledAt(id pcommon.SpanID, end walkEnd, at pcommon.SpanID) (pcommon.SpanID, ReparentReason) {
+func (t *trace) settledAt(id pcommon.SpanID, end walkEnd, at pcommon.SpanID,
+) (pcommon.SpanID, ReparentReason) {
 	switch {
 	case end == endRoot:
 		return pcommon.SpanID{}, ReparentNoKeptAncestor
