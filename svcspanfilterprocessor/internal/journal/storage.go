@@ -42,9 +42,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // a Batch is one transaction, so a record is durable against SIGKILL once Append returns).
 type Storage struct {
 	client storage.Client
-	logger *zap.Logger
-
-	mu sync.Mutex
+	mu     sync.Mutex
 	// first and next bound the ids that may be live; live holds those that are, each with the id
 	// its caller knows it by (its own, unless compactRange moved it; moved maps that id back).
 	first, next uint64
@@ -61,8 +59,8 @@ var _ Journal = (*Storage)(nil)
 // A record that cannot be decoded is logged, deleted and skipped: one bad record must not keep
 // the collector from starting. An unreadable index is an error.
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
-	s := &Storage{client: client, logger: logger, first: 1, next: 1, live: map[uint64]uint64{},
-		moved: map[uint64]uint64{}, owed: map[uint64]struct{}{}}
+	s := &Storage{client: client, first: 1, next: 1, live: map[uint64]uint64{}, moved: map[uint64]uint64{},
+		owed: map[uint64]struct{}{}}
 	raw, err := client.Get(ctx, indexKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: read the index: %w", err)

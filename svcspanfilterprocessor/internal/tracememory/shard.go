@@ -72,9 +72,7 @@ func (sh *shard) hold(m *Memory, t *trace, it *item) {
 // not join goes back to wait among the trace's content.
 func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 	sh.returnHeldContent(t, it)
-	if it.reason&WaitParent != 0 {
-		t.removeWaiting(it)
-	}
+	t.removeWaiting(it)
 	delete(t.held, it.span.SpanID())
 	if !it.sized {
 		sh.unsized.remove(it) // never sized: it keeps its estimate
@@ -92,11 +90,9 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 // settleParent gives held item it the parent it goes on with; it is released unless it still waits
 // for content.
 func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.SpanID, reparent ReparentReason, why ReleaseReason, out *released) {
-	if it.reason&WaitParent != 0 {
-		t.removeWaiting(it)
-		it.reason &^= WaitParent
-		it.waitOn = pcommon.SpanID{}
-	}
+	t.removeWaiting(it)
+	it.reason &^= WaitParent
+	it.waitOn = pcommon.SpanID{}
 	if parent != it.span.ParentSpanID() {
 		setParent(it.span, parent)
 		out.stats.Reparented[reparent]++
