@@ -333,3 +333,28 @@ func TestLongLivedRecordDoesNotPinTheRange(t *testing.T) {
 	_, recs, _ = open(t, c)
 	assert.Empty(t, recs, "removed by the id it was appended with")
 }
+
+// When the transaction that moves records forward fails, nothing moved: the records are where
+// they were, and they are still removed by the ids they were appended with.
+func TestFailedMoveForwardChangesNothing(t *testing.T) {
+	c := &failingClient{Client: newClient()}
+	s, _, _ := open(t, c)
+	pinned := appendN(t, s, 1)[0]
+	for range rangeSlack + 2 { // the next append moves it
+		require.NoError(t, s.Remove(context.Background(), appendN(t, s, 1)[0]))
+	}
+	require.Empty(t, s.moved)
+	c.err = errors.New("write /data/file_storage: input/output error")
+	_, err := s.Append(context.Background(), KindSpans, time.Now(), nil, []byte("refused"))
+	require.Error(t, err)
+	assert.Empty(t, s.moved)
+	_, recs, _ := open(t, c.Client)
+	assert.Equal(t, []uint64{pinned}, ids(recs), "still stored under its own id")
+
+	c.err = nil
+	appendN(t, s, 1) // moves it forward
+	assert.Contains(t, s.moved, pinned)
+	require.NoError(t, s.Remove(context.Background(), pinned))
+	_, recs, _ = open(t, c)
+	assert.Len(t, recs, 1, "only the last append is left")
+}
