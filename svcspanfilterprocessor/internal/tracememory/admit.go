@@ -45,7 +45,6 @@ type Admission struct {
 	Deliveries []*Delivery
 	Stats      Stats
 
-	m   *Memory
 	ref *RecordRef
 	// unrefd are the items of the shard being admitted not yet counted in ref (one add per shard).
 	unrefd int
@@ -129,7 +128,7 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	if m.readyBytes.Load() > m.cfg.MemoryLimitBytes {
 		return nil, ErrOverloaded
 	}
-	adm := &Admission{m: m, ref: &RecordRef{left: 1, journal: m.journal, logger: m.cfg.Logger}}
+	adm := &Admission{ref: m.NewRecordRef(0, 1)} // its id is set by the write ahead, if any
 	if err := m.admit(adm, newRequestOrigin(info), td, decisions, m.cfg.Now(), m.cfg.Journaled); err != nil {
 		return nil, fmt.Errorf("svcspanfilter: recording held spans: %w", err)
 	}

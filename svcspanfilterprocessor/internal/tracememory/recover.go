@@ -56,7 +56,7 @@ func (m *Memory) recoverSpans(rec journal.Record) error {
 	for i := range decisions {
 		decisions[i].Verdict = Keep
 	}
-	adm := &Admission{m: m, ref: m.NewRecordRef(rec.ID, 1)}
+	adm := &Admission{ref: m.NewRecordRef(rec.ID, 1)}
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
 	_ = m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt, false) // nothing to write ahead
 	// A failure to journal the parents this opened only weakens a later restart.
