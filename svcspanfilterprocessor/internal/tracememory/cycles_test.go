@@ -104,25 +104,30 @@ func TestCycleClosedAfterCompactionOrRestart(t *testing.T) {
 	restart := func(d *driver) { d.kill() }
 	direct := []sp{{name: "a", parent: "b", kept: true}}
 	throughDropped := []sp{{name: "a", parent: "d", kept: true}, {name: "d", parent: "b"}}
+	twoChildren := []sp{{name: "a", parent: "b", kept: true}, {name: "a2", parent: "b", kept: true}}
 	for _, tc := range []struct {
-		name  string
-		first []sp
-		then  func(d *driver)
+		name   string
+		first  []sp
+		then   func(d *driver)
+		closer string // b's parent
 	}{
-		{name: "compacted", first: direct, then: compact},
-		{name: "restart", first: direct, then: restart},
-		{name: "compacted, through a dropped span", first: throughDropped, then: compact},
-		{name: "restart, through a dropped span", first: throughDropped, then: restart},
+		{name: "compacted", first: direct, then: compact, closer: "a"},
+		{name: "restart", first: direct, then: restart, closer: "a"},
+		{name: "compacted, through a dropped span", first: throughDropped, then: compact, closer: "a"},
+		{name: "restart, through a dropped span", first: throughDropped, then: restart, closer: "a"},
+		{name: "restart, below one of two children", first: twoChildren, then: restart, closer: "a"},
+		{name: "restart, below the other of two children", first: twoChildren, then: restart, closer: "a2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDriver(t, nil)
 			require.NoError(t, d.send(tc.first...))
-			d.advance(10 * time.Second) // a goes on pointing at b (open)
+			d.advance(10 * time.Second) // the kept spans go on pointing at b (open)
 			tc.then(d)
-			require.NoError(t, d.send(sp{name: "b", parent: "a", kept: true}))
+			require.NoError(t, d.send(sp{name: "b", parent: tc.closer, kept: true}))
 			d.advance(time.Minute)
 			d.shutdown()
-			assert.Equal(t, map[string]string{"a": "b", "b": ""}, d.tree())
+			assert.Equal(t, "", d.tree()["b"], "b goes on as a root")
+			assert.Equal(t, "b", d.tree()["a"])
 			assert.Equal(t, int64(1), d.stats.Reparented[ReparentCycle])
 			d.checkInvariants(t, true, false)
 		})

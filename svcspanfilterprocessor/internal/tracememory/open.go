@@ -12,11 +12,11 @@ import (
 
 // Open parents are ids that delivered spans point at and that the memory has not seen: a dropped
 // span with such an id, arriving within late_parent_window, goes on as a connector span so that
-// the tree stays whole. They are journaled (KindOpen, 32 bytes each) when they become open, before
-// the spans pointing at them go on, so that a restart still bridges them; each with the span that
-// went on pointing at it, so that the parent arriving after the restart with that span as its own
-// parent is cut as a cycle (trace.cutsCycle). Like the records of dropped spans, their records stay
-// until their trace is forgotten.
+// the tree stays whole. They are journaled (KindOpen, 32 bytes each) before the spans pointing at
+// them go on, so that a restart still bridges them; each with a span that went on pointing at it,
+// so that the parent arriving after the restart with that span as its own parent is cut as a cycle
+// (trace.cutsCycle). Like the records of dropped spans, their records stay until their trace is
+// forgotten.
 
 // openedParent is a parent that became open in one operation, to journal, and the span that went
 // on pointing at it.
@@ -28,12 +28,12 @@ type openedParent struct {
 // openBytes is the size of one open parent in a KindOpen payload: trace id, span id, child id.
 const openBytes = 16 + 8 + 8
 
-// open makes id an open parent of t (under the shard lock), child going on pointing at it; a new
-// one is journaled with what the operation released (journalOpened).
+// open makes id an open parent of t (under the shard lock), child going on pointing at it; it is
+// journaled with what the operation released (journalOpened), for every child (any may be the
+// parent's own parent).
 func (out *released) open(m *Memory, t *trace, id, child pcommon.SpanID) {
-	n := t.addOpen(id)
-	m.addBytes(t, n)
-	if n > 0 && m.cfg.Journaled {
+	m.addBytes(t, t.addOpen(id))
+	if m.cfg.Journaled {
 		out.opened = append(out.opened, openedParent{t: t, id: id, child: child})
 	}
 }
