@@ -314,7 +314,7 @@ func kindRecords(fj *fakeJournal, kind journal.Kind) []journal.Record {
 func openParents(fj *fakeJournal) []pcommon.SpanID {
 	var out []pcommon.SpanID
 	for _, r := range kindRecords(fj, journal.KindOpen) {
-		for p := r.Payload; len(p) >= 24; p = p[24:] {
+		for p := r.Payload; len(p) >= 32; p = p[32:] {
 			out = append(out, pcommon.SpanID(p[16:24]))
 		}
 	}

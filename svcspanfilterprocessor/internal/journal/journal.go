@@ -15,8 +15,9 @@ const (
 	KindSpans   Kind = 1 // payload: ptrace proto (ptrace.ProtoMarshaler) of the held spans of one call
 	KindContent Kind = 2 // payload: plog proto of the content log records absorbed by one logs call
 	// KindOpen: parents that delivered spans point at and that were not seen (open parents), so that
-	// a dropped parent ending after a restart is still bridged by a connector span. Payload: 24 bytes
-	// per parent, its trace id then its span id; HeldAt is when they became open.
+	// a dropped parent ending after a restart is still bridged by a connector span. Payload: 32 bytes
+	// per parent, its trace id, its span id, then the id of the span that went on pointing at it;
+	// HeldAt is when they became open.
 	KindOpen Kind = 3
 	// KindDropped: the ids and parents of dropped spans, so that a kept span arriving after a
 	// restart below a dropped span that arrived before it still finds its nearest kept ancestor

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -29,6 +30,10 @@ const (
 	recoverChunk = 256
 	// recordHeader: version, kind, crc32 of what follows, held-at unix nanos.
 	recordHeader = 1 + 1 + 4 + 8
+	// rangeSlack is how far the index range may exceed twice the live records before
+	// compactRange moves the oldest live records forward; maxMoves is how many it moves at once.
+	rangeSlack = 1024
+	maxMoves   = 64
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -37,26 +42,25 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // a Batch is one transaction, so a record is durable against SIGKILL once Append returns).
 type Storage struct {
 	client storage.Client
-	logger *zap.Logger
-
-	mu sync.Mutex
-	// first and next bound the ids that may be live; live holds those that are.
+	mu     sync.Mutex
+	// first and next bound the ids that may be live; live holds those that are, each with the id
+	// its caller knows it by (its own, unless compactRange moved it; moved maps that id back).
 	first, next uint64
-	live        map[uint64]struct{}
-	// owed are records no longer live whose delete failed: every later write (Append, Remove,
-	// Close) deletes them in its own transaction until one succeeds. They keep the index range
-	// until then, so that nothing stays stored outside it.
-	owed    map[uint64]struct{}
-	corrupt int
+	live        map[uint64]uint64
+	moved       map[uint64]uint64
+	// owed are records no longer live whose delete failed: every later transaction deletes them
+	// until one succeeds, and until then a restart recovers them (at least once, never lost).
+	owed map[uint64]struct{}
 }
 
 var _ Journal = (*Storage)(nil)
 
 // Open recovers the records a previous process left (oldest first) and returns the journal.
-// A record that cannot be decoded is logged, counted (Corrupt), deleted and skipped: one bad
-// record must not keep the collector from starting. An unreadable index is an error.
+// A record that cannot be decoded is logged, deleted and skipped: one bad record must not keep
+// the collector from starting. An unreadable index is an error.
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
-	s := &Storage{client: client, logger: logger, first: 1, next: 1, live: map[uint64]struct{}{}, owed: map[uint64]struct{}{}}
+	s := &Storage{client: client, first: 1, next: 1, live: map[uint64]uint64{}, moved: map[uint64]uint64{},
+		owed: map[uint64]struct{}{}}
 	raw, err := client.Get(ctx, indexKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: read the index: %w", err)
@@ -67,7 +71,6 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 		}
 	}
 	var records []Record
-	var bad []uint64
 	for from := s.first; from < s.next; from += recoverChunk {
 		to := min(from+recoverChunk, s.next)
 		ops := make([]*storage.Operation, 0, to-from)
@@ -85,29 +88,24 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 			rec, err := decodeRecord(op.Value)
 			if err != nil {
 				logger.Warn("journal: skipping a corrupt record", zap.Uint64("id", id), zap.Int("bytes", len(op.Value)), zap.Error(err))
-				bad = append(bad, id)
+				s.owed[id] = struct{}{}
 				continue
 			}
 			rec.ID = id
 			records = append(records, rec)
-			s.live[id] = struct{}{}
+			s.live[id] = id
 		}
 	}
-	s.corrupt = len(bad)
-	s.advanceFirst()
-	if len(bad) > 0 || raw != nil {
-		// Forget the corrupt records and store the tightened range.
-		ops := make([]*storage.Operation, 0, len(bad)+1)
-		for _, id := range bad {
-			ops = append(ops, storage.DeleteOperation(recordKey(id)))
-		}
-		ops = append(ops, storage.SetOperation(indexKey, encodeIndex(s.first, s.next)))
-		if err := client.Batch(ctx, ops...); err != nil {
+	// Oldest first by time: compactRange may have moved an old record past newer ones.
+	slices.SortStableFunc(records, func(a, b Record) int { return a.HeldAt.Compare(b.HeldAt) })
+	corrupt := len(s.owed)
+	if raw != nil || corrupt > 0 { // the corrupt records go, and the range is stored tightened
+		if err := s.commit(ctx, s.next); err != nil {
 			return nil, nil, writeError("journal: rewrite the index", err)
 		}
 	}
-	if len(records) > 0 || len(bad) > 0 {
-		logger.Info("journal: recovered held state", zap.Int("records", len(records)), zap.Int("corrupt", len(bad)))
+	if len(records) > 0 || corrupt > 0 {
+		logger.Info("journal: recovered held state", zap.Int("records", len(records)), zap.Int("corrupt", corrupt))
 	}
 	return s, records, nil
 }
@@ -117,93 +115,107 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 	value := encodeRecord(kind, heldAt, metadata, payload)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.compactRange(ctx)
 	id := s.next
-	ops, owed := s.owedDeletes(2)
-	s.live[id] = struct{}{}
-	s.next = id + 1
-	oldFirst := s.first
-	s.advanceFirst()
-	ops = append(ops, storage.SetOperation(recordKey(id), value), storage.SetOperation(indexKey, encodeIndex(s.first, s.next)))
-	if err := s.client.Batch(ctx, ops...); err != nil {
+	s.live[id] = id
+	if err := s.commit(ctx, id+1, storage.SetOperation(recordKey(id), value)); err != nil {
 		delete(s.live, id)
-		s.next, s.first = id, oldFirst
-		s.restoreOwed(owed)
 		return 0, writeError("journal: append", err)
 	}
 	return id, nil
 }
 
-// owedDeletes takes the owed deletes for the next transaction (extra: room for its own ops).
-func (s *Storage) owedDeletes(extra int) ([]*storage.Operation, []uint64) {
-	ops := make([]*storage.Operation, 0, len(s.owed)+extra)
-	owed := make([]uint64, 0, len(s.owed))
-	for id := range s.owed {
-		owed = append(owed, id)
-		ops = append(ops, storage.DeleteOperation(recordKey(id)))
-	}
-	clear(s.owed)
-	return ops, owed
-}
-
-// restoreOwed puts back the owed deletes of a transaction that failed.
-func (s *Storage) restoreOwed(ids []uint64) {
-	for _, id := range ids {
-		s.owed[id] = struct{}{}
-	}
-}
-
 // Remove deletes the records; ids that are not live (0, unknown, already removed) are ignored.
-// A failed delete is owed: the records are no longer live (Len), and every later write retries
-// the delete until it succeeds; until then a restart recovers them (delivered again, at least once).
+// A failed delete is owed: the records are no longer live, and every later write retries the
+// delete until it succeeds.
 func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
-		if _, ok := s.live[id]; !ok {
-			continue
+		if at, ok := s.moved[id]; ok {
+			delete(s.moved, id)
+			id = at
 		}
-		delete(s.live, id)
-		s.owed[id] = struct{}{}
+		if _, ok := s.live[id]; ok {
+			delete(s.live, id)
+			s.owed[id] = struct{}{}
+		}
 	}
 	return s.flushOwed(ctx, "journal: remove")
 }
 
-// flushOwed deletes the owed records and stores the index range without them. Callers hold mu.
+// flushOwed deletes the owed records. Callers hold mu.
 func (s *Storage) flushOwed(ctx context.Context, what string) error {
 	if len(s.owed) == 0 {
 		return nil
 	}
-	ops, owed := s.owedDeletes(1)
-	oldFirst := s.first
-	s.advanceFirst()
-	ops = append(ops, storage.SetOperation(indexKey, encodeIndex(s.first, s.next)))
-	if err := s.client.Batch(ctx, ops...); err != nil {
-		s.restoreOwed(owed)
-		s.first = oldFirst
+	if err := s.commit(ctx, s.next); err != nil {
 		return writeError(what, err)
 	}
 	return nil
 }
 
-// Len is the number of live records.
-func (s *Storage) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.live)
+// commit runs ops, the owed deletes and the index range up to next in one transaction; the range
+// starts at the first live id (the owed records go in the same transaction). The caller has made
+// its new records live and undoes that when it fails; otherwise nothing changed. Callers hold mu.
+func (s *Storage) commit(ctx context.Context, next uint64, ops ...*storage.Operation) error {
+	first := s.first // each id is passed once: amortized O(1)
+	for first < next {
+		if _, live := s.live[first]; live {
+			break
+		}
+		first++
+	}
+	for id := range s.owed {
+		ops = append(ops, storage.DeleteOperation(recordKey(id)))
+	}
+	ops = append(ops, storage.SetOperation(indexKey, encodeIndex(first, next)))
+	if err := s.client.Batch(ctx, ops...); err != nil {
+		return err
+	}
+	clear(s.owed)
+	s.first, s.next = first, next
+	return nil
 }
 
-// Corrupt is the number of records Open skipped because they could not be decoded.
-func (s *Storage) Corrupt() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.corrupt
-}
-
-// Owed is the number of records whose delete failed and is still to be retried.
-func (s *Storage) Owed() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.owed)
+// compactRange keeps the ids a restart reads (the index range) within twice the live records
+// and rangeSlack: a record that stays live long (the dropped spans of a trace active for hours)
+// would otherwise keep the range from advancing, and Open would read every id written since. It
+// moves the oldest live records forward, each under a new id, in one transaction (the caller
+// still removes them by the id it knows); a failure leaves everything as it was. Callers hold mu.
+func (s *Storage) compactRange(ctx context.Context) {
+	if s.next-s.first <= rangeSlack+2*uint64(len(s.live)) {
+		return
+	}
+	next := s.next
+	moves := map[uint64]uint64{} // new id: old id
+	var ops []*storage.Operation
+	for id := s.first; id < s.next && len(moves) < maxMoves; id++ {
+		if _, ok := s.live[id]; !ok {
+			continue
+		}
+		value, err := s.client.Get(ctx, recordKey(id))
+		if err != nil || value == nil {
+			break
+		}
+		ops = append(ops, storage.SetOperation(recordKey(next), value), storage.DeleteOperation(recordKey(id)))
+		moves[next] = id
+		next++
+	}
+	for to, from := range moves {
+		s.live[to] = s.live[from]
+		delete(s.live, from)
+	}
+	if len(moves) > 0 && s.commit(ctx, next, ops...) == nil {
+		for to := range moves {
+			s.moved[s.live[to]] = to
+		}
+		return
+	}
+	for to, from := range moves {
+		s.live[from] = s.live[to]
+		delete(s.live, to)
+	}
 }
 
 // Close makes a last attempt at the owed deletes and releases the storage client.
@@ -212,23 +224,6 @@ func (s *Storage) Close(ctx context.Context) error {
 	err := s.flushOwed(ctx, "journal: remove at close")
 	s.mu.Unlock()
 	return errors.Join(err, s.client.Close(ctx))
-}
-
-// advanceFirst moves first past ids neither live nor owed (each id is passed once: amortized O(1)).
-func (s *Storage) advanceFirst() {
-	if len(s.live) == 0 && len(s.owed) == 0 {
-		s.first = s.next
-		return
-	}
-	for s.first < s.next {
-		if _, ok := s.live[s.first]; ok {
-			return
-		}
-		if _, ok := s.owed[s.first]; ok {
-			return
-		}
-		s.first++
-	}
 }
 
 // writeError keeps storage.ErrStorageFull recognizable (errors.Is) for the caller's refusal.
@@ -264,23 +259,12 @@ func decodeIndex(b []byte) (first, next uint64, err error) {
 // count of keys in sorted order; each key, its count of values and the values, each as uvarint
 // length + bytes), then the payload to the end.
 func encodeRecord(kind Kind, heldAt time.Time, metadata map[string][]string, payload []byte) []byte {
-	size := recordHeader + binary.MaxVarintLen64 + len(payload)
-	keys := make([]string, 0, len(metadata))
-	for k, vs := range metadata {
-		keys = append(keys, k)
-		size += 2*binary.MaxVarintLen64 + len(k)
-		for _, v := range vs {
-			size += binary.MaxVarintLen64 + len(v)
-		}
-	}
-	slices.Sort(keys)
-	b := make([]byte, recordHeader, size)
+	b := make([]byte, recordHeader, recordHeader+len(payload)+64*(1+len(metadata)))
 	b[0], b[1] = recordVersion, byte(kind)
 	binary.BigEndian.PutUint64(b[6:], uint64(heldAt.UnixNano()))
-	b = binary.AppendUvarint(b, uint64(len(keys)))
-	for _, k := range keys {
-		b = appendString(b, k)
-		b = binary.AppendUvarint(b, uint64(len(metadata[k])))
+	b = binary.AppendUvarint(b, uint64(len(metadata)))
+	for _, k := range slices.Sorted(maps.Keys(metadata)) {
+		b = binary.AppendUvarint(appendString(b, k), uint64(len(metadata[k])))
 		for _, v := range metadata[k] {
 			b = appendString(b, v)
 		}

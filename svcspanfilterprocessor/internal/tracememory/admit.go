@@ -36,24 +36,19 @@ const ConnectorAttribute = "svc.gateway.connector"
 
 // Admission is the outcome of Admit for one batch.
 type Admission struct {
-	// Kept is the final decision per span of the batch, in batch order.
-	Kept []bool
-	// Held is the number of spans of the batch the memory now holds.
-	Held int
-	// Pass reports whether spans are left in the batch for the next consumer.
-	Pass bool
-	// Deliveries are spans of earlier calls that this batch released (their parent arrived in
-	// it), one per request client context; the caller delivers them and reports back with
-	// Delivered, Requeue or Discard.
+	Kept []bool // the final decision per span of the batch, in batch order
+	Held int    // the spans of the batch the memory now holds
+	Pass bool   // spans are left in the batch for the next consumer
+	// Deliveries are spans that this batch released (of earlier calls, or its own), one per
+	// request client context; the caller delivers them and reports back with Delivered, Requeue
+	// or Discard.
 	Deliveries []*Delivery
 	Stats      Stats
 
-	m   *Memory
 	ref *RecordRef
 	// unrefd are the items of the shard being admitted not yet counted in ref (one add per shard).
 	unrefd int
-	// opened are the parents the batch's connector spans made open, and dropped the dropped spans
-	// to journal.
+	// opened and dropped are the open parents and dropped spans to journal after apply.
 	opened  []openedParent
 	dropped []droppedSpan
 }
@@ -66,8 +61,10 @@ type spanRef struct {
 	// scopeAt numbers the span's ScopeSpans across the batch (origins.get).
 	scopeAt  int32
 	decision Decision
-	kept     bool
-	held     bool
+	// planned is the verdict writeAhead plans with (planVerdicts).
+	planned Verdict
+	kept    bool
+	held    bool
 	// fresh: the batch made the span known to its trace (no record before): only then may held
 	// spans wait on it (a parent walk waits only at a span its trace does not know).
 	fresh bool
@@ -79,13 +76,12 @@ type spanRef struct {
 	mayHold, connector bool
 }
 
-// origins creates the shared resource and scope copies of a batch once, on first use, and the
-// held copies of its spans.
+// origins creates the shared resource and scope copies of a batch once, on first use (a batch of
+// which nothing is held or delivered from the memory needs none), and the held copies of its spans.
 type origins struct {
 	td      ptrace.Traces
 	request *requestOrigin
-	// By resource index and by spanRef.scopeAt (a batch has few of each), made on first use: a
-	// batch of which nothing is held or delivered from the memory needs none.
+	// By resource index and by spanRef.scopeAt (a batch has few of each).
 	resources, scopes int32
 	resource          []*resourceOrigin
 	scope             []*scopeOrigin
@@ -100,20 +96,17 @@ func (o *origins) get(r *spanRef) *scopeOrigin {
 	if so := o.scope[r.scopeAt]; so != nil {
 		return so
 	}
-	ro := o.resource[r.resource]
-	if ro == nil {
-		rs := o.td.ResourceSpans().At(int(r.resource))
+	rs := o.td.ResourceSpans().At(int(r.resource))
+	if o.resource[r.resource] == nil {
 		res := pcommon.NewResource()
 		rs.Resource().CopyTo(res)
-		ro = &resourceOrigin{request: o.request, resource: res, schemaURL: rs.SchemaUrl()}
-		o.resource[r.resource] = ro
+		o.resource[r.resource] = &resourceOrigin{request: o.request, resource: res, schemaURL: rs.SchemaUrl()}
 	}
-	ss := o.td.ResourceSpans().At(int(r.resource)).ScopeSpans().At(int(r.scope))
+	ss := rs.ScopeSpans().At(int(r.scope))
 	scope := pcommon.NewInstrumentationScope()
 	ss.Scope().CopyTo(scope)
-	so := &scopeOrigin{resource: ro, scope: scope, schemaURL: ss.SchemaUrl()}
-	o.scope[r.scopeAt] = so
-	return so
+	o.scope[r.scopeAt] = &scopeOrigin{resource: o.resource[r.resource], scope: scope, schemaURL: ss.SchemaUrl()}
+	return o.scope[r.scopeAt]
 }
 
 // newHeld is an empty span for a span of the batch to move into and be held.
@@ -128,29 +121,19 @@ func (o *origins) newHeld() ptrace.Span {
 // td unchanged or re-parented, or it is moved out of td to be held; a dropped span goes on as a
 // connector span when delivered spans point at it, and is removed from td otherwise. decisions
 // has one entry per span of td in order. It returns ErrOverloaded, admitting nothing, when
-// released spans refused by the next consumer fill the memory limit.
-//
-// Write ahead, then apply: with a journal, the spans the call may hold are written (writeAhead)
-// before the call changes anything another call can see; a failed write returns the error with
-// nothing changed. The open parents and dropped spans the call made known are written after, still
-// before the call is acknowledged. A failure there cannot refuse the call: its spans went on or are
-// held already, and the client's resend would deliver them twice. The call is acknowledged and the
-// failure logged; only the placement of late spans after a crash depends on those records.
+// released spans refused by the next consumer fill the memory limit. With a journal it writes
+// ahead, then applies (doc.go): a failed write ahead returns the error with nothing changed; a
+// failed write of the open parents and dropped spans after apply is only logged.
 func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision) (*Admission, error) {
 	if m.readyBytes.Load() > m.cfg.MemoryLimitBytes {
 		return nil, ErrOverloaded
 	}
-	adm := &Admission{m: m, ref: &RecordRef{left: 1, journal: m.journal, logger: m.cfg.Logger}}
-	now := m.cfg.Now()
-	var ahead func([]spanRef, *origins) error
-	if m.cfg.Journaled {
-		ahead = func(refs []spanRef, og *origins) error { return m.writeAhead(adm.ref, info, refs, og, now) }
-	}
-	if err := m.admit(adm, newRequestOrigin(info), td, decisions, now, ahead); err != nil {
+	adm := &Admission{ref: m.NewRecordRef(0, 1)} // its id is set by the write ahead, if any
+	if err := m.admit(adm, newRequestOrigin(info), td, decisions, m.cfg.Now(), m.cfg.Journaled); err != nil {
 		return nil, fmt.Errorf("svcspanfilter: recording held spans: %w", err)
 	}
 	if err := errors.Join(m.journalOpened(context.Background(), adm.opened),
-		m.journalDropped(context.Background(), adm.dropped)); err != nil && m.cfg.Logger != nil {
+		m.journalDropped(context.Background(), adm.dropped)); err != nil {
 		m.cfg.Logger.Warn("Could not journal the open parents and dropped spans of a call; a kept span arriving after a restart below one of them may not find its nearest kept ancestor",
 			zap.Int("parents", len(adm.opened)), zap.Int("dropped", len(adm.dropped)), zap.Error(err))
 	}
@@ -163,9 +146,10 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	return adm, nil
 }
 
-// admit is Admit with the held time given (recovery passes the original one); ahead, when not
-// nil, runs before anything changes and its error admits nothing.
-func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, decisions []Decision, heldAt time.Time, ahead func([]spanRef, *origins) error) error {
+// admit is Admit with the held time given (recovery passes the original one); ahead: it writes
+// ahead before anything changes, and a failed write admits nothing.
+func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, decisions []Decision,
+	heldAt time.Time, ahead bool) error {
 	sc := m.scratch.Get().(*admitScratch)
 	defer m.scratch.Put(sc)
 	refs := sc.refs[:0]
@@ -181,7 +165,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 				span := spans.At(k)
 				shardOf = append(shardOf, int32(m.shardOf(span.TraceID())))
 				refs = append(refs, spanRef{span: span, resource: int32(i), scope: int32(j), scopeAt: scopes,
-					decision: decisions[len(refs)], scopeAwaits: awaits, mayHold: ahead == nil})
+					decision: decisions[len(refs)], scopeAwaits: awaits, mayHold: !ahead})
 			}
 			scopes++
 		}
@@ -191,8 +175,8 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		clear(refs) // no reference to the batch stays in the pool
 		sc.refs, sc.shardOf = refs[:0], shardOf[:0]
 	}()
-	if ahead != nil {
-		if err := ahead(refs, og); err != nil {
+	if ahead {
+		if err := m.writeAhead(adm.ref, refs, og, heldAt); err != nil {
 			return err
 		}
 	}
@@ -220,29 +204,28 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 }
 
 // applyByShard admits the spans shard by shard (each shard locked once), in a counting sort of
-// their indexes by shard.
+// their indexes by shard: shard s has order[start[s]:start[s+1]].
 func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, shardOf []int32, og *origins, now time.Time, out *released) {
-	counts := sc.counts(len(m.shards))
+	start := append(sc.start[:0], make([]int32, len(m.shards)+1)...)
 	for _, s := range shardOf {
-		counts[s+1]++
+		start[s+1]++
 	}
-	for s := 1; s < len(counts); s++ {
-		counts[s] += counts[s-1]
+	for s := 1; s < len(start); s++ {
+		start[s] += start[s-1]
 	}
-	order := sc.order(len(refs))
-	fill := sc.fill(counts)
+	fill := append(sc.fill[:0], start...)
+	order := append(sc.order[:0], make([]int32, len(refs))...)
 	for i, s := range shardOf {
 		order[fill[s]] = int32(i)
 		fill[s]++
 	}
-	for s := range m.shards {
-		idx := order[counts[s]:counts[s+1]]
-		if len(idx) == 0 {
+	sc.start, sc.fill, sc.order = start, fill, order
+	for s, sh := range m.shards {
+		if start[s] == start[s+1] {
 			continue
 		}
-		sh := m.shards[s]
 		sh.mu.Lock()
-		sh.admit(m, adm, refs, idx, og, now, out)
+		sh.admit(m, adm, refs, order[start[s]:start[s+1]], og, now, out)
 		// Counted once per shard, before another call can release (and finish) its items.
 		adm.ref.add(adm.unrefd)
 		adm.unrefd = 0
@@ -271,36 +254,14 @@ func removeGone(td ptrace.Traces, refs []spanRef) {
 
 // admitScratch is the per-call working memory of admit, pooled.
 type admitScratch struct {
-	refs           []spanRef
-	shardOf, index []int32
-	offsets, next  []int32
-}
-
-func (sc *admitScratch) counts(shards int) []int32 {
-	sc.offsets = append(sc.offsets[:0], make([]int32, shards+1)...)
-	return sc.offsets
-}
-
-func (sc *admitScratch) order(n int) []int32 {
-	if cap(sc.index) < n {
-		sc.index = make([]int32, n)
-	}
-	return sc.index[:n]
-}
-
-func (sc *admitScratch) fill(counts []int32) []int32 {
-	sc.next = append(sc.next[:0], counts...)
-	return sc.next
+	refs                        []spanRef
+	shardOf, start, fill, order []int32
 }
 
 // admit runs under the shard lock for the spans of the batch (idx into refs) that belong to it.
 func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, og *origins, now time.Time, out *released) {
 	// First every span is recorded, so that a parent later in the batch is already known.
 	var last *trace
-	var calls *callTraces
-	if m.cfg.Journaled {
-		calls = &callTraces{}
-	}
 	for n, i := range idx {
 		r := &refs[i]
 		if id := r.span.TraceID(); last == nil || last.id != id {
@@ -347,8 +308,8 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 			sh.arrived(m, r.trace, id, out)
 		}
 	}
-	if calls != nil {
-		calls.pickDropped(refs, idx, out)
+	if m.cfg.Journaled {
+		pickDropped(refs, idx, out)
 	}
 	sh.sizeIfMany(m)
 }
@@ -371,17 +332,12 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	id := span.SpanID()
 	var contentRefs []*RecordRef
 	if old != nil {
-		// Sent again: this copy, written ahead, takes its place. The content joined onto the old
-		// copy is joined onto this one (trace.joined); its records go with this one.
+		// Sent again: this copy, written ahead, takes its place and carries the old copy's records
+		// (its call was acknowledged for it), done once this copy is handed on.
 		sh.unhold(m, t, old)
-		out.done = append(out.done, old.ref)
-		contentRefs = old.contentRefs
+		contentRefs = append(old.contentRefs, old.ref)
 	}
-	if ref, ok := t.open[id]; ok {
-		delete(t.open, id)
-		m.addBytes(t, -openCost)
-		out.closeOpen(ref)
-	}
+	t.closeOpen(m, id)
 	reason, at, joined, gather := sh.settleKept(m, r, og.request.tenant, out)
 	if joined != nil {
 		contentRefs = append(contentRefs, joined...)
@@ -390,14 +346,18 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		// Not written ahead (its trace changed between the plan and now): it goes on at once, as
 		// when its wait ends (rule 1: pointing at the unknown span, which becomes open).
 		if reason&WaitParent != 0 {
-			sh.goOnAt(m, t, span, at, out)
+			out.open(m, t, at, id)
+			if at != span.ParentSpanID() {
+				setParent(span, at)
+				out.stats.Reparented[ReparentOpenAncestor]++
+			}
 		}
 		reason = 0
 	}
-	if reason == 0 && (joined == nil || !r.mayHold) {
-		// It goes on in td. Content joined onto it when its write ahead did not expect that
-		// (the content came since) stays journaled until its trace is forgotten: a resend after a
-		// refusal of td joins that content again.
+	if reason == 0 && ((joined == nil && old == nil) || !r.mayHold) {
+		// It goes on in td. The records it carries when its write ahead did not expect that (the
+		// content or the held copy came since) stay journaled until its trace is forgotten: a
+		// resend after a refusal of td joins that content again.
 		if len(contentRefs) > 0 {
 			t.keepRefs().joined = append(t.keepRefs().joined, contentRefs...)
 		}
@@ -408,8 +368,8 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	r.held = true // out of the batch
 	adm.unrefd++
 	if reason == 0 {
-		// It carries joined content: it goes on as a delivery of this call, journaled with it,
-		// so that the content's records are removed only once it was handed on.
+		// It carries joined content or replaces a held copy: it goes on as a delivery of this
+		// call, journaled with it, so that the records it carries go only once it was handed on.
 		it.bytes, it.sized = itemSize(it.span), true
 		out.items = append(out.items, it)
 		return
@@ -461,36 +421,16 @@ func (sh *shard) settleKept(m *Memory, r *spanRef, tenant string, out *released)
 	}
 	var reason HeldReason
 	end, at := t.walk(id, span.ParentSpanID())
-	switch end {
-	case endRoot:
-		if !span.ParentSpanID().IsEmpty() {
-			setParent(span, pcommon.SpanID{})
-			out.stats.Reparented[ReparentNoKeptAncestor]++
-		}
-	case endDelivered:
-		if t.cutsCycle(id, at) {
-			setParent(span, pcommon.SpanID{})
-			out.stats.Reparented[ReparentCycle]++
-		} else if at != span.ParentSpanID() {
-			setParent(span, at)
-			out.stats.Reparented[ReparentDroppedParent]++
-		}
-	case endUnknown:
+	if end == endUnknown {
 		reason |= WaitParent
+	} else if parent, why := t.settledAt(id, end, at); parent != span.ParentSpanID() {
+		setParent(span, parent)
+		out.stats.Reparented[why]++
 	}
 	if awaits {
 		reason |= WaitContent
 	}
 	return reason, at, joined, gather
-}
-
-// goOnAt sends span on pointing at at, the unknown span its walk stopped at, which becomes open.
-func (sh *shard) goOnAt(m *Memory, t *trace, span ptrace.Span, at pcommon.SpanID, out *released) {
-	out.open(m, t, at)
-	if at != span.ParentSpanID() {
-		setParent(span, at)
-		out.stats.Reparented[ReparentOpenAncestor]++
-	}
 }
 
 // admitDropped settles dropped span r: its waiting content is discarded, and when delivered
@@ -502,26 +442,18 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 	if cs, ok := t.content[id]; ok {
 		sh.dropContent(m, t, id, cs, UnmatchedSpanDropped, out) // content of a dropped span goes nowhere
 	}
-	ref, open := t.open[id]
-	if open {
-		delete(t.open, id)
-		m.addBytes(t, -openCost)
-		out.closeOpen(ref)
-	}
+	open := t.closeOpen(m, id)
 	again := !r.fresh && t.records[id].state == stateConnector
 	if !m.cfg.ConnectorSpans || !(open || again) {
 		return
 	}
 	t.records[id] = record{parent: span.ParentSpanID(), state: stateConnector}
-	end, at := t.walk(id, span.ParentSpanID())
-	switch {
-	case end == endDelivered && !t.cutsCycle(id, at):
+	if end, at := t.walk(id, span.ParentSpanID()); end == endUnknown {
 		span.SetParentSpanID(at)
-	case end == endUnknown:
-		span.SetParentSpanID(at)
-		out.open(m, t, at)
-	default:
-		span.SetParentSpanID(pcommon.SpanID{})
+		out.open(m, t, at, id)
+	} else {
+		parent, _ := t.settledAt(id, end, at)
+		span.SetParentSpanID(parent)
 	}
 	out.stats.Connectors++
 	if !r.mayHold {
@@ -563,16 +495,11 @@ func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) 
 		if next != nil {
 			next.waitPrev = nil
 		}
-		end, at := t.walk(it.span.SpanID(), id)
-		switch {
-		case end == endRoot:
-			sh.settleParent(m, t, it, pcommon.SpanID{}, ReparentNoKeptAncestor, ReleaseParentArrived, out)
-		case end == endDelivered && t.cutsCycle(it.span.SpanID(), at):
-			sh.settleParent(m, t, it, pcommon.SpanID{}, ReparentCycle, ReleaseParentArrived, out)
-		case end == endDelivered:
-			sh.settleParent(m, t, it, at, ReparentDroppedParent, ReleaseParentArrived, out)
-		default:
+		if end, at := t.walk(it.span.SpanID(), id); end == endUnknown {
 			t.addWaiting(it, at)
+		} else {
+			parent, why := t.settledAt(it.span.SpanID(), end, at)
+			sh.settleParent(m, t, it, parent, why, ReleaseParentArrived, out)
 		}
 		it = next
 	}

@@ -106,7 +106,7 @@ func TestWaitingIndex(t *testing.T) {
 			}
 			checkIndex := func(on pcommon.SpanID, want []int) {
 				t.Helper()
-				first := tr.waitingHead(on)
+				first := tr.waitingOn[on]
 				assert.Equal(t, want, listOf(first))
 				if first != nil {
 					assert.Nil(t, first.waitPrev)

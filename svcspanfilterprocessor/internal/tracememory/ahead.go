@@ -14,40 +14,36 @@ import (
 // writeAhead marks the spans of a call that the memory may hold or release as its own deliveries
 // (spanRef.mayHold) and writes copies of them, one KindSpans record whose id ref takes, before the
 // call changes anything (it only reads the memory). A kept span may be held when it may wait for
-// its content or its parent walk through the call's own spans leaves the call, and it goes on as a
-// delivery carrying content that waits for it; a dropped span goes on as a connector span when
-// delivered spans point at it. The spans of whole traces (every ancestor up to a kept one or the
-// root in the call) with no content waiting can hold nothing: a call of whole traces writes no
-// held span (only the ids of its dropped spans, dropped.go).
-func (m *Memory) writeAhead(ref *RecordRef, info client.Info, refs []spanRef, og *origins, heldAt time.Time) error {
+// its content or its parent walk through the call's own spans leaves the call, and it goes on as
+// a delivery carrying content that waits for it or replacing a held copy of it; a dropped span
+// goes on as a connector span when delivered spans point at it. A call of whole traces (every
+// ancestor up to a kept one or the root in the call) with no content waiting writes nothing here.
+func (m *Memory) writeAhead(ref *RecordRef, refs []spanRef, og *origins, heldAt time.Time) error {
 	var local map[callKey]int32
 	var copies *heldCopy
+	m.planVerdicts(refs)
 	for i := range refs {
 		r := &refs[i]
-		if r.decision.Verdict == Drop {
-			if !m.cfg.ConnectorSpans || !m.known(r.span, mayConnect) {
-				continue
-			}
+		switch {
+		case r.planned == Drop:
+			r.mayHold = m.cfg.ConnectorSpans && m.known(r.span, mayConnect)
+		case r.scopeAwaits && m.join.AwaitsContent(r.span):
 			r.mayHold = true
-			if copies == nil {
-				copies = newHeldCopy()
-			}
-			toConnector(copies.add(og.get(r), r.span))
-			continue
-		}
-		if !r.scopeAwaits || !m.join.AwaitsContent(r.span) {
+		default:
 			if local == nil {
 				local = indexCall(refs)
 			}
-			if resolvesInCall(refs, local, r) && !m.known(r.span, hasWaitingContent) {
-				continue
-			}
+			r.mayHold = !resolvesInCall(refs, local, r) || m.known(r.span, waitedForOrHeld)
 		}
-		r.mayHold = true
+		if !r.mayHold {
+			continue
+		}
 		if copies == nil {
 			copies = newHeldCopy()
 		}
-		copies.add(og.get(r), r.span)
+		if cp := copies.add(og.get(r), r.span); r.planned == Drop {
+			toConnector(cp)
+		}
 	}
 	if copies == nil {
 		return nil
@@ -56,22 +52,23 @@ func (m *Memory) writeAhead(ref *RecordRef, info client.Info, refs []spanRef, og
 	if err != nil {
 		return err
 	}
-	id, err := m.journal.Append(context.Background(), journal.KindSpans, heldAt, Metadata(info), payload)
+	md := Metadata(og.request.info)
+	id, err := m.journal.Append(context.Background(), journal.KindSpans, heldAt, md, payload)
 	ref.id = id
 	return err
 }
 
-// mayConnect and hasWaitingContent are what writeAhead asks the memory of a span (under its
+// mayConnect and waitedForOrHeld are what writeAhead asks the memory of a span (under its
 // shard's lock): delivered spans point at it, or it went on as a connector before; content waits
-// for it.
+// for it, or a copy of it is held (this call releases it, so it must carry it durably).
 func mayConnect(t *trace, id pcommon.SpanID) bool {
 	_, open := t.open[id]
 	return open || t.records[id].state == stateConnector
 }
 
-func hasWaitingContent(t *trace, id pcommon.SpanID) bool {
-	_, ok := t.content[id]
-	return ok
+func waitedForOrHeld(t *trace, id pcommon.SpanID) bool {
+	_, waited := t.content[id]
+	return waited || t.held[id] != nil
 }
 
 // known asks what of span's trace, if the memory has it.
@@ -82,6 +79,33 @@ func (m *Memory) known(span ptrace.Span, what func(*trace, pcommon.SpanID) bool)
 	t := sh.traces[span.TraceID()]
 	return t != nil && what(t, span.SpanID())
 }
+
+// planVerdicts sets the verdict the plan works with: a span kept only in an experiment is planned
+// kept when a span of the call marks its trace or the memory knows the trace as one, else dropped,
+// so that no copy of it is written ahead (and recovered as kept) unless its trace is an experiment.
+// Marked between the plan and apply, the trace keeps the span, which then goes on at once (rule 1).
+func (m *Memory) planVerdicts(refs []spanRef) {
+	var marked map[pcommon.TraceID]bool // made on first use: most calls mark no experiment
+	for i := range refs {
+		refs[i].planned = refs[i].decision.Verdict
+		if refs[i].decision.MarksExperiment {
+			if marked == nil {
+				marked = map[pcommon.TraceID]bool{}
+			}
+			marked[refs[i].span.TraceID()] = true
+		}
+	}
+	for i := range refs {
+		if r := &refs[i]; r.planned == KeepIfExperiment {
+			r.planned = Drop
+			if marked[r.span.TraceID()] || m.known(r.span, isExperiment) {
+				r.planned = Keep
+			}
+		}
+	}
+}
+
+func isExperiment(t *trace, _ pcommon.SpanID) bool { return t.experiment }
 
 // callKey is a span of one call.
 type callKey struct {
@@ -110,11 +134,8 @@ func resolvesInCall(refs []spanRef, local map[callKey]int32, r *spanRef) bool {
 		if !ok {
 			return false
 		}
-		switch refs[j].decision.Verdict {
-		case Keep:
+		if refs[j].planned == Keep {
 			return true
-		case KeepIfExperiment:
-			return false // kept or not: known only once the trace's experiment mark is
 		}
 		p = refs[j].span.ParentSpanID()
 	}

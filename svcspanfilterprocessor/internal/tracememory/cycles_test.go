@@ -95,3 +95,41 @@ func TestCycleClosedAfterTheWaitEnded(t *testing.T) {
 		d.checkInvariants(t, true, false)
 	})
 }
+
+// A span that went on pointing at its open parent is still seen by the cycle check when that parent
+// arrives with the span as its own parent after the trace was compacted (remember_duration) or
+// after a restart: the parent goes on as a root, never as a cycle.
+func TestCycleClosedAfterCompactionOrRestart(t *testing.T) {
+	compact := func(d *driver) { d.advance(testConfig(d.clock).RememberDuration + time.Second) }
+	restart := func(d *driver) { d.kill() }
+	direct := []sp{{name: "a", parent: "b", kept: true}}
+	throughDropped := []sp{{name: "a", parent: "d", kept: true}, {name: "d", parent: "b"}}
+	twoChildren := []sp{{name: "a", parent: "b", kept: true}, {name: "a2", parent: "b", kept: true}}
+	for _, tc := range []struct {
+		name   string
+		first  []sp
+		then   func(d *driver)
+		closer string // b's parent
+	}{
+		{name: "compacted", first: direct, then: compact, closer: "a"},
+		{name: "restart", first: direct, then: restart, closer: "a"},
+		{name: "compacted, through a dropped span", first: throughDropped, then: compact, closer: "a"},
+		{name: "restart, through a dropped span", first: throughDropped, then: restart, closer: "a"},
+		{name: "restart, below one of two children", first: twoChildren, then: restart, closer: "a"},
+		{name: "restart, below the other of two children", first: twoChildren, then: restart, closer: "a2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, nil)
+			require.NoError(t, d.send(tc.first...))
+			d.advance(10 * time.Second) // the kept spans go on pointing at b (open)
+			tc.then(d)
+			require.NoError(t, d.send(sp{name: "b", parent: tc.closer, kept: true}))
+			d.advance(time.Minute)
+			d.shutdown()
+			assert.Equal(t, "", d.tree()["b"], "b goes on as a root")
+			assert.Equal(t, "b", d.tree()["a"])
+			assert.Equal(t, int64(1), d.stats.Reparented[ReparentCycle])
+			d.checkInvariants(t, true, false)
+		})
+	}
+}

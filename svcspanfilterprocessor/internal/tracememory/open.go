@@ -12,100 +12,78 @@ import (
 
 // Open parents are ids that delivered spans point at and that the memory has not seen: a dropped
 // span with such an id, arriving within late_parent_window, goes on as a connector span so that
-// the tree stays whole. They are journaled (KindOpen, 24 bytes each) when they become open, before
-// the spans pointing at them go on, so that a restart still bridges them.
+// the tree stays whole. They are journaled (KindOpen, 32 bytes each) before the spans pointing at
+// them go on, so that a restart still bridges them; each with a span that went on pointing at it,
+// so that the parent arriving after the restart with that span as its own parent is cut as a cycle
+// (trace.cutsCycle). Like the records of dropped spans, their records stay until their trace is
+// forgotten.
 
-// openedParent is a parent that became open in one operation, to journal.
+// openedParent is a parent that became open in one operation, to journal, and the span that went
+// on pointing at it.
 type openedParent struct {
-	t  *trace
-	id pcommon.SpanID
+	t         *trace
+	id, child pcommon.SpanID
 }
 
-// openBytes is the size of one open parent in a KindOpen payload: trace id, then span id.
-const openBytes = 16 + 8
+// openBytes is the size of one open parent in a KindOpen payload: trace id, span id, child id.
+const openBytes = 16 + 8 + 8
 
-// open makes id an open parent of t (under the shard lock); a new one is journaled with what the
-// operation released (journalOpened).
-func (out *released) open(m *Memory, t *trace, id pcommon.SpanID) {
-	n := t.addOpen(id)
-	m.addBytes(t, n)
-	if n > 0 && m.cfg.Journaled {
-		out.opened = append(out.opened, openedParent{t: t, id: id})
+// open makes id an open parent of t (under the shard lock), child going on pointing at it; it is
+// journaled with what the operation released (journalOpened), for every child (any may be the
+// parent's own parent).
+func (out *released) open(m *Memory, t *trace, id, child pcommon.SpanID) {
+	m.addBytes(t, t.addOpen(id))
+	if m.cfg.Journaled {
+		out.opened = append(out.opened, openedParent{t: t, id: id, child: child})
 	}
 }
 
-// closeOpen marks an open parent's record entry done (the parent arrived, or its trace is
-// forgotten) once the shard locks are released.
-func (out *released) closeOpen(ref *RecordRef) {
-	if ref != nil {
-		out.done = append(out.done, ref)
+// closeOpen closes id if it is an open parent of t (it arrived) and reports whether it was.
+func (t *trace) closeOpen(m *Memory, id pcommon.SpanID) bool {
+	_, ok := t.open[id]
+	if ok {
+		delete(t.open, id)
+		m.addBytes(t, -openCost)
 	}
+	return ok
 }
 
-// journalOpened writes one KindOpen record for the parents an operation opened and attaches it to
-// those still open. Call it with no shard lock held, before the spans pointing at them go on.
+// journalOpened writes one KindOpen record for the parents an operation opened. Call it with no
+// shard lock held, before the spans pointing at them go on.
 func (m *Memory) journalOpened(ctx context.Context, opened []openedParent) error {
 	if len(opened) == 0 {
 		return nil
 	}
 	payload := make([]byte, 0, openBytes*len(opened))
+	traces := make([]*trace, 0, len(opened))
 	for _, o := range opened {
-		payload = append(payload, o.t.id[:]...)
-		payload = append(payload, o.id[:]...)
+		payload = append(append(append(payload, o.t.id[:]...), o.id[:]...), o.child[:]...)
+		traces = append(traces, o.t)
 	}
-	id, err := m.journal.Append(ctx, journal.KindOpen, m.cfg.Now(), nil, payload)
-	if err != nil {
+	if err := m.journalTraces(ctx, journal.KindOpen, payload, traces); err != nil {
 		return fmt.Errorf("recording open parents: %w", err)
 	}
-	ref := m.NewRecordRef(id, len(opened))
-	gone := 0
-	for _, o := range opened {
-		sh := m.shards[m.shardOf(o.t.id)]
-		sh.mu.Lock()
-		if r, ok := o.t.open[o.id]; ok && r == nil && sh.traces[o.t.id] == o.t {
-			o.t.open[o.id] = ref
-		} else {
-			gone++ // closed (or forgotten) while the record was written
-		}
-		sh.unlock(m)
-	}
-	ref.Done(gone)
 	return nil
 }
 
 // journalOpenedOrWarn journals what the releaser opened; a failure only weakens a later restart
 // (the parent is not bridged after it), so the released spans go on all the same.
 func (m *Memory) journalOpenedOrWarn(out *released) {
-	if err := m.journalOpened(context.Background(), out.opened); err != nil && m.cfg.Logger != nil {
+	if err := m.journalOpened(context.Background(), out.opened); err != nil {
 		m.cfg.Logger.Warn("Could not journal open parents; a dropped parent ending after a restart will not be bridged",
 			zap.Int("parents", len(out.opened)), zap.Error(err))
 	}
 	out.opened = nil
 }
 
-// recoverOpen makes the parents of a KindOpen record open again, their traces active since the
-// record's time (late_parent_window runs on from there).
+// recoverOpen makes the parents of a KindOpen record open again, and their children known as kept
+// spans below them (unless known already, as a connector).
 func (m *Memory) recoverOpen(rec journal.Record) error {
-	if len(rec.Payload) == 0 || len(rec.Payload)%openBytes != 0 {
-		m.NewRecordRef(rec.ID, 1).Done(1)
-		return fmt.Errorf("journal record %d: open parents payload of %d bytes", rec.ID, len(rec.Payload))
-	}
-	n := len(rec.Payload) / openBytes
-	ref := m.NewRecordRef(rec.ID, n)
-	gone := 0
-	for p := rec.Payload; len(p) > 0; p = p[openBytes:] {
-		traceID, spanID := pcommon.TraceID(p[:16]), pcommon.SpanID(p[16:openBytes])
-		sh := m.shards[m.shardOf(traceID)]
-		sh.mu.Lock()
-		t := sh.touch(m, traceID, rec.HeldAt)
-		if added := t.addOpen(spanID); added > 0 {
-			m.addBytes(t, added)
-			t.open[spanID] = ref
-		} else {
-			gone++
+	return m.recoverEntries(rec, openBytes, func(t *trace, entry []byte) {
+		id, child := pcommon.SpanID(entry[:8]), pcommon.SpanID(entry[8:16])
+		if _, known := t.records[child]; !known {
+			m.addBytes(t, t.setRecord(child, id, stateKept))
 		}
-		sh.unlock(m)
-	}
-	ref.Done(gone)
-	return nil
+		m.addBytes(t, t.addOpen(id))
+	})
 }

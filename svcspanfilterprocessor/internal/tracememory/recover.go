@@ -2,6 +2,7 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/collector/client"
@@ -10,33 +11,26 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Recover re-admits the held spans of the journal's KindSpans records, oldest first, with their
-// original held time (so their waits resume with the original deadlines) and their request's client
-// metadata. Spans that resolve among themselves are queued for the releaser at once. Records of
-// other kinds are left to their owners, except KindDropped and KindOpen: the dropped spans and then
-// the open parents are restored first, with their original time, so recovered and later spans walk
-// through the dropped ones and point at the open ones. Kept spans that went on are not journaled.
+// Recover restores the dropped spans (KindDropped), then the open parents (KindOpen), so that the
+// spans recovered after them walk through the ones and point at the others, then re-admits the held
+// spans of the KindSpans records, oldest first, with their original held time (their waits resume
+// with the original deadlines) and their request's client metadata; spans that resolve among
+// themselves are queued for the releaser at once. Records of other kinds are left to their owners.
+// Kept spans that went on are not journaled.
 func (m *Memory) Recover(records []journal.Record) error {
 	var errs []error
-	// The dropped spans first, then the open parents: recovered spans walk through the ones and
-	// point at the others.
-	for _, kind := range []journal.Kind{journal.KindDropped, journal.KindOpen} {
+	for _, pass := range []struct {
+		kind    journal.Kind
+		recover func(journal.Record) error
+	}{
+		{journal.KindDropped, m.recoverDropped},
+		{journal.KindOpen, m.recoverOpen},
+		{journal.KindSpans, m.recoverSpans},
+	} {
 		for _, rec := range records {
-			if rec.Kind != kind {
-				continue
+			if rec.Kind == pass.kind {
+				errs = append(errs, pass.recover(rec))
 			}
-			recover := m.recoverOpen
-			if kind == journal.KindDropped {
-				recover = m.recoverDropped
-			}
-			if err := recover(rec); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	for _, rec := range records {
-		if rec.Kind == journal.KindSpans {
-			errs = append(errs, m.recoverSpans(rec)...)
 		}
 	}
 	for _, sh := range m.shards {
@@ -45,31 +39,28 @@ func (m *Memory) Recover(records []journal.Record) error {
 		sh.unlock(m)
 	}
 	m.Enforce()
-	if len(errs) > 0 {
-		return fmt.Errorf("tracememory: %d journal records could not be read: %v", len(errs), errs)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("tracememory: journal records could not be read: %w", err)
 	}
 	return nil
 }
 
 // recoverSpans re-admits the spans of one KindSpans record.
-func (m *Memory) recoverSpans(rec journal.Record) []error {
-	var errs []error
+func (m *Memory) recoverSpans(rec journal.Record) error {
 	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(rec.Payload)
 	if err != nil {
 		m.NewRecordRef(rec.ID, 1).Done(1) // unreadable: nothing to deliver from it
-		return []error{fmt.Errorf("journal record %d: %w", rec.ID, err)}
+		return fmt.Errorf("journal record %d: %w", rec.ID, err)
 	}
 	decisions := make([]Decision, td.SpanCount())
 	for i := range decisions {
 		decisions[i].Verdict = Keep
 	}
-	adm := &Admission{m: m, ref: m.NewRecordRef(rec.ID, 1)}
+	adm := &Admission{ref: m.NewRecordRef(rec.ID, 1)}
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
-	_ = m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt, nil) // nothing to write ahead
-	if err := m.journalOpened(context.Background(), adm.opened); err != nil {
-		errs = append(errs, err) // only a later restart would not bridge them
-	}
-	adm.opened, adm.dropped = nil, nil // recovered spans are kept: none is dropped
+	_ = m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt, false) // nothing to write ahead
+	// A failure to journal the parents this opened only weakens a later restart.
+	err = m.journalOpened(context.Background(), adm.opened)
 	if adm.Pass {
 		// Spans that resolve at once go on under the record too.
 		n := td.SpanCount()
@@ -82,5 +73,5 @@ func (m *Memory) recoverSpans(rec journal.Record) []error {
 	if !adm.Stats.empty() {
 		m.observe(&adm.Stats)
 	}
-	return errs
+	return err
 }

@@ -146,7 +146,7 @@ func TestOpenParentsSurviveRestart(t *testing.T) {
 				}
 			}
 			require.Len(t, open, 1, "the open parent is journaled")
-			assert.Len(t, open[0].Payload, 24)
+			assert.Len(t, open[0].Payload, openBytes)
 
 			// SIGKILL: a new memory recovers the journal.
 			d2 := newDriver(t, nil)
@@ -227,4 +227,25 @@ func TestEvictionDuringAWriteDeliversNothingOfTheCall(t *testing.T) {
 		sp{name: "parent 2", kept: true, trace: pcommon.TraceID{0xf1, 15: 2}}, sp{name: "parent 3", kept: true, trace: pcommon.TraceID{0xf1, 15: 3}}))
 	d.shutdown()
 	d.checkInvariants(t, true, true)
+}
+
+// A restart does not lengthen late_parent_window: the open parents of a trace that also has dropped
+// spans keep the time they were opened, so the trace is forgotten when it would have been without
+// the restart.
+func TestRecoveredOpenParentsKeepTheirTime(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		t.Run(fmt.Sprint("restart ", kill), func(t *testing.T) {
+			d := newDriver(t, nil)
+			window := testConfig(d.clock).LateParentWindow
+			require.NoError(t, d.send(sp{name: "http", parent: "agent"}, sp{name: "chat", parent: "tool", kept: true}))
+			d.advance(10 * time.Second) // chat goes on pointing at tool: an open parent
+			require.Equal(t, map[journal.Kind]int{journal.KindDropped: 1, journal.KindOpen: 1}, d.journal.kinds())
+			d.advance(window / 2)
+			if kill {
+				d.kill()
+			}
+			d.advance(window/2 + 30*time.Second)
+			assert.Empty(t, d.journal.records(), "the trace is forgotten late_parent_window after its last span")
+		})
+	}
 }

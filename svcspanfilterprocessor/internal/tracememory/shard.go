@@ -16,15 +16,11 @@ import (
 func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 	t, ok := sh.traces[id]
 	if !ok {
-		t = newTrace(id, sh)
-		t.lastActivity = now
+		t = &trace{id: id, shard: sh, bytes: traceCost, lastActivity: now}
 		sh.traces[id] = t
 		sh.pending.traces++
 		sh.pending.bytes += t.bytes
-		sh.place(t)
-		return t
-	}
-	if now.After(t.lastActivity) {
+	} else if now.After(t.lastActivity) {
 		t.lastActivity = now
 	}
 	sh.place(t)
@@ -46,14 +42,6 @@ func (sh *shard) place(t *trace) {
 		t.list.remove(t)
 	}
 	want.pushBack(t)
-}
-
-// moveTo moves t to the back of l without changing its activity.
-func (sh *shard) moveTo(t *trace, l *traceList) {
-	if t.list != nil {
-		t.list.remove(t)
-	}
-	l.pushBack(t)
 }
 
 // addBytes changes the size of t and of the memory (under t's shard lock).
@@ -84,9 +72,7 @@ func (sh *shard) hold(m *Memory, t *trace, it *item) {
 // not join goes back to wait among the trace's content.
 func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 	sh.returnHeldContent(t, it)
-	if it.reason&WaitParent != 0 {
-		t.removeWaiting(it)
-	}
+	t.removeWaiting(it)
 	delete(t.held, it.span.SpanID())
 	if !it.sized {
 		sh.unsized.remove(it) // never sized: it keeps its estimate
@@ -104,11 +90,9 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 // settleParent gives held item it the parent it goes on with; it is released unless it still waits
 // for content.
 func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.SpanID, reparent ReparentReason, why ReleaseReason, out *released) {
-	if it.reason&WaitParent != 0 {
-		t.removeWaiting(it)
-		it.reason &^= WaitParent
-		it.waitOn = pcommon.SpanID{}
-	}
+	t.removeWaiting(it)
+	it.reason &^= WaitParent
+	it.waitOn = pcommon.SpanID{}
 	if parent != it.span.ParentSpanID() {
 		setParent(it.span, parent)
 		out.stats.Reparented[reparent]++
@@ -131,7 +115,7 @@ func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *
 // keeps pointing at its (unknown) parent, never becomes a root, and that parent is now open.
 func (sh *shard) expireParent(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
 	open := it.waitOn
-	out.open(m, t, open)
+	out.open(m, t, open, it.span.SpanID())
 	sh.settleParent(m, t, it, open, ReparentOpenAncestor, why, out)
 }
 
@@ -143,11 +127,8 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 		delete(t.content, id)
 	}
 	delete(sh.withContent, t)
-	for _, ref := range t.open {
-		out.closeOpen(ref)
-	}
 	if t.refs != nil {
-		out.done = append(append(out.done, t.refs.dropped...), t.refs.joined...)
+		out.done = append(append(out.done, t.refs.records...), t.refs.joined...)
 	}
 	if t.list != nil {
 		t.list.remove(t)
@@ -163,12 +144,16 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 // connectors): a late parent, or a late kept span, whose parent walk passes through spans dropped
 // long ago still reaches the nearest kept ancestor. A walk that reaches a forgotten kept span stops
 // there as at an unknown one, which only delays the span by wait_duration: it then goes on pointing
-// at that kept span, which is in the delivered tree.
+// at that kept span, which is in the delivered tree. The kept spans that went on pointing at an
+// open parent stay too: that parent arriving with one of them as its own parent is a cycle to cut.
 func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	var bridges map[pcommon.SpanID]record
 	for id, rec := range t.records {
 		if rec.state == stateKept {
-			continue
+			end, at := t.walk(id, rec.parent)
+			if _, open := t.open[at]; end != endUnknown || !open {
+				continue
+			}
 		}
 		if bridges == nil {
 			bridges = map[pcommon.SpanID]record{}
@@ -184,24 +169,24 @@ func (sh *shard) compact(m *Memory, t *trace, out *released) {
 		out.done = append(out.done, t.refs.joined...)
 		t.refs.joined = nil
 	}
-	sh.moveTo(t, sh.late)
+	if t.list != nil {
+		t.list.remove(t)
+	}
+	sh.late.pushBack(t)
 }
 
 // spareAttributes is the room setParent makes for attributes added after its own (the next
 // processors may add some).
 const spareAttributes = 4
 
-// setParent points span at parent and records the parent it had (first one wins, so a span
-// re-parented by an earlier gateway keeps its true original parent).
+// setParent points span at parent and records the parent it had, once: a span re-parented by an
+// earlier gateway keeps its true original parent (and its attributes are not copied for nothing).
 func setParent(span ptrace.Span, parent pcommon.SpanID) {
 	if original := span.ParentSpanID(); !original.IsEmpty() {
 		attrs := span.Attributes()
-		// A span re-parented by an earlier gateway keeps its value, and its attributes are not
-		// copied for nothing.
 		if _, had := attrs.Get(svcattr.OriginalParentSpanID); !had {
-			// Room for this attribute and a few more: a span's attributes usually fill their
-			// slice, which an append would double (twice the bytes to allocate and clear, for the
-			// GC to scan).
+			// Room for a few more: a span's attributes usually fill their slice, which an append
+			// would double (twice the bytes to allocate and clear, for the GC to scan).
 			attrs.EnsureCapacity(attrs.Len() + spareAttributes)
 			var buf [2 * len(original)]byte
 			hex.Encode(buf[:], original[:])

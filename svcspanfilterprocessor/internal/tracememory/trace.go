@@ -41,13 +41,11 @@ type trace struct {
 	// held are the held items by their own span id (a span sent twice replaces its held copy).
 	held map[pcommon.SpanID]*item
 	// waitingOn indexes held items by the unknown span their parent walk stopped at, so the arrival
-	// of that span resolves exactly them: the first of a list linked through item.waitNext. Read and
-	// change it through waitingHead, setWaitingHead, addWaiting, removeWaiting and takeWaiting.
+	// of that span resolves exactly them: the first of a list linked through item.waitNext. Change
+	// it through setWaitingHead, addWaiting, removeWaiting and takeWaiting.
 	waitingOn map[pcommon.SpanID]*item
-	// open are parents that delivered spans point at and that were not seen when they were delivered,
-	// each with the journal record that keeps it across a restart (nil without a journal, or until
-	// the record is written: see journalOpened).
-	open map[pcommon.SpanID]*RecordRef
+	// open are parents that delivered spans point at and that were not seen when they were delivered.
+	open map[pcommon.SpanID]struct{}
 	// content waits for its span (issue 18), by span id.
 	content map[pcommon.SpanID][]waitingContent
 	// joined is the content joined onto spans that went on (or are held carrying it), by span id:
@@ -69,9 +67,10 @@ type trace struct {
 
 // traceRefs are the journal records a trace keeps until it is forgotten.
 type traceRefs struct {
-	// durable: the records of its dropped spans are journaled (dropped.go), in dropped.
+	// records are those of its dropped spans and open parents; durable: the records of all its
+	// dropped spans are among them (dropped.go).
+	records []*RecordRef
 	durable bool
-	dropped []*RecordRef
 	// joined are the records of content joined onto spans that went on in their own call (a
 	// resend after a refusal of that call joins the content again).
 	joined []*RecordRef
@@ -87,10 +86,6 @@ func (t *trace) keepRefs() *traceRefs {
 
 // durable reports whether the records of t's dropped spans are journaled.
 func (t *trace) durable() bool { return t.refs != nil && t.refs.durable }
-
-func newTrace(id pcommon.TraceID, sh *shard) *trace {
-	return &trace{id: id, shard: sh, bytes: traceCost}
-}
 
 // walkEnd is where a parent walk through known-dropped spans ends.
 type walkEnd uint8
@@ -144,6 +139,19 @@ func (t *trace) cutsCycle(id, at pcommon.SpanID) bool {
 	return false
 }
 
+// settledAt is the parent a span goes on with when its parent walk ended at a root or at a
+// delivered span, and the reason counted when that is not the parent it came with.
+func (t *trace) settledAt(id pcommon.SpanID, end walkEnd, at pcommon.SpanID,
+) (pcommon.SpanID, ReparentReason) {
+	switch {
+	case end == endRoot:
+		return pcommon.SpanID{}, ReparentNoKeptAncestor
+	case t.cutsCycle(id, at):
+		return pcommon.SpanID{}, ReparentCycle
+	}
+	return at, ReparentDroppedParent
+}
+
 // setRecord remembers a span, and reports the size change.
 func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
 	if id.IsEmpty() {
@@ -165,17 +173,14 @@ func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
 
 func (t *trace) addOpen(id pcommon.SpanID) int64 {
 	if t.open == nil {
-		t.open = map[pcommon.SpanID]*RecordRef{}
+		t.open = map[pcommon.SpanID]struct{}{}
 	}
 	if _, ok := t.open[id]; ok {
 		return 0
 	}
-	t.open[id] = nil
+	t.open[id] = struct{}{}
 	return openCost
 }
-
-// waitingHead is the first item of the list waiting on on, nil when none waits.
-func (t *trace) waitingHead(on pcommon.SpanID) *item { return t.waitingOn[on] }
 
 // setWaitingHead makes first the first item of the list waiting on on; nil removes the list.
 func (t *trace) setWaitingHead(on pcommon.SpanID, first *item) {
@@ -210,7 +215,7 @@ func (t *trace) removeWaiting(it *item) {
 
 func (t *trace) addWaiting(it *item, on pcommon.SpanID) {
 	it.waitOn, it.indexed = on, true
-	next := t.waitingHead(on)
+	next := t.waitingOn[on]
 	it.waitPrev, it.waitNext = nil, next
 	if next != nil {
 		next.waitPrev = it
@@ -221,7 +226,7 @@ func (t *trace) addWaiting(it *item, on pcommon.SpanID) {
 // takeWaiting takes the items waiting on id out of the index, all at once, and returns the first;
 // the rest follow through item.waitNext, still linked for the caller to walk.
 func (t *trace) takeWaiting(id pcommon.SpanID) *item {
-	first := t.waitingHead(id)
+	first := t.waitingOn[id]
 	if first == nil {
 		return nil
 	}

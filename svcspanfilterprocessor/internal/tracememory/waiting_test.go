@@ -51,7 +51,7 @@ func TestWaitingIndexManySpansOneParent(t *testing.T) {
 				}
 			}
 			n := 0
-			for it := tr.waitingHead(idOf("agent")); it != nil; it = it.waitNext {
+			for it := tr.waitingOn[idOf("agent")]; it != nil; it = it.waitNext {
 				n++
 			}
 			require.Equal(t, len(children), n)
