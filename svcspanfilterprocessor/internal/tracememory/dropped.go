@@ -90,7 +90,7 @@ func (m *Memory) journalDropped(ctx context.Context, dropped []droppedSpan) erro
 	ref := m.NewRecordRef(id, len(traces))
 	gone := 0
 	for _, t := range traces {
-		sh := t.shard
+		sh := m.shards[m.shardOf(t.id)]
 		sh.mu.Lock()
 		if sh.traces[t.id] == t {
 			r := t.keepRefs()
