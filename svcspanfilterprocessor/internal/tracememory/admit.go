@@ -359,7 +359,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		// content or the held copy came since) stay journaled until its trace is forgotten: a
 		// resend after a refusal of td joins that content again.
 		if len(contentRefs) > 0 {
-			t.keepRefs().joined = append(t.keepRefs().joined, contentRefs...)
+			t.keepRefs().joinedRecs = append(t.keepRefs().joinedRecs, contentRefs...)
 		}
 		return
 	}
@@ -408,7 +408,7 @@ func (sh *shard) settleKept(m *Memory, r *spanRef, tenant string, out *released)
 	// copy of a span whose content was joined before (sent again) gets that content at once.
 	awaits := r.scopeAwaits && m.join.AwaitsContent(span)
 	_, waiting := t.content[id]
-	again := t.joined != nil && len(ownContent(t.joined[id], tenant, nil)) > 0
+	again := len(ownContent(t.joinedOf(id), tenant, nil)) > 0
 	var joined []*RecordRef
 	gather := false
 	if waiting || again {

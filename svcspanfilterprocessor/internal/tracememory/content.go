@@ -149,7 +149,7 @@ func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, tenan
 	id := span.SpanID()
 	cs := t.content[id]
 	own := ownContent(cs, tenant, out)
-	before := ownContent(t.joined[id], tenant, nil)
+	before := ownContent(t.joinedOf(id), tenant, nil)
 	if len(own)+len(before) == 0 {
 		sh.removeContent(m, t, id, cs)
 		return refsOf(cs)
@@ -171,22 +171,25 @@ func (sh *shard) rememberJoined(m *Memory, t *trace, id pcommon.SpanID, cs []wai
 	if len(cs) == 0 {
 		return
 	}
-	if t.joined == nil {
-		t.joined = map[pcommon.SpanID][]waitingContent{}
+	r := t.keepRefs()
+	if r.joined == nil {
+		r.joined = map[pcommon.SpanID][]waitingContent{}
 	}
 	for _, c := range cs {
-		t.joined[id] = append(t.joined[id], waitingContent{content: c.content})
+		r.joined[id] = append(r.joined[id], waitingContent{content: c.content})
 		m.addBytes(t, c.content.Size()+contentCost)
 	}
 }
 
 // forgetJoined forgets the content remembered as joined onto span id (its trace is compacted).
 func (sh *shard) forgetJoined(m *Memory, t *trace, id pcommon.SpanID) {
-	for _, j := range t.joined[id] {
+	for _, j := range t.joinedOf(id) {
 		m.addBytes(t, -(j.content.Size() + contentCost))
 	}
-	if delete(t.joined, id); len(t.joined) == 0 {
-		t.joined = nil
+	if t.refs != nil {
+		if delete(t.refs.joined, id); len(t.refs.joined) == 0 {
+			t.refs.joined = nil
+		}
 	}
 }
 

@@ -83,11 +83,12 @@ func (m *Memory) journalTraces(ctx context.Context, kind journal.Kind, payload [
 	}
 	ref := m.NewRecordRef(id, 1) // a guard until every trace holds it
 	for _, t := range traces {
-		t.shard.mu.Lock()
-		if t.shard.traces[t.id] == t { // not forgotten while the record was written
+		sh := m.shards[m.shardOf(t.id)]
+		sh.mu.Lock()
+		if sh.traces[t.id] == t { // not forgotten while the record was written
 			t.attach(m, ref, kind == journal.KindDropped)
 		}
-		t.shard.unlock(m)
+		sh.unlock(m)
 	}
 	ref.Done(1)
 	return nil

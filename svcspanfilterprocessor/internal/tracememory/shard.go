@@ -16,7 +16,8 @@ import (
 func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 	t, ok := sh.traces[id]
 	if !ok {
-		t = &trace{id: id, shard: sh, bytes: traceCost, lastActivity: now}
+		t = newTrace(id)
+		t.lastActivity = now
 		sh.traces[id] = t
 		sh.pending.traces++
 		sh.pending.bytes += t.bytes
@@ -47,7 +48,7 @@ func (sh *shard) place(t *trace) {
 // addBytes changes the size of t and of the memory (under t's shard lock).
 func (m *Memory) addBytes(t *trace, n int64) {
 	t.bytes += n
-	t.shard.pending.bytes += n
+	m.shards[m.shardOf(t.id)].pending.bytes += n
 }
 
 // hold makes it a held item of t; the caller has taken any earlier copy out.
@@ -128,7 +129,7 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 	}
 	delete(sh.withContent, t)
 	if t.refs != nil {
-		out.done = append(append(out.done, t.refs.records...), t.refs.joined...)
+		out.done = append(append(out.done, t.refs.records...), t.refs.joinedRecs...)
 	}
 	if t.list != nil {
 		t.list.remove(t)
@@ -162,12 +163,12 @@ func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	}
 	m.addBytes(t, -int64(len(t.records)-len(bridges))*recordCost)
 	t.records = bridges // a new map: a Go map does not shrink when entries are deleted
-	for id := range t.joined {
+	for id := range t.joinedMap() {
 		sh.forgetJoined(m, t, id) // its kept spans are forgotten: no copy of them is recognised
 	}
 	if t.refs != nil {
-		out.done = append(out.done, t.refs.joined...)
-		t.refs.joined = nil
+		out.done = append(out.done, t.refs.joinedRecs...)
+		t.refs.joinedRecs = nil
 	}
 	if t.list != nil {
 		t.list.remove(t)

@@ -36,7 +36,6 @@ const (
 // trace is the memory of one trace.
 type trace struct {
 	id      pcommon.TraceID
-	shard   *shard
 	records map[pcommon.SpanID]record
 	// held are the held items by their own span id (a span sent twice replaces its held copy).
 	held map[pcommon.SpanID]*item
@@ -48,12 +47,8 @@ type trace struct {
 	open map[pcommon.SpanID]struct{}
 	// content waits for its span (issue 18), by span id.
 	content map[pcommon.SpanID][]waitingContent
-	// joined is the content joined onto spans that went on (or are held carrying it), by span id:
-	// a copy of such a span sent again (a client retrying) gets it too, for as long as the trace
-	// is remembered, so that the copy the platform keeps last is never one without it.
-	joined map[pcommon.SpanID][]waitingContent
-	// refs are the journal records it keeps until it is forgotten (nil while there are none: most
-	// traces have none, and a remembered trace stays small).
+	// refs holds what few traces need (nil until then): a remembered trace stays 128 bytes, the
+	// heap per remembered trace that BenchmarkRememberedTraces measures.
 	refs       *traceRefs
 	experiment bool
 
@@ -65,15 +60,35 @@ type trace struct {
 	prev, next *trace
 }
 
-// traceRefs are the journal records a trace keeps until it is forgotten.
+// traceRefs are the journal records a trace keeps until it is forgotten and the content joined
+// onto its spans.
 type traceRefs struct {
 	// records are those of its dropped spans and open parents; durable: the records of all its
 	// dropped spans are among them (dropped.go).
 	records []*RecordRef
 	durable bool
-	// joined are the records of content joined onto spans that went on in their own call (a
+	// joinedRecs are the records of content joined onto spans that went on in their own call (a
 	// resend after a refusal of that call joins the content again).
-	joined []*RecordRef
+	joinedRecs []*RecordRef
+	// joined is the content joined onto spans that went on (or are held carrying it), by span id:
+	// a copy of such a span sent again (a client retrying) gets it too, for as long as the trace
+	// is remembered, so that the copy the platform keeps last is never one without it.
+	joined map[pcommon.SpanID][]waitingContent
+}
+
+// joinedOf is the content joined onto span id; joinedMap all of it, by span id.
+func (t *trace) joinedOf(id pcommon.SpanID) []waitingContent {
+	if t.refs == nil {
+		return nil
+	}
+	return t.refs.joined[id]
+}
+
+func (t *trace) joinedMap() map[pcommon.SpanID][]waitingContent {
+	if t.refs == nil {
+		return nil
+	}
+	return t.refs.joined
 }
 
 // keepRefs is t's traceRefs, made on first use.
@@ -86,6 +101,10 @@ func (t *trace) keepRefs() *traceRefs {
 
 // durable reports whether the records of t's dropped spans are journaled.
 func (t *trace) durable() bool { return t.refs != nil && t.refs.durable }
+
+func newTrace(id pcommon.TraceID) *trace {
+	return &trace{id: id, bytes: traceCost}
+}
 
 // walkEnd is where a parent walk through known-dropped spans ends.
 type walkEnd uint8
