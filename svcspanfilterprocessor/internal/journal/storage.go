@@ -48,9 +48,16 @@ type Storage struct {
 	first, next uint64
 	live        map[uint64]uint64
 	moved       map[uint64]uint64
-	// owed are records no longer live whose delete failed: every later transaction deletes them
-	// until one succeeds, and until then a restart recovers them (at least once, never lost).
+	// owed are records no longer live whose delete is not written yet: every later transaction
+	// deletes them until one succeeds, and until then a restart recovers them (at least once).
 	owed map[uint64]struct{}
+	// lazy are the live KindOpen and KindDropped records, by the id their caller knows. Removing
+	// one gets no transaction of its own: its delete stays owed until the next Append (or Flush,
+	// from the processor's tick, when no Append comes) carries it. A call that drops spans then
+	// costs one transaction, not two, and a restart before the delete only restores the records of
+	// traces already forgotten, which are forgotten again. A late delete of KindSpans (or
+	// KindContent) would deliver again after a restart: those keep their own transaction.
+	lazy map[uint64]struct{}
 }
 
 var _ Journal = (*Storage)(nil)
@@ -60,7 +67,7 @@ var _ Journal = (*Storage)(nil)
 // the collector from starting. An unreadable index is an error.
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
 	s := &Storage{client: client, first: 1, next: 1, live: map[uint64]uint64{}, moved: map[uint64]uint64{},
-		owed: map[uint64]struct{}{}}
+		owed: map[uint64]struct{}{}, lazy: map[uint64]struct{}{}}
 	raw, err := client.Get(ctx, indexKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: read the index: %w", err)
@@ -94,6 +101,7 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 			rec.ID = id
 			records = append(records, rec)
 			s.live[id] = id
+			s.markLazy(id, rec.Kind)
 		}
 	}
 	// Oldest first by time: compactRange may have moved an old record past newer ones.
@@ -122,16 +130,26 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 		delete(s.live, id)
 		return 0, writeError("journal: append", err)
 	}
+	s.markLazy(id, kind)
 	return id, nil
 }
 
+func (s *Storage) markLazy(id uint64, kind Kind) {
+	if kind == KindOpen || kind == KindDropped {
+		s.lazy[id] = struct{}{}
+	}
+}
+
 // Remove deletes the records; ids that are not live (0, unknown, already removed) are ignored.
-// A failed delete is owed: the records are no longer live, and every later write retries the
-// delete until it succeeds.
+// The delete of lazy records is left owed; a failed delete is owed too: the records are no longer
+// live, and every later write retries the delete until it succeeds.
 func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := false
 	for _, id := range ids {
+		_, lazy := s.lazy[id]
+		delete(s.lazy, id)
 		if at, ok := s.moved[id]; ok {
 			delete(s.moved, id)
 			id = at
@@ -139,8 +157,19 @@ func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 		if _, ok := s.live[id]; ok {
 			delete(s.live, id)
 			s.owed[id] = struct{}{}
+			now = now || !lazy
 		}
 	}
+	if !now {
+		return nil
+	}
+	return s.flushOwed(ctx, "journal: remove")
+}
+
+// Flush writes the owed deletes, if any.
+func (s *Storage) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.flushOwed(ctx, "journal: remove")
 }
 
@@ -220,10 +249,7 @@ func (s *Storage) compactRange(ctx context.Context) {
 
 // Close makes a last attempt at the owed deletes and releases the storage client.
 func (s *Storage) Close(ctx context.Context) error {
-	s.mu.Lock()
-	err := s.flushOwed(ctx, "journal: remove at close")
-	s.mu.Unlock()
-	return errors.Join(err, s.client.Close(ctx))
+	return errors.Join(s.Flush(ctx), s.client.Close(ctx))
 }
 
 // writeError keeps storage.ErrStorageFull recognizable (errors.Is) for the caller's refusal.

@@ -176,7 +176,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		sc.refs, sc.shardOf = refs[:0], shardOf[:0]
 	}()
 	if ahead {
-		if err := m.writeAhead(adm.ref, refs, og, heldAt); err != nil {
+		if err := m.writeAhead(adm.ref, sc, refs, og, heldAt); err != nil {
 			return err
 		}
 	}
@@ -256,6 +256,7 @@ func removeGone(td ptrace.Traces, refs []spanRef) {
 type admitScratch struct {
 	refs                        []spanRef
 	shardOf, start, fill, order []int32
+	local                       map[callKey]int32 // indexCall
 }
 
 // admit runs under the shard lock for the spans of the batch (idx into refs) that belong to it.
