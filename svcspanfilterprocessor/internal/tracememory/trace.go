@@ -63,10 +63,8 @@ type trace struct {
 // traceRefs are the journal records a trace keeps until it is forgotten and the content joined
 // onto its spans.
 type traceRefs struct {
-	// records are those of its dropped spans and open parents; durable: the records of all its
-	// dropped spans are among them (dropped.go).
+	// records are those of its dropped spans and open parents (dropped.go).
 	records []*RecordRef
-	durable bool
 	// joinedRecs are the records of content joined onto spans that went on in their own call (a
 	// resend after a refusal of that call joins the content again).
 	joinedRecs []*RecordRef
@@ -98,9 +96,6 @@ func (t *trace) keepRefs() *traceRefs {
 	}
 	return t.refs
 }
-
-// durable reports whether the records of t's dropped spans are journaled.
-func (t *trace) durable() bool { return t.refs != nil && t.refs.durable }
 
 func newTrace(id pcommon.TraceID) *trace {
 	return &trace{id: id, bytes: traceCost}
