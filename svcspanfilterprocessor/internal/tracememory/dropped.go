@@ -132,7 +132,7 @@ func (m *Memory) recoverOpen(rec journal.Record) error {
 		if _, known := t.records[child]; !known {
 			m.addBytes(t, t.setRecord(child, id, stateKept))
 		}
-		m.addBytes(t, t.addOpen(id))
+		t.addOpen(m, id)
 	})
 }
 
