@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
@@ -50,6 +51,14 @@ func (e *entries) add(t *trace, fields ...[]byte) {
 
 // pickDropped adds to out the call's dropped spans in one shard (idx into refs, admitted).
 func pickDropped(refs []spanRef, idx []int32, out *released) {
+	n := 0
+	for _, i := range idx {
+		if !refs[i].kept {
+			n++
+		}
+	}
+	out.dropped.payload = slices.Grow(out.dropped.payload, droppedBytes*n) // grown once, not by doubling
+	out.dropped.traces = slices.Grow(out.dropped.traces, n)
 	for _, i := range idx {
 		r := &refs[i]
 		if id := r.span.SpanID(); !r.kept && !id.IsEmpty() {
