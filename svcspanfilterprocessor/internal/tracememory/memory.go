@@ -97,22 +97,15 @@ func (m *Memory) shardOf(id pcommon.TraceID) int {
 	return int(uint32(id[12])<<24|uint32(id[13])<<16|uint32(id[14])<<8|uint32(id[15])) % len(m.shards)
 }
 
-// HeldSpans is the number of spans held (waiting for their parent or content).
-func (m *Memory) HeldSpans() int64 { return m.heldSpans.Load() }
-
-// HeldBytes is the estimated size of the held spans.
-func (m *Memory) HeldBytes() int64 { return m.heldBytes.Load() }
-
-// Bytes is everything the budget counts: records, held spans, waiting content and ready spans.
-func (m *Memory) Bytes() int64 { return m.bytes.Load() + m.readyBytes.Load() }
-
-// ReadyBytes is the size of released spans not yet accepted by the next consumer.
-func (m *Memory) ReadyBytes() int64 { return m.readyBytes.Load() }
-
-// Traces is the number of traces in memory.
-func (m *Memory) Traces() int64 { return m.traces.Load() }
-
+// HeldSpans and HeldBytes: the spans held (for their parent or content) and their estimated size;
+// ReadyBytes: released spans not yet accepted by the next consumer; Bytes: everything the budget
+// counts (records, held spans, waiting content and ready spans); Traces: the traces in memory;
 // Wake is signalled when deliveries are queued for the releaser.
+func (m *Memory) HeldSpans() int64      { return m.heldSpans.Load() }
+func (m *Memory) HeldBytes() int64      { return m.heldBytes.Load() }
+func (m *Memory) ReadyBytes() int64     { return m.readyBytes.Load() }
+func (m *Memory) Bytes() int64          { return m.bytes.Load() + m.readyBytes.Load() }
+func (m *Memory) Traces() int64         { return m.traces.Load() }
 func (m *Memory) Wake() <-chan struct{} { return m.wake }
 
 // traceList is a shard's list of traces linked through the traces themselves: a trace moves
