@@ -1,6 +1,7 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -15,20 +16,17 @@ type Content interface {
 	Tenant() string
 }
 
-// Join is the content join's hook into the memory. Its methods are called under a shard lock (all
-// but ScopeAwaitsContent) and on every batch: they must be pure and quick (no I/O, no locks).
+// Join is the content join's hook into the memory, called under a shard lock (all but
+// ScopeAwaitsContent) on every batch: pure and quick (no I/O, no locks).
 type Join interface {
-	// ScopeAwaitsContent reports whether any span of scope may wait for its content: asked once per
-	// scope of a batch, so that AwaitsContent runs only for the spans of such scopes.
+	// ScopeAwaitsContent: spans of scope may wait for content (asked once per scope of a batch).
 	ScopeAwaitsContent(scope pcommon.InstrumentationScope) bool
-	// AwaitsContent reports whether a kept span without waiting content, of a scope for which
-	// ScopeAwaitsContent holds, should be held until its content arrives (or ContentWait ends).
+	// AwaitsContent: a kept span of such a scope, with no content waiting, is held for its content.
 	AwaitsContent(span ptrace.Span) bool
-	// Complete reports whether content (every piece that arrived for one span) is all a waiting span
-	// needs: the call's output arrived. A span waiting for content gathers pieces until then.
+	// Complete: the pieces that arrived for one span are all it needs (the call's output arrived).
 	Complete(content []Content) bool
-	// Apply joins content to its span, once: every piece gathered for it. It reports false when the
-	// span keeps its own content instead (precedence): the records are then counted unmatched.
+	// Apply joins every piece gathered for span, once; false when the span keeps its own content
+	// (precedence): the records are then counted unmatched.
 	Apply(span ptrace.Span, content []Content) bool
 }
 
@@ -65,12 +63,10 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	sh := m.shards[m.shardOf(traceID)]
 	sh.mu.Lock()
 	t := sh.touch(m, traceID, now)
+	it := t.held[spanID]
 	rec, seen := t.records[spanID]
-	switch it := t.held[spanID]; {
-	case it != nil && it.tenant() != c.Tenant():
-		outcome = ContentDiscarded
-		out.stats.ContentUnmatched[UnmatchedOtherTenant] += int64(c.Records())
-	case it != nil:
+	switch {
+	case it != nil && it.tenant() == c.Tenant():
 		// Held, so not delivered yet: it gathers the pieces (a call's input often comes in an
 		// earlier logs batch than its output), joined when it is released. A span waiting for its
 		// content goes once the content is complete.
@@ -86,15 +82,22 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 				sh.release(m, t, it, ReleaseContent, &out)
 			}
 		}
-	case seen: // dropped (also when it went on as a connector span), or already gone on: too late
+	case it == nil && !seen:
+		if t.content == nil {
+			t.content = map[pcommon.SpanID][]waitingContent{}
+		}
+		t.content[spanID] = append(t.content[spanID], wc)
+		m.addBytes(t, wc.bytes())
+		sh.withContent[t] = struct{}{}
+	default: // held for another tenant, dropped (also gone on as a connector), or gone on: discarded
 		outcome = ContentDiscarded
 		why := UnmatchedSpanDropped
-		if rec.state == stateKept {
+		if it != nil {
+			why = UnmatchedOtherTenant
+		} else if rec.state == stateKept {
 			why = UnmatchedSpanGone
 		}
 		out.stats.ContentUnmatched[why] += int64(c.Records())
-	default:
-		sh.addWaiting(m, t, spanID, wc)
 	}
 	sh.unlock(m)
 	if outcome != ContentWaiting {
@@ -103,16 +106,6 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	m.finish(&out)
 	m.Enforce()
 	return outcome
-}
-
-// addWaiting makes cs wait for span id of t (under the shard lock).
-func (sh *shard) addWaiting(m *Memory, t *trace, id pcommon.SpanID, cs ...waitingContent) {
-	if t.content == nil {
-		t.content = map[pcommon.SpanID][]waitingContent{}
-	}
-	t.content[id] = append(t.content[id], cs...)
-	m.addBytes(t, bytesOf(cs))
-	sh.withContent[t] = struct{}{}
 }
 
 // contentWaitEnded ends the content wait of a held span and records how long it waited.
@@ -214,23 +207,13 @@ func (sh *shard) returnHeldContent(t *trace, it *item) {
 // ownContent is the content of cs that came with tenant's credentials (cs itself when all of it
 // is, the usual case); the rest is counted unmatched (other_tenant) in out, when out is not nil.
 func ownContent(cs []waitingContent, tenant string, out *released) []waitingContent {
-	foreign := 0
-	for _, c := range cs {
-		if c.content.Tenant() != tenant {
-			foreign++
-			if out != nil {
-				out.stats.ContentUnmatched[UnmatchedOtherTenant] += int64(c.content.Records())
-			}
-		}
-	}
-	if foreign == 0 {
+	foreign := func(c waitingContent) bool { return c.content.Tenant() != tenant }
+	if !slices.ContainsFunc(cs, foreign) {
 		return cs
 	}
-	own := make([]waitingContent, 0, len(cs)-foreign)
-	for _, c := range cs {
-		if c.content.Tenant() == tenant {
-			own = append(own, c)
-		}
+	own := slices.DeleteFunc(slices.Clone(cs), foreign)
+	if out != nil {
+		out.stats.ContentUnmatched[UnmatchedOtherTenant] += recordsOf(cs) - recordsOf(own)
 	}
 	return own
 }
