@@ -27,19 +27,20 @@ func (m *Memory) group(items []*item) []*Delivery {
 	var under copier
 	var total int64
 	for _, it := range items {
-		d := byRequest[it.origin.resource.request]
+		req := it.origin.resource.request
+		d := byRequest[req]
 		if d == nil {
-			d = &Delivery{Info: it.origin.resource.request.info, Traces: ptrace.NewTraces()}
-			byRequest[it.origin.resource.request] = d
+			d = &Delivery{Info: req.info, Traces: ptrace.NewTraces(), refs: map[*RecordRef]int{}}
+			byRequest[req] = d
 			out = append(out, d)
 		}
 		it.span.MoveTo(under.spans(d.Traces, it.origin).AppendEmpty())
 		d.Spans++
 		d.bytes += it.bytes
 		total += it.bytes
-		d.addRef(it.ref)
+		d.refs[it.ref]++ // a nil ref (no record) is Done as a no-op
 		for _, r := range it.contentRefs {
-			d.addRef(r)
+			d.refs[r]++
 		}
 	}
 	m.readyBytes.Add(total)
@@ -72,16 +73,6 @@ func (c *copier) spans(td ptrace.Traces, o *scopeOrigin) ptrace.SpanSlice {
 		c.scopes[o] = ss
 	}
 	return ss.Spans()
-}
-
-func (d *Delivery) addRef(r *RecordRef) {
-	if r == nil {
-		return
-	}
-	if d.refs == nil {
-		d.refs = make(map[*RecordRef]int, 1)
-	}
-	d.refs[r]++
 }
 
 // Delivered reports that the next consumer accepted d.
