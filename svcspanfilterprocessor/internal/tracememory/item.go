@@ -68,11 +68,11 @@ type item struct {
 	waitPrev, waitNext *item
 	// ref is the journal record of the call that held it (not its Admission, which would keep the
 	// call's deliveries alive as long as one of its spans is held).
-	ref                      *RecordRef
-	unsizedPrev, unsizedNext *item // shard.unsized
-	// bytes is what it counts in the budget: an estimate until sized (lazysize.go). indexed: it is
-	// in trace.waitingOn. The small fields share one word.
+	ref *RecordRef
+	// bytes is what it counts in the budget: an estimate until sized (lazysize.go); unsizedAt its
+	// place in shard.unsized until then (with the flags, one word). indexed: in trace.waitingOn.
 	bytes                int64
+	unsizedAt            int32
 	held, indexed, sized bool
 	content              []waitingContent // gathered while it waits for the rest (WaitContent)
 	// contentRefs are the journal records of the content joined onto it, done when it is handed on.

@@ -52,33 +52,20 @@ func (sh *shard) learn(m *Memory, extra, entries int64) {
 	sh.perEntry = m.perEntry.Load()
 }
 
-// unsizedList links a shard's held items that carry an estimate, through the items: taken out in
-// constant time when released (never kept alive by it), and holding allocates nothing.
-type unsizedList struct {
-	head *item
-	n    int
-}
+// unsizedList holds a shard's held items that carry an estimate, each knowing its place: taken
+// out in constant time when released (never kept alive by the list).
+type unsizedList []*item
 
 func (l *unsizedList) push(it *item) {
-	it.unsizedPrev, it.unsizedNext = nil, l.head
-	if l.head != nil {
-		l.head.unsizedPrev = it
-	}
-	l.head = it
-	l.n++
+	it.unsizedAt = int32(len(*l))
+	*l = append(*l, it)
 }
 
 func (l *unsizedList) remove(it *item) {
-	if it.unsizedPrev != nil {
-		it.unsizedPrev.unsizedNext = it.unsizedNext
-	} else {
-		l.head = it.unsizedNext
-	}
-	if it.unsizedNext != nil {
-		it.unsizedNext.unsizedPrev = it.unsizedPrev
-	}
-	it.unsizedPrev, it.unsizedNext = nil, nil
-	l.n--
+	last := (*l)[len(*l)-1]
+	(*l)[it.unsizedAt], last.unsizedAt = last, it.unsizedAt
+	(*l)[len(*l)-1] = nil
+	*l = (*l)[:len(*l)-1]
 }
 
 // resize gives it its exact size and corrects the counts if it is held (under the shard's lock).
@@ -96,7 +83,8 @@ func (sh *shard) resize(m *Memory, it *item, exact int64) {
 // sizeHeld sizes exactly the shard's estimated held spans (under its lock) and learns from them.
 func (sh *shard) sizeHeld(m *Memory) {
 	var extra, entries int64
-	for it := sh.unsized.head; it != nil; it = sh.unsized.head {
+	for len(sh.unsized) > 0 {
+		it := sh.unsized[len(sh.unsized)-1]
 		exact := itemSize(it.span)
 		if sizedHook != nil {
 			sizedHook(it.span)
@@ -112,7 +100,7 @@ func (sh *shard) sizeHeld(m *Memory) {
 
 // sizeIfMany sizes the shard's estimated held spans once there are more than unsizedCap of them.
 func (sh *shard) sizeIfMany(m *Memory) {
-	if sh.unsized.n > unsizedCap {
+	if len(sh.unsized) > unsizedCap {
 		sh.sizeHeld(m)
 	}
 }
