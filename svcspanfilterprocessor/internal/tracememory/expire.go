@@ -108,12 +108,18 @@ func (f *fronts) scan(m *Memory) {
 	}
 	for i, sh := range m.shards {
 		sh.mu.Lock()
-		t := sh.oldest(f.waiting)
-		if f.has[i] = t != nil; t != nil {
-			f.at[i] = t.lastActivity
-		}
+		f.read(i, sh)
 		sh.unlock(m)
 	}
+}
+
+// read notes the front of shard i (under its lock) and returns it.
+func (f *fronts) read(i int, sh *shard) *trace {
+	t := sh.oldest(f.waiting)
+	if f.has[i] = t != nil; t != nil {
+		f.at[i] = t.lastActivity
+	}
+	return t
 }
 
 func (f *fronts) oldest() int {
@@ -142,10 +148,9 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 	sh := m.shards[best]
 	sh.mu.Lock()
 	defer sh.unlock(m)
-	t := sh.oldest(f.waiting)
+	t := f.read(best, sh)
 	if t == nil {
-		f.has[best] = false // taken meanwhile; the caller looks again
-		return true
+		return true // taken meanwhile; the caller looks again
 	}
 	if f.waiting {
 		sh.releaseAll(m, t, ReleaseEvicted, out)
@@ -159,10 +164,7 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 		sh.forget(m, t, out)
 	}
 	out.stats.Evicted[why]++
-	next := sh.oldest(f.waiting)
-	if f.has[best] = next != nil; next != nil {
-		f.at[best] = next.lastActivity
-	}
+	f.read(best, sh)
 	return true
 }
 
