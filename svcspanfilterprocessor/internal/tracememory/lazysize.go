@@ -33,23 +33,14 @@ const (
 var sizedHook func(ptrace.Span)
 
 // spanEstimate is the held size of span until it is sized exactly: its fixed part, its name and
-// the learned mean size of an entry times its attributes, events and links (lengths stored in the
-// span itself: no attribute value is read). Under the shard's lock.
+// the learned mean size of an entry times its entries (lengths stored in the span itself: no
+// attribute value is read). Under the shard's lock.
 func (sh *shard) spanEstimate(span ptrace.Span) int64 {
-	entries := int64(span.Attributes().Len() + span.Events().Len() + span.Links().Len())
-	return itemCost + spanBase + int64(len(span.Name())) + entries*sh.perEntry/perEntryScale
+	return itemCost + spanBase + int64(len(span.Name())) + entriesOf(span)*sh.perEntry/perEntryScale
 }
 
-// learn moves the memory's mean bytes per entry 1/8 toward that of spans just sized exactly (a lost
-// update between shards only delays it by a pass). The shard keeps its own copy: read per held
-// span, the memory's would share a cache line that other cores write at every locked section.
-func (sh *shard) learn(m *Memory, extra, entries int64) {
-	if entries > 0 {
-		mean := min(extra*perEntryScale/entries, maxPerEntry)
-		old := m.perEntry.Load()
-		m.perEntry.Store(old + (mean-old)/8)
-	}
-	sh.perEntry = m.perEntry.Load()
+func entriesOf(span ptrace.Span) int64 {
+	return int64(span.Attributes().Len() + span.Events().Len() + span.Links().Len())
 }
 
 // unsizedList holds a shard's held items that carry an estimate, each knowing its place: taken
@@ -80,7 +71,10 @@ func (sh *shard) resize(m *Memory, it *item, exact int64) {
 	it.bytes, it.sized = exact, true
 }
 
-// sizeHeld sizes exactly the shard's estimated held spans (under its lock) and learns from them.
+// sizeHeld sizes the shard's estimated held spans exactly (under its lock) and moves the memory's
+// mean bytes per entry 1/8 toward theirs (a lost update between shards only delays it by a pass).
+// The shard keeps a copy: read per held span, the memory's would share a cache line that other
+// cores write at every locked section.
 func (sh *shard) sizeHeld(m *Memory) {
 	var extra, entries int64
 	for len(sh.unsized) > 0 {
@@ -89,13 +83,18 @@ func (sh *shard) sizeHeld(m *Memory) {
 		if sizedHook != nil {
 			sizedHook(it.span)
 		}
-		if n := int64(it.span.Attributes().Len() + it.span.Events().Len() + it.span.Links().Len()); n > 0 {
+		if n := entriesOf(it.span); n > 0 {
 			extra += exact - itemCost - spanBase - int64(len(it.span.Name()))
 			entries += n
 		}
 		sh.resize(m, it, exact)
 	}
-	sh.learn(m, extra, entries)
+	if entries > 0 {
+		mean := min(extra*perEntryScale/entries, maxPerEntry)
+		old := m.perEntry.Load()
+		m.perEntry.Store(old + (mean-old)/8)
+	}
+	sh.perEntry = m.perEntry.Load()
 }
 
 // sizeIfMany sizes the shard's estimated held spans once there are more than unsizedCap of them.
@@ -113,9 +112,8 @@ func (m *Memory) sizeDeliveries(ds []*Delivery) {
 			continue // sized, or not counted (recovered spans that resolved at once)
 		}
 		var exact int64
-		rss := d.Traces.ResourceSpans()
-		for i := 0; i < rss.Len(); i++ {
-			for _, ss := range rss.At(i).ScopeSpans().All() {
+		for _, rs := range d.Traces.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
 				for _, span := range ss.Spans().All() {
 					exact += itemSize(span)
 				}
