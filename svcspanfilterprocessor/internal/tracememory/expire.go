@@ -43,7 +43,7 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	for t := range sh.withContent {
 		sh.expireContent(m, t, now, out)
 	}
-	// Both leave the list, so the next is its head again.
+	// compact and forget take t off the idle list: the next is its head again.
 	for t := sh.idle.head; t != nil && now.Sub(t.lastActivity) >= cfg.RememberDuration; t = sh.idle.head {
 		if len(t.open) > 0 || len(t.content) > 0 {
 			sh.compact(m, t, out)
