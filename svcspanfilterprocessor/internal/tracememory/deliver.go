@@ -24,7 +24,7 @@ func (m *Memory) group(items []*item) []*Delivery {
 	}
 	var out []*Delivery
 	byRequest := map[*requestOrigin]*Delivery{}
-	var under copier
+	under := newCopier()
 	var total int64
 	for _, it := range items {
 		req := it.origin.resource.request
@@ -53,11 +53,13 @@ type copier struct {
 	scopes    map[*scopeOrigin]ptrace.ScopeSpans
 }
 
+// newCopier is inlined: a caller's maps stay on its stack when it keeps the copier there.
+func newCopier() copier {
+	return copier{map[*resourceOrigin]ptrace.ResourceSpans{}, map[*scopeOrigin]ptrace.ScopeSpans{}}
+}
+
 // spans is the span slice of o's copy in td (spans of one origin always go into one td).
 func (c *copier) spans(td ptrace.Traces, o *scopeOrigin) ptrace.SpanSlice {
-	if c.scopes == nil {
-		c.resources, c.scopes = map[*resourceOrigin]ptrace.ResourceSpans{}, map[*scopeOrigin]ptrace.ScopeSpans{}
-	}
 	ss, ok := c.scopes[o]
 	if !ok {
 		rs, ok := c.resources[o.resource]
@@ -127,7 +129,7 @@ type heldCopy struct {
 	under copier
 }
 
-func newHeldCopy() *heldCopy { return &heldCopy{td: ptrace.NewTraces()} }
+func newHeldCopy() *heldCopy { return &heldCopy{td: ptrace.NewTraces(), under: newCopier()} }
 
 // add copies span and returns the copy.
 func (c *heldCopy) add(o *scopeOrigin, span ptrace.Span) ptrace.Span {
