@@ -14,8 +14,8 @@ import (
 // released span never sized carries its estimate into the ready bytes until handed on (a refused
 // delivery, which may stay long, is sized exactly at Requeue).
 
-// unsizedCap bounds the estimated held spans of a shard: × 32 shards (the default), 2,048 spans,
-// one large request, while most hold fewer per shard (480 spans of 20 agent traces: about 5).
+// unsizedCap bounds the estimated held spans of a shard: 2,048 over the default 32 shards, one large
+// request's, while most requests hold about 5 per shard (480 spans of 20 agent traces).
 const unsizedCap = 64
 
 // perEntryScale is the fixed point of the mean bytes per attribute, event or link. Before any span
