@@ -8,33 +8,27 @@ import (
 
 // Config of a Memory. Durations follow the processor's trace_integrity options.
 type Config struct {
-	// WaitDuration: held spans of a trace go on when the trace received no span for this long.
-	WaitDuration time.Duration
+	// WaitDuration: held spans of a trace go on when the trace received no span for this long;
 	// MaxWaitDuration caps the wait of one held span however busy its trace is.
-	MaxWaitDuration time.Duration
+	WaitDuration, MaxWaitDuration time.Duration
 	// RememberDuration: how long an idle trace keeps its span records.
 	RememberDuration time.Duration
-	// LateParentWindow: how long an idle trace keeps its open parents (parents that delivered spans
-	// point at and that were not seen yet) and the records of its dropped spans, so that a late
-	// dropped parent still becomes a connector below its nearest kept ancestor.
+	// LateParentWindow: how long an idle trace keeps its open parents and the records of its dropped
+	// spans, so that a late dropped parent still becomes a connector below its nearest kept ancestor.
 	LateParentWindow time.Duration
 	// ContentWait bounds the wait of a span for its content, and of content for its span.
 	ContentWait time.Duration
-	// MaxTraces bounds the traces in memory.
-	MaxTraces int
+	MaxTraces   int
 	// MemoryLimitBytes bounds records, held spans, ready spans and waiting content together.
 	MemoryLimitBytes int64
-	// ConnectorSpans: a dropped span that delivered spans point at is delivered as a stripped
-	// connector span.
+	// ConnectorSpans: a dropped span that delivered spans point at goes on as a stripped connector.
 	ConnectorSpans bool
-	// Journaled: the memory writes to its journal what it may hold (ahead of the call), the open
-	// parents and the ids and parents of dropped spans (dropped.go).
+	// Journaled: the memory journals what it may hold (ahead of the call), the open parents and the
+	// ids and parents of dropped spans (dropped.go).
 	Journaled bool
-	// Shards splits the memory by trace id, each shard under its own lock (default 32).
-	Shards int
-	// Now is the clock (tests inject theirs); default time.Now.
-	Now    func() time.Time
-	Logger *zap.Logger
+	Shards    int              // by trace id, each under its own lock (default 32)
+	Now       func() time.Time // the clock (tests inject theirs); default time.Now
+	Logger    *zap.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -47,7 +41,5 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
-	if c.LateParentWindow < c.RememberDuration {
-		c.LateParentWindow = c.RememberDuration
-	}
+	c.LateParentWindow = max(c.LateParentWindow, c.RememberDuration)
 }

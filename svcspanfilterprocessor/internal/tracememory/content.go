@@ -1,36 +1,32 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Content is GenAI content waiting for its span (issue 18); the content join defines the concrete
-// type. Size is its estimated memory, counted in the budget; Records the log records it holds
-// (what the unmatched count counts).
+// Content is GenAI content waiting for its span; the content join defines the concrete type.
 type Content interface {
-	Size() int64
-	Records() int
+	Size() int64  // estimated memory, counted in the budget
+	Records() int // log records it holds (what the unmatched count counts)
 	// Tenant is TenantOf the logs request the content came in: it joins only spans of that tenant.
 	Tenant() string
 }
 
-// Join is the content join's hook into the memory. Its methods are called under a shard lock (all
-// but ScopeAwaitsContent) and on every batch: they must be pure and quick (no I/O, no locks).
+// Join is the content join's hook into the memory, called under a shard lock (all but
+// ScopeAwaitsContent) on every batch: pure and quick (no I/O, no locks).
 type Join interface {
-	// ScopeAwaitsContent reports whether any span of scope may wait for its content: asked once per
-	// scope of a batch, so that AwaitsContent runs only for the spans of such scopes.
+	// ScopeAwaitsContent: spans of scope may wait for content (asked once per scope of a batch).
 	ScopeAwaitsContent(scope pcommon.InstrumentationScope) bool
-	// AwaitsContent reports whether a kept span without waiting content, of a scope for which
-	// ScopeAwaitsContent holds, should be held until its content arrives (or ContentWait ends).
+	// AwaitsContent: a kept span of such a scope, with no content waiting, is held for its content.
 	AwaitsContent(span ptrace.Span) bool
-	// Complete reports whether content (every piece that arrived for one span) is all a waiting span
-	// needs: the call's output arrived. A span waiting for content gathers pieces until then.
+	// Complete: the pieces that arrived for one span are all it needs (the call's output arrived).
 	Complete(content []Content) bool
-	// Apply joins content to its span, once: every piece gathered for it. It reports false when the
-	// span keeps its own content instead (precedence): the records are then counted unmatched.
+	// Apply joins every piece gathered for span, once; false when the span keeps its own content
+	// (precedence): the records are then counted unmatched.
 	Apply(span ptrace.Span, content []Content) bool
 }
 
@@ -56,82 +52,52 @@ const (
 	ContentDiscarded                       // its span was dropped or already went on
 )
 
-// recordsOf is the number of log records in cs.
-func recordsOf(cs []waitingContent) int64 {
-	var n int64
-	for _, c := range cs {
-		n += int64(c.content.Records())
-	}
-	return n
-}
-
-// applyContent joins cs onto span and counts the outcome.
-func (m *Memory) applyContent(span ptrace.Span, cs []waitingContent, out *released) bool {
-	if len(cs) == 0 {
-		return false
-	}
-	if m.join.Apply(span, contentsOf(cs)) {
-		out.stats.ContentJoined++
-		return true
-	}
-	out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(cs)
-	return false
-}
-
-// contentWaitEnded ends the content wait of a held span and records how long it waited.
-func (it *item) contentWaitEnded(now time.Time, out *released) {
-	it.reason &^= WaitContent
-	out.stats.ContentWaits = append(out.stats.ContentWaits, now.Sub(it.heldAt))
-}
-
-// AddContent gives content for span (traceID, spanID) to the memory. ref (may be nil) is the
-// journal record it came in; it is marked done when the content is joined or discarded. Spans
-// released by the join are queued for the releaser.
+// AddContent gives content for span (traceID, spanID) to the memory. ref (may be nil), the journal
+// record it came in, is marked done when the content is joined or discarded. Spans released by the
+// join are queued for the releaser.
 func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Content, ref *RecordRef) ContentOutcome {
 	now := m.cfg.Now()
 	var out released
 	outcome := ContentWaiting
+	wc := waitingContent{content: c, at: now, ref: ref}
 	sh := m.shards[m.shardOf(traceID)]
 	sh.mu.Lock()
 	t := sh.touch(m, traceID, now)
-	_, seen := t.records[spanID]
-	switch it := t.held[spanID]; {
-	case it != nil && it.tenant() != c.Tenant():
-		outcome = ContentDiscarded
-		out.stats.ContentUnmatched[UnmatchedOtherTenant] += int64(c.Records())
-	case it != nil:
-		// Held (for its content or its parent): not delivered yet. It gathers the pieces (the input
-		// of a call often comes in an earlier logs batch than its output); they are joined when it
-		// is released. A span waiting for its content goes once the content is complete.
-		it.content = append(it.content, waitingContent{content: c, at: now, ref: ref})
-		m.addBytes(t, c.Size()+contentCost)
+	it := t.held[spanID]
+	rec, seen := t.records[spanID]
+	switch {
+	case it != nil && it.tenant() == c.Tenant():
+		// Held, so not delivered yet: it gathers the pieces (a call's input often comes in an
+		// earlier logs batch than its output), joined when it is released. A span waiting for its
+		// content goes once the content is complete.
+		it.content = append(it.content, wc)
+		m.addBytes(t, wc.bytes())
 		ref = nil // done when the gathered content is joined
 		outcome = ContentJoined
-		if it.reason&WaitContent != 0 {
-			if m.join.Complete(it.contents()) {
-				it.contentWaitEnded(now, &out)
-				if it.reason == 0 {
-					sh.release(m, t, it, ReleaseContent, &out)
-				}
-			} else {
-				outcome = ContentWaiting
+		if it.reason&WaitContent != 0 && !m.join.Complete(contentsOf(it.content)) {
+			outcome = ContentWaiting
+		} else if it.reason&WaitContent != 0 {
+			it.contentWaitEnded(now, &out)
+			if it.reason == 0 {
+				sh.release(m, t, it, ReleaseContent, &out)
 			}
 		}
-	case seen:
-		// Dropped, or already gone on: too late.
-		outcome = ContentDiscarded
-		why := UnmatchedSpanDropped // also when it went on as a connector span
-		if t.records[spanID].state == stateKept {
-			why = UnmatchedSpanGone
-		}
-		out.stats.ContentUnmatched[why] += int64(c.Records())
-	default:
+	case it == nil && !seen:
 		if t.content == nil {
 			t.content = map[pcommon.SpanID][]waitingContent{}
 		}
-		t.content[spanID] = append(t.content[spanID], waitingContent{content: c, at: now, ref: ref})
-		m.addBytes(t, c.Size()+contentCost)
+		t.content[spanID] = append(t.content[spanID], wc)
+		m.addBytes(t, wc.bytes())
 		sh.withContent[t] = struct{}{}
+	default: // held for another tenant, dropped (also gone on as a connector), or gone on: discarded
+		outcome = ContentDiscarded
+		why := UnmatchedSpanDropped
+		if it != nil {
+			why = UnmatchedOtherTenant
+		} else if rec.state == stateKept {
+			why = UnmatchedSpanGone
+		}
+		out.stats.ContentUnmatched[why] += int64(c.Records())
 	}
 	sh.unlock(m)
 	if outcome != ContentWaiting {
@@ -142,25 +108,33 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	return outcome
 }
 
-// joinWaitingContent joins the content waiting for a kept span that just arrived and returns the
-// content's journal records: the caller attaches them to the span, done when it is handed on.
-// The content joined onto an earlier copy of the span (sent again) is joined with it.
+// contentWaitEnded ends the content wait of a held span and records how long it waited.
+func (it *item) contentWaitEnded(now time.Time, out *released) {
+	it.reason &^= WaitContent
+	out.stats.ContentWaits = append(out.stats.ContentWaits, now.Sub(it.heldAt))
+}
+
+// apply joins cs onto span; when the span keeps its own content, own's records count unmatched.
+func (m *Memory) apply(span ptrace.Span, cs, own []waitingContent, out *released) bool {
+	if m.join.Apply(span, contentsOf(cs)) {
+		out.stats.ContentJoined++
+		return true
+	}
+	out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(own)
+	return false
+}
+
+// joinWaitingContent joins the content waiting for a kept span that just arrived, and the content
+// joined onto an earlier copy of it (sent again). It returns the waiting content's journal records:
+// the caller attaches them to the span, done when it is handed on.
 func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, tenant string, out *released) []*RecordRef {
 	id := span.SpanID()
 	cs := t.content[id]
 	own := ownContent(cs, tenant, out)
-	before := ownContent(t.joinedOf(id), tenant, nil)
-	if len(own)+len(before) == 0 {
-		sh.removeContent(m, t, id, cs)
-		return refsOf(cs)
-	}
-	if m.join.Apply(span, contentsOf(append(append([]waitingContent(nil), before...), own...))) {
-		out.stats.ContentJoined++
-		sh.removeContent(m, t, id, cs)
+	sh.removeContent(m, t, id, cs)
+	all := append(append([]waitingContent(nil), ownContent(t.joinedOf(id), tenant, nil)...), own...)
+	if len(all) > 0 && m.apply(span, all, own, out) {
 		sh.rememberJoined(m, t, id, own)
-	} else {
-		out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(own)
-		sh.removeContent(m, t, id, cs)
 	}
 	return refsOf(cs)
 }
@@ -177,15 +151,13 @@ func (sh *shard) rememberJoined(m *Memory, t *trace, id pcommon.SpanID, cs []wai
 	}
 	for _, c := range cs {
 		r.joined[id] = append(r.joined[id], waitingContent{content: c.content})
-		m.addBytes(t, c.content.Size()+contentCost)
+		m.addBytes(t, c.bytes())
 	}
 }
 
 // forgetJoined forgets the content remembered as joined onto span id (its trace is compacted).
 func (sh *shard) forgetJoined(m *Memory, t *trace, id pcommon.SpanID) {
-	for _, j := range t.joinedOf(id) {
-		m.addBytes(t, -(j.content.Size() + contentCost))
-	}
+	m.addBytes(t, -bytesOf(t.joinedOf(id)))
 	if t.refs != nil {
 		if delete(t.refs.joined, id); len(t.refs.joined) == 0 {
 			t.refs.joined = nil
@@ -193,55 +165,38 @@ func (sh *shard) forgetJoined(m *Memory, t *trace, id pcommon.SpanID) {
 	}
 }
 
-func refsOf(cs []waitingContent) []*RecordRef {
-	refs := make([]*RecordRef, 0, len(cs))
-	for _, c := range cs {
-		if c.ref != nil {
-			refs = append(refs, c.ref)
-		}
-	}
-	return refs
-}
-
 // takeWaitingContent moves the content waiting for a span that arrived into the held item that
-// waits for the rest of it (its bytes stay counted).
+// waits for the rest of it (its bytes stay counted); another tenant's is discarded.
 func (sh *shard) takeWaitingContent(m *Memory, t *trace, it *item, out *released) {
-	id := it.span.SpanID()
-	cs := t.content[id]
+	cs := t.content[it.span.SpanID()]
 	own := ownContent(cs, it.tenant(), out)
+	sh.removeContent(m, t, it.span.SpanID(), cs)
+	m.addBytes(t, bytesOf(own))
 	for _, c := range cs {
-		if c.content.Tenant() != it.tenant() {
-			m.addBytes(t, -(c.content.Size() + contentCost))
-			out.done = append(out.done, refsOf([]waitingContent{c})...)
+		if c.ref != nil && c.content.Tenant() != it.tenant() {
+			out.done = append(out.done, c.ref)
 		}
 	}
 	it.content = append(it.content, own...)
-	delete(t.content, id)
-	if len(t.content) == 0 {
-		delete(sh.withContent, t)
-	}
 }
 
 // joinHeldContent joins the content a held span gathered (complete, or its wait ended). The span
-// grows by what was joined: its size is estimated again, so that the budget keeps counting the
-// content once it is on the span (held, then ready until the next consumer takes it).
+// is sized again: the budget keeps counting the content once it is on the span.
 func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	if len(it.content) == 0 {
 		return
 	}
-	if m.applyContent(it.span, it.content, out) {
+	if m.apply(it.span, it.content, it.content, out) {
 		sh.rememberJoined(m, t, it.span.SpanID(), it.content)
 	}
-	for _, c := range it.content {
-		m.addBytes(t, -(c.content.Size() + contentCost))
-	}
+	m.addBytes(t, -bytesOf(it.content))
 	sh.resize(m, it, itemSize(it.span))
 	it.contentRefs = append(it.contentRefs, refsOf(it.content)...) // done when it is delivered
 	it.content = nil
 }
 
 // returnHeldContent puts the content a held span gathered back among the trace's waiting content
-// (the held copy is discarded: a copy sent again, or a refused journal append, brings the span back).
+// (the held copy is discarded: a copy sent again brings the span back).
 func (sh *shard) returnHeldContent(t *trace, it *item) {
 	if len(it.content) == 0 {
 		return
@@ -255,37 +210,18 @@ func (sh *shard) returnHeldContent(t *trace, it *item) {
 	it.content = nil
 }
 
-// ownContent is the content of cs that came with tenant's credentials; the rest is counted
-// unmatched (other_tenant) in out, when out is not nil. It returns cs itself when all of it is
-// the tenant's (the usual case).
+// ownContent is the content of cs that came with tenant's credentials (cs itself when all of it
+// is, the usual case); the rest is counted unmatched (other_tenant) in out, when out is not nil.
 func ownContent(cs []waitingContent, tenant string, out *released) []waitingContent {
-	foreign := 0
-	for _, c := range cs {
-		if c.content.Tenant() != tenant {
-			foreign++
-			if out != nil {
-				out.stats.ContentUnmatched[UnmatchedOtherTenant] += int64(c.content.Records())
-			}
-		}
-	}
-	if foreign == 0 {
+	foreign := func(c waitingContent) bool { return c.content.Tenant() != tenant }
+	if !slices.ContainsFunc(cs, foreign) {
 		return cs
 	}
-	own := make([]waitingContent, 0, len(cs)-foreign)
-	for _, c := range cs {
-		if c.content.Tenant() == tenant {
-			own = append(own, c)
-		}
+	own := slices.DeleteFunc(slices.Clone(cs), foreign)
+	if out != nil {
+		out.stats.ContentUnmatched[UnmatchedOtherTenant] += recordsOf(cs) - recordsOf(own)
 	}
 	return own
-}
-
-func contentsOf(cs []waitingContent) []Content {
-	out := make([]Content, len(cs))
-	for i, c := range cs {
-		out[i] = c.content
-	}
-	return out
 }
 
 func (sh *shard) dropContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent, why UnmatchedReason, out *released) {
@@ -296,9 +232,7 @@ func (sh *shard) dropContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitin
 
 // removeContent takes content out of the trace; its journal records are the caller's to finish.
 func (sh *shard) removeContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent) {
-	for _, c := range cs {
-		m.addBytes(t, -(c.content.Size() + contentCost))
-	}
+	m.addBytes(t, -bytesOf(cs))
 	delete(t.content, id)
 	if len(t.content) == 0 {
 		delete(sh.withContent, t)
@@ -317,13 +251,46 @@ func (sh *shard) expireContent(m *Memory, t *trace, now time.Time, out *released
 				keep = append(keep, c)
 			}
 		}
-		if len(gone) == 0 {
-			continue
-		}
-		sh.dropContent(m, t, id, gone, UnmatchedNoSpan, out)
-		if len(keep) > 0 {
-			t.content[id] = keep
-			sh.withContent[t] = struct{}{}
+		if len(gone) > 0 {
+			sh.dropContent(m, t, id, gone, UnmatchedNoSpan, out)
+			if len(keep) > 0 {
+				t.content[id] = keep
+				sh.withContent[t] = struct{}{}
+			}
 		}
 	}
+}
+
+func (c waitingContent) bytes() int64 { return c.content.Size() + contentCost }
+
+func bytesOf(cs []waitingContent) (n int64) {
+	for _, c := range cs {
+		n += c.bytes()
+	}
+	return n
+}
+
+func recordsOf(cs []waitingContent) (n int64) {
+	for _, c := range cs {
+		n += int64(c.content.Records())
+	}
+	return n
+}
+
+func refsOf(cs []waitingContent) []*RecordRef {
+	refs := make([]*RecordRef, 0, len(cs))
+	for _, c := range cs {
+		if c.ref != nil {
+			refs = append(refs, c.ref)
+		}
+	}
+	return refs
+}
+
+func contentsOf(cs []waitingContent) []Content {
+	out := make([]Content, len(cs))
+	for i, c := range cs {
+		out[i] = c.content
+	}
+	return out
 }

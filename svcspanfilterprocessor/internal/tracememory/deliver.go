@@ -5,17 +5,16 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Delivery is released spans of one request client context, ready for one next.ConsumeTraces call
-// with that context. Its bytes stay in the budget until the caller reports it Delivered (or
-// Discarded); a retryable refusal puts it back with Requeue.
+// Delivery is released spans of one request client context, for one next.ConsumeTraces call with
+// that context. Its bytes stay in the budget until the caller reports it Delivered (or Discarded);
+// a retryable refusal puts it back with Requeue.
 type Delivery struct {
 	Info   client.Info
 	Traces ptrace.Traces
 	Spans  int
 	bytes  int64
 	refs   map[*RecordRef]int
-	// sized: bytes were counted exactly (sizeDeliveries), not from estimates.
-	sized bool
+	sized  bool // bytes were counted exactly (sizeDeliveries), not from estimates
 }
 
 // group builds one delivery per request, spans under copies of their own resource and scope.
@@ -25,52 +24,57 @@ func (m *Memory) group(items []*item) []*Delivery {
 	}
 	var out []*Delivery
 	byRequest := map[*requestOrigin]*Delivery{}
-	resources := map[*resourceOrigin]ptrace.ResourceSpans{}
-	scopes := map[*scopeOrigin]ptrace.ScopeSpans{}
+	under := newCopier()
 	var total int64
 	for _, it := range items {
-		o := it.origin
-		d, ok := byRequest[o.resource.request]
-		if !ok {
-			d = &Delivery{Info: o.resource.request.info, Traces: ptrace.NewTraces()}
-			byRequest[o.resource.request] = d
+		req := it.origin.resource.request
+		d := byRequest[req]
+		if d == nil {
+			d = &Delivery{Info: req.info, Traces: ptrace.NewTraces(), refs: map[*RecordRef]int{}}
+			byRequest[req] = d
 			out = append(out, d)
 		}
-		ss, ok := scopes[o]
-		if !ok {
-			rs, ok := resources[o.resource]
-			if !ok {
-				rs = d.Traces.ResourceSpans().AppendEmpty()
-				o.resource.resource.CopyTo(rs.Resource())
-				rs.SetSchemaUrl(o.resource.schemaURL)
-				resources[o.resource] = rs
-			}
-			ss = rs.ScopeSpans().AppendEmpty()
-			o.scope.CopyTo(ss.Scope())
-			ss.SetSchemaUrl(o.schemaURL)
-			scopes[o] = ss
-		}
-		it.span.MoveTo(ss.Spans().AppendEmpty())
+		it.span.MoveTo(under.spans(d.Traces, it.origin).AppendEmpty())
 		d.Spans++
 		d.bytes += it.bytes
 		total += it.bytes
-		d.addRef(it.ref)
+		d.refs[it.ref]++ // a nil ref (no record) is Done as a no-op
 		for _, r := range it.contentRefs {
-			d.addRef(r)
+			d.refs[r]++
 		}
 	}
 	m.readyBytes.Add(total)
 	return out
 }
 
-func (d *Delivery) addRef(r *RecordRef) {
-	if r == nil {
-		return
+// copier makes the copies of resources and scopes that spans are put under, each once.
+type copier struct {
+	resources map[*resourceOrigin]ptrace.ResourceSpans
+	scopes    map[*scopeOrigin]ptrace.ScopeSpans
+}
+
+// newCopier is inlined: a caller's maps stay on its stack when it keeps the copier there.
+func newCopier() copier {
+	return copier{map[*resourceOrigin]ptrace.ResourceSpans{}, map[*scopeOrigin]ptrace.ScopeSpans{}}
+}
+
+// spans is the span slice of o's copy in td (spans of one origin always go into one td).
+func (c *copier) spans(td ptrace.Traces, o *scopeOrigin) ptrace.SpanSlice {
+	ss, ok := c.scopes[o]
+	if !ok {
+		rs, ok := c.resources[o.resource]
+		if !ok {
+			rs = td.ResourceSpans().AppendEmpty()
+			o.resource.resource.CopyTo(rs.Resource())
+			rs.SetSchemaUrl(o.resource.schemaURL)
+			c.resources[o.resource] = rs
+		}
+		ss = rs.ScopeSpans().AppendEmpty()
+		o.scope.CopyTo(ss.Scope())
+		ss.SetSchemaUrl(o.schemaURL)
+		c.scopes[o] = ss
 	}
-	if d.refs == nil {
-		d.refs = make(map[*RecordRef]int, 1)
-	}
-	d.refs[r]++
+	return ss.Spans()
 }
 
 // Delivered reports that the next consumer accepted d.
@@ -121,32 +125,15 @@ func (m *Memory) TakeReady() []*Delivery {
 
 // heldCopy collects copies of held spans for the journal, under their resource and scope.
 type heldCopy struct {
-	td        ptrace.Traces
-	resources map[*resourceOrigin]ptrace.ResourceSpans
-	scopes    map[*scopeOrigin]ptrace.ScopeSpans
+	td    ptrace.Traces
+	under copier
 }
 
-func newHeldCopy() *heldCopy {
-	return &heldCopy{td: ptrace.NewTraces(), resources: map[*resourceOrigin]ptrace.ResourceSpans{}, scopes: map[*scopeOrigin]ptrace.ScopeSpans{}}
-}
+func newHeldCopy() *heldCopy { return &heldCopy{td: ptrace.NewTraces(), under: newCopier()} }
 
 // add copies span and returns the copy.
 func (c *heldCopy) add(o *scopeOrigin, span ptrace.Span) ptrace.Span {
-	ss, ok := c.scopes[o]
-	if !ok {
-		rs, ok := c.resources[o.resource]
-		if !ok {
-			rs = c.td.ResourceSpans().AppendEmpty()
-			o.resource.resource.CopyTo(rs.Resource())
-			rs.SetSchemaUrl(o.resource.schemaURL)
-			c.resources[o.resource] = rs
-		}
-		ss = rs.ScopeSpans().AppendEmpty()
-		o.scope.CopyTo(ss.Scope())
-		ss.SetSchemaUrl(o.schemaURL)
-		c.scopes[o] = ss
-	}
-	cp := ss.Spans().AppendEmpty()
+	cp := c.under.spans(c.td, o).AppendEmpty()
 	span.CopyTo(cp)
 	return cp
 }

@@ -8,7 +8,8 @@
 //
 //	idle       records of its spans (id, parent, kept/dropped/connector), no held span
 //	waiting    records and at least one held span
-//	late       compacted: only its dropped spans, open parents and waiting content are kept
+//	late       compacted: only its dropped spans, open parents, the kept spans pointing at them
+//	           and waiting content are kept
 //	forgotten  not in memory (never seen, or forgotten)
 //
 // and carries, whatever its state: open parents (ids delivered spans point at and that it has not
@@ -26,19 +27,17 @@
 //
 // With a journal every call runs: plan (read only: which spans may be held, or go on as deliveries
 // of the call) -> write ahead (one KindSpans record of copies of those spans) -> apply (the events
-// below, under the shard locks) -> write the open parents and dropped spans it made known (idempotent:
-// a resend writes them again) -> answer. A failed write ahead refuses the call before anything
-// changed; nothing is ever undone. A failed write of the open parents and dropped spans comes after
-// apply, so it does not refuse the call (its resend would deliver what already went on twice): it
-// is logged, and only the placement of late spans after a crash depends on it. A span the plan did
-// not expect to hold (its trace changed since) goes on at once by rule 1 instead of being held.
+// below, under the shard locks) -> write the open parents and dropped spans it made known (a resend
+// writes them again) -> answer. A failed write ahead refuses the call before anything changed;
+// nothing is ever undone. A failed write after apply cannot refuse the call (its resend would
+// deliver twice what went on): it is logged, and only where late spans hang after a crash depends
+// on it. A span the plan did not expect to hold (its trace changed since) goes on at once by rule 1.
 //
-// Why this design: the plan looks at the call itself (a span whose walk ends inside the call can
-// hold nothing) and asks the memory only two read-only questions per span (is content waiting for
-// it, is it an open parent), so calls of whole traces write no held span and the plan adds no state.
-// Planning from a copy of the memory, or applying and undoing, would each add states; what the plan
-// cannot foresee (a trace changing between plan and apply) ends in rule 1, which is always safe.
-// Without a journal there is no plan: the benchmarks of the held path run that way.
+// Why: the plan looks at the call itself (a span whose walk ends inside the call can hold nothing)
+// and asks the memory read-only questions per span (is content waiting for it or a copy of it held,
+// is it an open parent, and for a span kept only in an experiment, is its trace one), so calls of whole traces write no held span and the plan adds no state. Planning from a
+// copy of the memory, or applying and undoing, would each add states; what the plan cannot foresee
+// ends in rule 1, which is always safe. Without a journal there is no plan (the benchmarks).
 //
 // # Events
 //
@@ -59,13 +58,14 @@
 //	                          journaled); permanent: counted undeliverable, its records done
 //	shutdown                  Drain releases every held span by rule 1 (on_shutdown: keep leaves
 //	                          them journaled)
-//	recovery                  dropped records, then open parents, then held spans and content are
-//	                          restored from the journal; held spans keep their original held time
+//	recovery                  dropped records, then open parents with the spans pointing at them,
+//	                          then held spans and content are restored from the journal, each with
+//	                          its original time
 //	remember_duration idle    an idle trace is forgotten, or compacted to late when it has open
 //	                          parents or waiting content; late_parent_window ends a late trace
 //
-// # Invariants (the tests' oracle: checkInvariants checks 1-6 and calls checkCounts, which checks
-// 7, at the end of every scenario; the journal tests check 8)
+// # Invariants (checkInvariants checks 1-6 and, through checkCounts, 7 at the end of every test
+// scenario; the journal tests check 8)
 //
 //  1. A delivered kept span hangs, through connectors only, below its nearest kept ancestor; it is
 //     a root only when every ancestor is known dropped (or its parents form a cycle); otherwise it
@@ -79,7 +79,8 @@
 //  7. The memory's counters (bytes, held bytes, held spans) are the sums over its traces and held
 //     items, and the items counted by an estimate are exactly those on their shard's unsized list.
 //  8. Journal (Config.Journaled): a span is held only if its call wrote it ahead; a call is
-//     acknowledged only once the open parents and the dropped spans it made known are written too; a record of held spans is removed when its last span is handed on, a
-//     record of open parents when they closed, a record of dropped spans when every trace in it is
-//     forgotten; a call of whole traces with no content waiting writes no held span.
+//     acknowledged only once the open parents and dropped spans it made known are written (or
+//     their failed write logged); a record of held spans is removed when its last span is handed
+//     on, of dropped spans or open parents when every trace in it is forgotten; a call of whole
+//     traces with no content waiting and no copy held writes no held span.
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"

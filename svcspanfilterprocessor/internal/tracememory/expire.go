@@ -1,14 +1,11 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
-import (
-	"time"
-)
+import "time"
 
-// Expire ends the waits that are over at the clock's now and forgets what is no longer needed:
-// held spans of traces idle for wait_duration or held for max_wait_duration go on by rule 1 (their
-// unknown parent is kept and becomes open); idle traces lose their records after remember_duration
-// and their open parents after late_parent_window. It only marks spans ready under the shard locks;
-// the released spans are queued for the releaser (TakeReady).
+// Expire ends the waits that are over and forgets what is no longer needed: held spans of traces
+// idle for wait_duration or held for max_wait_duration go on by rule 1 (their unknown parent becomes
+// open); idle traces lose their records after remember_duration, late ones the rest after
+// late_parent_window. Released spans are queued for the releaser (TakeReady).
 func (m *Memory) Expire() {
 	now := m.cfg.Now()
 	var out released
@@ -24,10 +21,10 @@ func (m *Memory) Expire() {
 
 func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	cfg := &m.cfg
-	for t, next := sh.waiting.front(), (*trace)(nil); t != nil; t = next {
+	for t, next := sh.waiting.head, (*trace)(nil); t != nil; t = next {
 		next = t.next // t may leave the list
 		idle := now.Sub(t.lastActivity) >= cfg.WaitDuration
-		for _, it := range t.heldItems() {
+		for _, it := range t.held { // only it leaves t.held
 			waited := now.Sub(it.heldAt)
 			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait {
 				it.contentWaitEnded(now, out)
@@ -36,13 +33,9 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 					continue
 				}
 			}
-			if it.reason&WaitParent == 0 {
-				continue
-			}
-			switch {
-			case idle:
+			if it.reason&WaitParent != 0 && idle {
 				sh.expireParent(m, t, it, ReleaseWaitExpired, out)
-			case waited >= cfg.MaxWaitDuration:
+			} else if it.reason&WaitParent != 0 && waited >= cfg.MaxWaitDuration {
 				sh.expireParent(m, t, it, ReleaseMaxWait, out)
 			}
 		}
@@ -50,32 +43,17 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	for t := range sh.withContent {
 		sh.expireContent(m, t, now, out)
 	}
-	for t, next := sh.idle.front(), (*trace)(nil); t != nil; t = next {
-		if now.Sub(t.lastActivity) < cfg.RememberDuration {
-			break
-		}
-		next = t.next
+	// compact and forget take t off the idle list: the next is its head again.
+	for t := sh.idle.head; t != nil && now.Sub(t.lastActivity) >= cfg.RememberDuration; t = sh.idle.head {
 		if len(t.open) > 0 || len(t.content) > 0 {
 			sh.compact(m, t, out)
 		} else {
 			sh.forget(m, t, out)
 		}
 	}
-	for t, next := sh.late.front(), (*trace)(nil); t != nil; t = next {
-		if now.Sub(t.lastActivity) < cfg.LateParentWindow {
-			break
-		}
-		next = t.next
+	for t := sh.late.head; t != nil && now.Sub(t.lastActivity) >= cfg.LateParentWindow; t = sh.late.head {
 		sh.forget(m, t, out)
 	}
-}
-
-func (t *trace) heldItems() []*item {
-	items := make([]*item, 0, len(t.held))
-	for _, it := range t.held {
-		items = append(items, it)
-	}
-	return items
 }
 
 // finish hands what an operation released to the releaser and its events to the observer.
@@ -89,32 +67,24 @@ func (m *Memory) finish(out *released) {
 }
 
 // overBudget reports which bound the memory exceeds, if any. Ready spans count against the memory
-// limit, but only the memory's own part can be evicted: when ready spans alone fill the limit,
-// Admit pushes back instead.
+// limit but cannot be evicted: when they alone fill it, Admit pushes back instead.
 func (m *Memory) overBudget() (EvictReason, bool) {
 	if m.bytes.Load()+m.readyBytes.Load() > m.cfg.MemoryLimitBytes && m.bytes.Load() > 0 {
 		return EvictMemoryLimit, true
 	}
-	if m.traces.Load() > int64(m.cfg.MaxTraces) {
-		return EvictMaxTraces, true
-	}
-	return 0, false
+	return EvictMaxTraces, m.traces.Load() > int64(m.cfg.MaxTraces)
 }
 
-// Enforce brings the memory back under its bounds: it forgets the idle traces (no held span) with
-// the oldest activity first; only when none is left does it release the held spans of the oldest
-// waiting traces, by rule 1. Oldest is per shard; shards are visited in turn.
+// Enforce brings the memory back under its bounds: it forgets idle traces, oldest activity first;
+// only when none is left does it release the held spans of the oldest waiting traces, by rule 1.
+// Oldest is per shard; shards are visited in turn.
 func (m *Memory) Enforce() {
 	if _, over := m.overBudget(); !over {
 		return
 	}
 	var out released
 	idle, waiting := fronts{}, fronts{waiting: true}
-	for {
-		why, over := m.overBudget()
-		if !over {
-			break
-		}
+	for why, over := m.overBudget(); over; why, over = m.overBudget() {
 		if !m.evictOne(why, &idle, &out) && !m.evictOne(why, &waiting, &out) {
 			break
 		}
@@ -122,14 +92,12 @@ func (m *Memory) Enforce() {
 	m.finish(&out)
 }
 
-// fronts are the activity times of the shards' oldest traces of one kind (idle: no held span; or
-// waiting), read once per Enforce and kept for the evictions that follow: a full memory evicts
-// about as many traces as a batch brings, and reading every shard for each would lock them all
-// that many times. A front read earlier can only have become newer (traces join at the back), so
-// the order stays oldest first up to what other requests evicted meanwhile.
+// fronts are the activity times of the shards' oldest traces of one kind (idle or waiting), read
+// once per Enforce: a full memory evicts about as many traces as a batch brings, and reading every
+// shard per eviction would lock them all that often. A front can only have become newer since
+// (traces join at the back), so the order stays oldest first up to concurrent evictions.
 type fronts struct {
 	waiting bool
-	scanned bool
 	at      []time.Time
 	has     []bool
 }
@@ -140,14 +108,18 @@ func (f *fronts) scan(m *Memory) {
 	}
 	for i, sh := range m.shards {
 		sh.mu.Lock()
-		t := sh.oldest(f.waiting)
-		f.has[i] = t != nil
-		if t != nil {
-			f.at[i] = t.lastActivity
-		}
+		f.read(i, sh)
 		sh.unlock(m)
 	}
-	f.scanned = true
+}
+
+// read notes the front of shard i (under its lock) and returns it.
+func (f *fronts) read(i int, sh *shard) *trace {
+	t := sh.oldest(f.waiting)
+	if f.has[i] = t != nil; t != nil {
+		f.at[i] = t.lastActivity
+	}
+	return t
 }
 
 func (f *fronts) oldest() int {
@@ -160,10 +132,10 @@ func (f *fronts) oldest() int {
 	return best
 }
 
-// evictOne evicts the trace with the oldest activity among the shards' oldest of the kind of f.
-// It reports false when no shard has one (read again before saying so).
+// evictOne evicts the oldest of the shards' oldest traces of f's kind. It reports false when no
+// shard has one (read again before saying so).
 func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
-	if !f.scanned {
+	if f.at == nil {
 		f.scan(m)
 	}
 	best := f.oldest()
@@ -176,64 +148,54 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 	sh := m.shards[best]
 	sh.mu.Lock()
 	defer sh.unlock(m)
-	t := sh.oldest(f.waiting)
+	t := f.read(best, sh)
 	if t == nil {
-		f.has[best] = false // taken meanwhile; the caller looks again
-		return true
+		return true // taken meanwhile; the caller looks again
 	}
 	if f.waiting {
 		sh.releaseAll(m, t, ReleaseEvicted, out)
 		out.stats.EvictedWaiting++
 	}
 	if len(t.content) > 0 {
-		// Content waiting for its span is acknowledged data: eviction never forgets it (only its
-		// content wait does). The trace keeps it and loses its records; when nothing else is left
-		// to evict, the logs side pushes back (ContentRoom) instead.
+		// Waiting content is acknowledged data: only its content wait forgets it. When nothing
+		// else is left to evict, the logs side pushes back (ContentRoom).
 		sh.compact(m, t, out)
 	} else {
 		sh.forget(m, t, out)
 	}
 	out.stats.Evicted[why]++
-	if next := sh.oldest(f.waiting); next != nil {
-		f.at[best] = next.lastActivity
-	} else {
-		f.has[best] = false
-	}
+	f.read(best, sh)
 	return true
 }
 
-// oldest is the trace eviction takes next from the shard: among the waiting traces, or among
-// the idle and late ones that hold no waiting content (eviction cannot free those).
+// oldest is the trace eviction takes next from the shard: the oldest waiting trace, or the oldest
+// idle or late one that holds no waiting content (eviction cannot free those).
 func (sh *shard) oldest(waiting bool) *trace {
 	if waiting {
-		return sh.waiting.front()
+		return sh.waiting.head
 	}
 	var oldest *trace
 	for _, l := range [...]*traceList{sh.late, sh.idle} {
-		for t := l.front(); t != nil; t = t.next {
-			if len(t.content) > 0 {
-				continue
-			}
-			if oldest == nil || t.lastActivity.Before(oldest.lastActivity) {
-				oldest = t
-			}
-			break
+		t := l.head
+		for t != nil && len(t.content) > 0 {
+			t = t.next
+		}
+		if t != nil && (oldest == nil || t.lastActivity.Before(oldest.lastActivity)) {
+			oldest = t
 		}
 	}
 	return oldest
 }
 
-// ContentRoom reports whether content of size bytes fits in the memory limit, after evicting
-// what can be evicted without loss; ErrContentOverloaded when it does not (the logs side refuses
-// the call, retryably, before making the content durable). Waiting content and released spans
-// the next consumer refused cannot be evicted: forgetting the one or the other would lose data.
+// ContentRoom reports ErrContentOverloaded when content of size bytes does not fit in the memory
+// limit even after evicting what can be evicted without loss (the logs side then refuses the call
+// before making the content durable). Waiting content and refused released spans are never evicted.
 func (m *Memory) ContentRoom(size int64) error {
-	if m.Bytes()+size <= m.cfg.MemoryLimitBytes {
-		return nil
-	}
-	m.Enforce()
 	if m.Bytes()+size > m.cfg.MemoryLimitBytes {
-		return ErrContentOverloaded
+		m.Enforce()
+		if m.Bytes()+size > m.cfg.MemoryLimitBytes {
+			return ErrContentOverloaded
+		}
 	}
 	return nil
 }
@@ -241,7 +203,7 @@ func (m *Memory) ContentRoom(size int64) error {
 // releaseAll ends every wait of t's held spans by rule 1.
 func (sh *shard) releaseAll(m *Memory, t *trace, why ReleaseReason, out *released) {
 	now := m.cfg.Now()
-	for _, it := range t.heldItems() {
+	for _, it := range t.held { // only it leaves t.held
 		if it.reason&WaitContent != 0 {
 			it.contentWaitEnded(now, out)
 		}
@@ -258,7 +220,7 @@ func (m *Memory) Drain() []*Delivery {
 	var out released
 	for _, sh := range m.shards {
 		sh.mu.Lock()
-		for t, next := sh.waiting.front(), (*trace)(nil); t != nil; t = next {
+		for t, next := sh.waiting.head, (*trace)(nil); t != nil; t = next {
 			next = t.next
 			sh.releaseAll(m, t, ReleaseShutdown, &out)
 		}

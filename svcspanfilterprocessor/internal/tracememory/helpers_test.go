@@ -408,13 +408,13 @@ func checkCounts(t *testing.T, m *Memory) {
 	for _, sh := range m.shards {
 		require.Equal(t, counts{}, sh.pending, "counts published at unlock")
 		inList := map[*item]bool{}
-		for it := sh.unsized.head; it != nil; it = it.unsizedNext {
+		for i, it := range sh.unsized {
 			require.False(t, inList[it], "an item twice in the unsized list")
+			require.EqualValues(t, i, it.unsizedAt, "an item knows its place in the unsized list")
 			inList[it] = true
 			require.True(t, it.held, "a released item in the unsized list")
 			require.False(t, it.sized, "a sized item in the unsized list")
 		}
-		require.Equal(t, len(inList), sh.unsized.n)
 		unsized := 0
 		for _, tr := range sh.traces {
 			bytes += tr.bytes
@@ -437,7 +437,7 @@ func checkCounts(t *testing.T, m *Memory) {
 				}
 			}
 		}
-		require.Equal(t, sh.unsized.n, unsized)
+		require.Equal(t, len(sh.unsized), unsized)
 	}
 	require.Equal(t, m.bytes.Load(), bytes, "memory bytes are the sum of its traces' bytes")
 	require.Equal(t, m.heldBytes.Load(), heldBytes, "held bytes are the sum of the held items' bytes")

@@ -20,25 +20,24 @@ type HeldReason uint8
 
 const (
 	WaitParent  HeldReason = 1 << iota // the walk to its nearest kept ancestor reached an unknown span
-	WaitContent                        // a content candidate whose content has not arrived (issue 18)
+	WaitContent                        // a content candidate whose content has not arrived
 )
 
-// requestOrigin is the client context of the request spans came in with: released spans go on with
-// their own request's client metadata, never another's.
+// requestOrigin is the client context of a request: released spans go on with their own
+// request's client metadata, never another's.
 type requestOrigin struct {
 	info   client.Info
-	tenant string // TenantOf(info)
+	tenant string
 }
 
 func newRequestOrigin(info client.Info) *requestOrigin {
 	return &requestOrigin{info: info, tenant: TenantOf(info)}
 }
 
-// TenantOf is whom a request speaks for: the svc credentials its client sent (the pass-through
-// gateway of issue 11 forwards each request with them), empty on a gateway with keys of its own.
-// Content is joined only onto spans of its own tenant: two tenants may send the same trace and
-// span ids (a trace crossing teams, or a client copying another team's ids), and one tenant's
-// prompts must never reach the other's project on the other's span.
+// TenantOf is whom a request speaks for: the svc credentials it came with (a pass-through gateway
+// forwards them), empty on a gateway with keys of its own. Content joins only spans of its own
+// tenant: two tenants may send the same trace and span ids, and one tenant's prompts must never
+// reach another's project.
 func TenantOf(info client.Info) string {
 	return strings.Join(info.Metadata.Get(credentials.MetadataKey), "\n")
 }
@@ -61,36 +60,25 @@ type item struct {
 	span   ptrace.Span
 	origin *scopeOrigin
 	trace  *trace
-	// heldAt starts the max wait (and the content wait); recovery restores it.
-	heldAt time.Time
+	heldAt time.Time // starts the max wait and the content wait; recovery restores it
 	reason HeldReason
-	// waitOn is the unknown span the parent walk stopped at (indexes trace.waitingOn).
-	waitOn pcommon.SpanID
-	// waitPrev and waitNext link the items waiting on the same span (trace.waitingOn): taken out in
-	// constant time, with no allocation per waiting span.
+	// waitOn is the unknown span the parent walk stopped at; waitPrev and waitNext link the items
+	// waiting on it (trace.waitingOn), taken out in constant time with no allocation per span.
+	waitOn             pcommon.SpanID
 	waitPrev, waitNext *item
-	// ref is the journal record of the call that held it (an item does not point at its
-	// Admission, which would keep the call's deliveries alive as long as one of its spans is held).
+	// ref is the journal record of the call that held it (not its Admission, which would keep the
+	// call's deliveries alive as long as one of its spans is held).
 	ref *RecordRef
-	// unsizedPrev and unsizedNext link the held items of the shard not yet sized (shard.unsized).
-	unsizedPrev, unsizedNext *item
-	// bytes is what the item counts in the budget: its estimate until it is sized (lazysize.go).
-	bytes int64
-	held  bool
-	// indexed: it is in the trace's waiting index (removeWaiting takes it out); sized: bytes is its
-	// exact size, not an estimate. Beside held: the small fields share one word.
-	indexed bool
-	sized   bool
-	// content gathered while it waits for the rest of its content (WaitContent).
-	content []waitingContent
-	// contentRefs are the journal records of the content joined onto it: done only when the span
-	// carrying that content is handed on, never before.
+	// bytes is what it counts in the budget: an estimate until sized (lazysize.go); unsizedAt its
+	// place in shard.unsized until then (with the flags, one word). indexed: in trace.waitingOn.
+	bytes                int64
+	unsizedAt            int32
+	held, indexed, sized bool
+	content              []waitingContent // gathered while it waits for the rest (WaitContent)
+	// contentRefs are the journal records of the content joined onto it, done when it is handed on.
 	contentRefs []*RecordRef
 }
 
-func (it *item) contents() []Content { return contentsOf(it.content) }
-
-// tenant is the tenant of the request the span came in with.
 func (it *item) tenant() string { return it.origin.resource.request.tenant }
 
 // RecordRef counts the items of one journal record still in the memory or on their way to the next
@@ -103,8 +91,7 @@ type RecordRef struct {
 	logger  *zap.Logger
 }
 
-// NewRecordRef is the reference of journal record id with items still to hand on (recovery and
-// the content join use it; Admit makes its own).
+// NewRecordRef is the reference of journal record id with items still to hand on.
 func (m *Memory) NewRecordRef(id uint64, items int) *RecordRef {
 	return &RecordRef{id: id, left: items, journal: m.journal, logger: m.cfg.Logger}
 }
@@ -121,8 +108,7 @@ func (r *RecordRef) Done(n int) {
 	if last && id != 0 {
 		if err := r.journal.Remove(context.Background(), id); err != nil {
 			r.logger.Warn("Could not remove a delivered journal record; the journal retries with its next write "+
-				"(a restart before that delivers it again)",
-				zap.Uint64("record", id), zap.Error(err))
+				"(a restart before that delivers it again)", zap.Uint64("record", id), zap.Error(err))
 		}
 	}
 }

@@ -10,67 +10,51 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// ErrOverloaded: spans released but refused by the next consumer alone fill the memory limit. The
-// processor refuses new data with a retryable error (push back) instead of buffering without bound.
+// ErrOverloaded: released spans that the next consumer refuses fill the memory limit. New data is
+// refused retryably (push back) instead of buffered without bound.
 var ErrOverloaded = errors.New("svcspanfilter: the next consumer is refusing released spans and they fill trace_integrity.memory_limit_mib; retry later")
 
-// ErrContentOverloaded: content waiting for its span and released spans the next consumer refused
-// fill the memory limit; the logs side refuses new content with a retryable error (push back)
-// instead of forgetting content it acknowledged.
+// ErrContentOverloaded: waiting content and refused released spans fill the memory limit. The logs
+// side refuses new content retryably instead of forgetting content it acknowledged.
 var ErrContentOverloaded = errors.New("svcspanfilter: waiting GenAI content and released spans the next consumer refused fill trace_integrity.memory_limit_mib; retry later")
 
-// Memory is the trace memory, safe for concurrent use: it is sharded by trace id, each shard under
-// its own lock, and it never calls the next consumer.
+// Memory is the trace memory, safe for concurrent use: sharded by trace id, each shard under its
+// own lock. It never calls the next consumer.
 type Memory struct {
 	cfg     Config
 	journal journal.Journal
 	join    Join
-	// joins: a content join is configured (join is not noJoin).
-	joins   bool
+	joins   bool // join is not noJoin
 	observe Observer
 	shards  []*shard
-
 	// bytes: records, held spans and waiting content; heldBytes the held spans alone.
-	bytes      atomic.Int64
-	heldBytes  atomic.Int64
-	heldSpans  atomic.Int64
-	traces     atomic.Int64
-	readyBytes atomic.Int64
-	// perEntry is the learned mean bytes per attribute, event or link of the spans sized exactly
-	// (×perEntryScale), for the estimate of a held span (lazysize.go).
+	bytes, heldBytes, heldSpans, traces, readyBytes atomic.Int64
+	// perEntry: the learned mean size of an attribute, event or link (lazysize.go).
 	perEntry atomic.Int64
-
-	scratch sync.Pool
-
-	readyMu sync.Mutex
-	ready   []*Delivery
-	wake    chan struct{}
+	scratch  sync.Pool
+	readyMu  sync.Mutex
+	ready    []*Delivery
+	wake     chan struct{}
 }
 
 type shard struct {
 	mu     sync.Mutex
 	traces map[pcommon.TraceID]*trace
-	// idle (no held span), waiting (held spans) and late (records forgotten, open parents kept)
-	// traces, each ordered by last activity, oldest first.
+	// idle (no held span), waiting (held spans) and late (compacted) traces, oldest activity first.
 	idle, waiting, late *traceList
-	// withContent are traces holding content that waits for its span.
-	withContent map[*trace]struct{}
-	// pending are the changes to the memory's counts made under the lock since it was last
-	// released: published once per locked section (unlock), not once per span, so that requests on
-	// different shards do not contend for the counters' cache line span by span.
+	withContent         map[*trace]struct{} // traces with content waiting for its span
+	// pending are the count changes made under the lock, published once per locked section
+	// (unlock): shards would otherwise contend span by span for the counters' cache line.
 	pending counts
-	// unsized are the held items counted by their estimate, sized at the next Expire or once
-	// there are more than unsizedCap.
-	unsized unsizedList
-	// perEntry is the memory's perEntry as of the shard's last sizing pass.
+	// unsized: the held items counted by their estimate; perEntry: the memory's perEntry as of
+	// the shard's last sizing pass (lazysize.go).
+	unsized  unsizedList
 	perEntry int64
 }
 
-// counts are changes to the memory's counters.
 type counts struct{ bytes, heldBytes, heldSpans, traces int64 }
 
-// unlock publishes the shard's pending counts and releases its lock. Every locked section ends
-// with it (a section that ended with mu.Unlock would only delay its counts to the next one).
+// unlock publishes the shard's pending counts and releases its lock; every locked section ends so.
 func (sh *shard) unlock(m *Memory) {
 	if p := sh.pending; p != (counts{}) {
 		sh.pending = counts{}
@@ -82,8 +66,7 @@ func (sh *shard) unlock(m *Memory) {
 	sh.mu.Unlock()
 }
 
-// New returns an empty memory. j may be journal.Nop, join may be nil (no content join) and observe
-// may be nil.
+// New returns an empty memory. j may be journal.Nop, join and observe may be nil.
 func New(cfg Config, j journal.Journal, join Join, observe Observer) *Memory {
 	cfg.setDefaults()
 	if j == nil {
@@ -109,25 +92,48 @@ func New(cfg Config, j journal.Journal, join Join, observe Observer) *Memory {
 	return m
 }
 
+// shardOf spreads trace ids by their last bytes (random in a trace id).
 func (m *Memory) shardOf(id pcommon.TraceID) int {
-	// Trace ids are random: their last bytes spread evenly.
 	return int(uint32(id[12])<<24|uint32(id[13])<<16|uint32(id[14])<<8|uint32(id[15])) % len(m.shards)
 }
 
-// HeldSpans is the number of spans held (waiting for their parent or content).
-func (m *Memory) HeldSpans() int64 { return m.heldSpans.Load() }
-
-// HeldBytes is the estimated size of the held spans.
-func (m *Memory) HeldBytes() int64 { return m.heldBytes.Load() }
-
-// Bytes is everything the budget counts: records, held spans, waiting content and ready spans.
-func (m *Memory) Bytes() int64 { return m.bytes.Load() + m.readyBytes.Load() }
-
-// ReadyBytes is the size of released spans not yet accepted by the next consumer.
-func (m *Memory) ReadyBytes() int64 { return m.readyBytes.Load() }
-
-// Traces is the number of traces in memory.
-func (m *Memory) Traces() int64 { return m.traces.Load() }
-
+// HeldSpans and HeldBytes: the spans held (for their parent or content) and their estimated size;
+// ReadyBytes: released spans not yet accepted by the next consumer; Bytes: everything the budget
+// counts (records, held spans, waiting content and ready spans); Traces: the traces in memory;
 // Wake is signalled when deliveries are queued for the releaser.
+func (m *Memory) HeldSpans() int64      { return m.heldSpans.Load() }
+func (m *Memory) HeldBytes() int64      { return m.heldBytes.Load() }
+func (m *Memory) ReadyBytes() int64     { return m.readyBytes.Load() }
+func (m *Memory) Bytes() int64          { return m.bytes.Load() + m.readyBytes.Load() }
+func (m *Memory) Traces() int64         { return m.traces.Load() }
 func (m *Memory) Wake() <-chan struct{} { return m.wake }
+
+// traceList is a shard's list of traces linked through the traces themselves: a trace moves
+// between lists on every hold and release, and an element allocated per move showed in profiles.
+type traceList struct{ head, tail *trace }
+
+// pushBack appends t, which is on no list.
+func (l *traceList) pushBack(t *trace) {
+	t.list, t.prev, t.next = l, l.tail, nil
+	if l.tail != nil {
+		l.tail.next = t
+	} else {
+		l.head = t
+	}
+	l.tail = t
+}
+
+// remove takes t out of l, the list it is on.
+func (l *traceList) remove(t *trace) {
+	if t.prev != nil {
+		t.prev.next = t.next
+	} else {
+		l.head = t.next
+	}
+	if t.next != nil {
+		t.next.prev = t.prev
+	} else {
+		l.tail = t.prev
+	}
+	t.list, t.prev, t.next = nil, nil, nil
+}

@@ -12,7 +12,6 @@ const (
 	ReleaseEvicted                            // the memory limit or max_traces was reached
 	ReleaseShutdown                           // the collector stopped
 	ReleaseContent                            // its content arrived or its content wait ended
-
 	NumReleaseReasons
 )
 
@@ -26,7 +25,6 @@ type EvictReason uint8
 const (
 	EvictMemoryLimit EvictReason = iota
 	EvictMaxTraces
-
 	NumEvictReasons
 )
 
@@ -40,7 +38,6 @@ const (
 	ReparentNoKeptAncestor                       // every ancestor is known dropped: made a root
 	ReparentOpenAncestor                         // the wait ended at an unknown ancestor above a dropped parent
 	ReparentCycle                                // its parent chain led back to it (a hostile tree): made a root
-
 	NumReparentReasons
 )
 
@@ -57,7 +54,6 @@ const (
 	UnmatchedNoSpan                                // it waited ContentWait (or its trace was forgotten) without its span
 	UnmatchedSpanHasContent                        // the span carried its own content, which takes precedence
 	UnmatchedOtherTenant                           // its span came with another tenant's credentials
-
 	NumUnmatchedReasons
 )
 
@@ -69,37 +65,15 @@ func (r UnmatchedReason) String() string {
 type Stats struct {
 	Released   [NumReleaseReasons]int64
 	Reparented [NumReparentReasons]int64
-	// Evicted counts traces evicted (forgotten or whose held spans were released) by reason.
-	Evicted [NumEvictReasons]int64
-	// EvictedWaiting counts the evicted traces that held spans (they went on early).
-	EvictedWaiting int64
-	Connectors     int64
-	// ContentJoined counts spans that received joined content.
-	ContentJoined int64
-	// ContentUnmatched counts content records that were not joined, by reason.
+	// Evicted counts traces evicted (forgotten, or their held spans released); EvictedWaiting
+	// those of them that held spans (they went on early).
+	Evicted          [NumEvictReasons]int64
+	EvictedWaiting   int64
+	Connectors       int64
+	ContentJoined    int64 // spans that received joined content
 	ContentUnmatched [NumUnmatchedReasons]int64
-	// ContentWaits are how long each span held for its content waited, until its content was
-	// complete or its wait ended.
+	// ContentWaits: how long each span held for its content waited (until complete or the wait ended).
 	ContentWaits []time.Duration
-}
-
-func (s *Stats) add(o *Stats) {
-	for i := range s.Released {
-		s.Released[i] += o.Released[i]
-	}
-	for i := range s.Reparented {
-		s.Reparented[i] += o.Reparented[i]
-	}
-	for i := range s.Evicted {
-		s.Evicted[i] += o.Evicted[i]
-	}
-	s.EvictedWaiting += o.EvictedWaiting
-	s.Connectors += o.Connectors
-	s.ContentJoined += o.ContentJoined
-	for i := range s.ContentUnmatched {
-		s.ContentUnmatched[i] += o.ContentUnmatched[i]
-	}
-	s.ContentWaits = append(s.ContentWaits, o.ContentWaits...)
 }
 
 // empty reports whether s has no event (every field of Stats belongs here).
