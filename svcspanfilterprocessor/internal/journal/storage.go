@@ -46,18 +46,26 @@ type Storage struct {
 	// first and next bound the ids that may be live; live holds those that are, each with the id
 	// its caller knows it by (its own, unless compactRange moved it; moved maps that id back).
 	first, next uint64
-	live        map[uint64]uint64
+	live        map[uint64]liveRecord
 	moved       map[uint64]uint64
 	// owed are records no longer live whose delete is not written yet: every later transaction
 	// deletes them until one succeeds, and until then a restart recovers them (at least once).
 	owed map[uint64]struct{}
-	// lazy are the live KindOpen and KindDropped records, by the id their caller knows. Removing
-	// one gets no transaction of its own: its delete stays owed until the next Append (or Flush,
-	// from the processor's tick, when no Append comes) carries it. A call that drops spans then
-	// costs one transaction, not two, and a restart before the delete only restores the records of
-	// traces already forgotten, which are forgotten again. A late delete of KindSpans (or
-	// KindContent) would deliver again after a restart: those keep their own transaction.
-	lazy map[uint64]struct{}
+}
+
+// liveRecord is a live record: the id its caller knows, and lazy for KindOpen and KindDropped.
+// Removing a lazy record gets no transaction of its own: its delete stays owed until the next
+// Append (or Flush, from the processor's tick, when no Append comes) carries it. A call that drops
+// spans then costs one transaction, not two, and a restart before the delete only restores the
+// records of traces already forgotten, which are forgotten again. A late delete of KindSpans (or
+// KindContent) would deliver again after a restart: those keep their own transaction.
+type liveRecord struct {
+	id   uint64
+	lazy bool
+}
+
+func newLive(id uint64, kind Kind) liveRecord {
+	return liveRecord{id: id, lazy: kind == KindOpen || kind == KindDropped}
 }
 
 var _ Journal = (*Storage)(nil)
@@ -66,8 +74,8 @@ var _ Journal = (*Storage)(nil)
 // A record that cannot be decoded is logged, deleted and skipped: one bad record must not keep
 // the collector from starting. An unreadable index is an error.
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
-	s := &Storage{client: client, first: 1, next: 1, live: map[uint64]uint64{}, moved: map[uint64]uint64{},
-		owed: map[uint64]struct{}{}, lazy: map[uint64]struct{}{}}
+	s := &Storage{client: client, first: 1, next: 1, live: map[uint64]liveRecord{}, moved: map[uint64]uint64{},
+		owed: map[uint64]struct{}{}}
 	raw, err := client.Get(ctx, indexKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: read the index: %w", err)
@@ -100,8 +108,7 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 			}
 			rec.ID = id
 			records = append(records, rec)
-			s.live[id] = id
-			s.markLazy(id, rec.Kind)
+			s.live[id] = newLive(id, rec.Kind)
 		}
 	}
 	// Oldest first by time: compactRange may have moved an old record past newer ones.
@@ -125,19 +132,12 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 	defer s.mu.Unlock()
 	s.compactRange(ctx)
 	id := s.next
-	s.live[id] = id
+	s.live[id] = newLive(id, kind)
 	if err := s.commit(ctx, id+1, storage.SetOperation(recordKey(id), value)); err != nil {
 		delete(s.live, id)
 		return 0, writeError("journal: append", err)
 	}
-	s.markLazy(id, kind)
 	return id, nil
-}
-
-func (s *Storage) markLazy(id uint64, kind Kind) {
-	if kind == KindOpen || kind == KindDropped {
-		s.lazy[id] = struct{}{}
-	}
 }
 
 // Remove deletes the records; ids that are not live (0, unknown, already removed) are ignored.
@@ -148,16 +148,14 @@ func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	defer s.mu.Unlock()
 	now := false
 	for _, id := range ids {
-		_, lazy := s.lazy[id]
-		delete(s.lazy, id)
 		if at, ok := s.moved[id]; ok {
 			delete(s.moved, id)
 			id = at
 		}
-		if _, ok := s.live[id]; ok {
+		if rec, ok := s.live[id]; ok {
 			delete(s.live, id)
 			s.owed[id] = struct{}{}
-			now = now || !lazy
+			now = now || !rec.lazy
 		}
 	}
 	if !now {
@@ -237,7 +235,7 @@ func (s *Storage) compactRange(ctx context.Context) {
 	}
 	if len(moves) > 0 && s.commit(ctx, next, ops...) == nil {
 		for to := range moves {
-			s.moved[s.live[to]] = to
+			s.moved[s.live[to].id] = to
 		}
 		return
 	}
