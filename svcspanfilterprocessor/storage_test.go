@@ -151,7 +151,8 @@ type deleteCountingStorage struct {
 	deletes *atomic.Int64
 }
 
-func (s deleteCountingStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
+func (s deleteCountingStorage) GetClient(context.Context, component.Kind, component.ID, string,
+) (storage.Client, error) {
 	return s, nil
 }
 
@@ -175,7 +176,8 @@ func TestIdleGatewayRemovesRecordsOfForgottenTraces(t *testing.T) {
 	cfg.Storage = &id
 	cfg.TraceIntegrity.WaitDuration = 50 * time.Millisecond // the releaser ticks every 10 ms
 	j := newProcessorJournal(cfg, component.NewID(metadata.Type), zap.NewNop())
-	p, err := newSpanFilterProcessor(processortest.NewNopSettings(metadata.Type), cfg, new(consumertest.TracesSink), j)
+	settings := processortest.NewNopSettings(metadata.Type)
+	p, err := newSpanFilterProcessor(settings, cfg, new(consumertest.TracesSink), j)
 	require.NoError(t, err)
 	require.NoError(t, p.start(ctx, storagetest.NewStorageHost().WithExtension(id, ext)))
 	defer func() { require.NoError(t, p.shutdown(ctx)) }()

@@ -345,7 +345,9 @@ func TestRemovalOfOpenAndDroppedRecordsWaitsForTheNextWrite(t *testing.T) {
 		write func(t *testing.T, s *Storage)
 	}{
 		{name: "the next append", write: func(t *testing.T, s *Storage) { appendN(t, s, 1) }},
-		{name: "flush", write: func(t *testing.T, s *Storage) { require.NoError(t, s.Flush(context.Background())) }},
+		{name: "flush", write: func(t *testing.T, s *Storage) {
+			require.NoError(t, s.Flush(context.Background()))
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,7 +18,8 @@ import (
 // a delivery carrying content that waits for it or replacing a held copy of it; a dropped span
 // goes on as a connector span when delivered spans point at it. A call of whole traces (every
 // ancestor up to a kept one or the root in the call) with no content waiting writes nothing here.
-func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og *origins, heldAt time.Time) error {
+func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og *origins,
+	heldAt time.Time) error {
 	var local map[callKey]int32
 	var copies *heldCopy
 	m.planVerdicts(refs)
