@@ -17,8 +17,7 @@ const (
 	defaultWaitDuration     = 5 * time.Second
 	defaultRememberDuration = 30 * time.Second
 
-	// Values of trace_integrity.on_shutdown.
-	onShutdownRelease = "release"
+	onShutdownRelease = "release" // trace_integrity.on_shutdown
 	onShutdownKeep    = "keep"
 )
 
@@ -117,13 +116,9 @@ func createDefaultConfig() component.Config {
 			MemoryLimitMiB:   256,
 			MaxTraces:        200_000,
 		},
-		ContentJoin: defaultContentJoinConfig(),
+		// Applications export spans and logs a few seconds apart.
+		ContentJoin: ContentJoinConfig{Enabled: true, Wait: 5 * time.Second},
 	}
-}
-
-// defaultContentJoinConfig: applications export spans and logs a few seconds apart.
-func defaultContentJoinConfig() ContentJoinConfig {
-	return ContentJoinConfig{Enabled: true, Wait: 5 * time.Second}
 }
 
 // Unmarshal rejects the removed SDK option with the rule that replaces it, then decodes strictly.
@@ -194,10 +189,9 @@ func (cfg *Config) Validate() error {
 	return errors.Join(ps...)
 }
 
-// problems are all the errors of one validation.
+// problems are all the errors of one validation; check adds one when ok is false.
 type problems []error
 
-// check adds the error format says when ok is false.
 func (ps *problems) check(ok bool, format string, args ...any) {
 	if !ok {
 		*ps = append(*ps, fmt.Errorf(format, args...))
@@ -212,7 +206,8 @@ func (ps *problems) entries(field string, list []string, problem func(string) st
 	}
 }
 
-// scopeProblem rejects entries that could never match with boundary-aware matching.
+// scopeProblem, prefixProblem and spanNameProblem reject entries that could never match, or match
+// everything, with boundary-aware matching.
 func scopeProblem(scope string) string {
 	switch {
 	case scope == "":

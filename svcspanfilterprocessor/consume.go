@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -21,12 +20,9 @@ import (
 // processTraces returns the batch less its dropped and held spans, after the memory admitted it
 // (writing ahead what it may hold). A retryable error (push back, a failed write) refuses it all.
 func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
-	sc := p.scratch.Get().(*batchScratch)
-	defer func() {
-		// sc.verdict is reset by forScope, before each scope.
-		sc.verdicts, sc.decisions = sc.verdicts[:0], sc.decisions[:0]
-		p.scratch.Put(sc)
-	}()
+	sc := p.scratch.Get().(*batchScratch) // sc.verdict is reset by forScope, before each scope
+	defer p.scratch.Put(sc)
+	sc.verdicts, sc.decisions = sc.verdicts[:0], sc.decisions[:0]
 	p.decideAll(td, sc)
 	adm, err := p.mem.Admit(client.FromContext(ctx), td, sc.decisions)
 	if err != nil {
@@ -206,25 +202,18 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	}
 }
 
-// evictionLog rate-limits the eviction warning to one per 10 s under sustained overload.
-type evictionLog struct {
-	mu      sync.Mutex
-	evicted int64 // since the last warning
-	last    time.Time
-}
-
 // warnEvicted: idle traces forgotten are the life of a full memory; held spans going on early are not.
 func (p *spanFilterProcessor) warnEvicted(n int64) {
 	l, now := &p.evictions, p.now()
-	l.mu.Lock()
+	l.Lock()
 	l.evicted += n
 	if !l.last.IsZero() && now.Sub(l.last) < 10*time.Second {
-		l.mu.Unlock()
+		l.Unlock()
 		return
 	}
 	evicted := l.evicted
 	l.evicted, l.last = 0, now
-	l.mu.Unlock()
+	l.Unlock()
 	p.logger.Warn("trace_integrity memory_limit_mib or max_traces reached: idle traces were forgotten and the "+
 		"spans still waiting for their parent in the traces idle the longest went on with their parent id "+
 		"unchanged. Raise memory_limit_mib or max_traces, lower wait_duration, or add gateway instances with "+

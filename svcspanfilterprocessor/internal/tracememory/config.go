@@ -6,13 +6,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// Config of a Memory. Durations follow the processor's trace_integrity options.
+// Config of a Memory. Durations and bounds are the processor's trace_integrity options.
 type Config struct {
-	// WaitDuration: held spans of a trace go on when the trace received no span for this long;
-	// MaxWaitDuration caps the wait of one held span however busy its trace is.
-	WaitDuration, MaxWaitDuration time.Duration
-	// RememberDuration: how long an idle trace keeps its span records.
-	RememberDuration time.Duration
+	WaitDuration, MaxWaitDuration, RememberDuration time.Duration
 	// LateParentWindow: how long an idle trace keeps its open parents and the records of its dropped
 	// spans, so that a late dropped parent still becomes a connector below its nearest kept ancestor.
 	LateParentWindow time.Duration
@@ -21,25 +17,11 @@ type Config struct {
 	MaxTraces   int
 	// MemoryLimitBytes bounds records, held spans, ready spans and waiting content together.
 	MemoryLimitBytes int64
-	// ConnectorSpans: a dropped span that delivered spans point at goes on as a stripped connector.
-	ConnectorSpans bool
+	ConnectorSpans   bool
 	// Journaled: the memory journals what it may hold (ahead of the call), the open parents and the
 	// ids and parents of dropped spans (dropped.go).
 	Journaled bool
 	Shards    int              // by trace id, each under its own lock (default 32)
 	Now       func() time.Time // the clock (tests inject theirs); default time.Now
 	Logger    *zap.Logger
-}
-
-func (c *Config) setDefaults() {
-	if c.Shards <= 0 {
-		c.Shards = 32
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = zap.NewNop()
-	}
-	c.LateParentWindow = max(c.LateParentWindow, c.RememberDuration)
 }

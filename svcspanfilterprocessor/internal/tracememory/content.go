@@ -77,10 +77,7 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 		if it.reason&WaitContent != 0 && !m.join.Complete(contentsOf(it.content)) {
 			outcome = ContentWaiting
 		} else if it.reason&WaitContent != 0 {
-			it.contentWaitEnded(now, &out)
-			if it.reason == 0 {
-				sh.release(m, t, it, ReleaseContent, &out)
-			}
+			sh.endContentWait(m, t, it, now, ReleaseContent, &out)
 		}
 	case it == nil && !seen:
 		if t.content == nil {
@@ -108,20 +105,40 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	return outcome
 }
 
-// contentWaitEnded ends the content wait of a held span and records how long it waited.
-func (it *item) contentWaitEnded(now time.Time, out *released) {
+// endContentWait ends the content wait of held item it, records how long it waited, and reports
+// whether it was released for why (it waited for nothing else).
+func (sh *shard) endContentWait(m *Memory, t *trace, it *item, now time.Time, why ReleaseReason,
+	out *released,
+) bool {
 	it.reason &^= WaitContent
 	out.stats.ContentWaits = append(out.stats.ContentWaits, now.Sub(it.heldAt))
+	if it.reason == 0 {
+		sh.release(m, t, it, why, out)
+	}
+	return it.reason == 0
 }
 
-// apply joins cs onto span; when the span keeps its own content, own's records count unmatched.
-func (m *Memory) apply(span ptrace.Span, cs, own []waitingContent, out *released) bool {
-	if m.join.Apply(span, contentsOf(cs)) {
-		out.stats.ContentJoined++
-		return true
+// apply joins cs onto span and remembers own, joined onto it, for a copy of the span sent again
+// (counted in the budget until the trace is forgotten or compacted). When the span keeps its own
+// content, own's records count unmatched.
+func (m *Memory) apply(t *trace, span ptrace.Span, cs, own []waitingContent, out *released) {
+	if !m.join.Apply(span, contentsOf(cs)) {
+		out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(own)
+		return
 	}
-	out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(own)
-	return false
+	out.stats.ContentJoined++
+	if len(own) == 0 {
+		return
+	}
+	r := t.keepRefs()
+	if r.joined == nil {
+		r.joined = map[pcommon.SpanID][]waitingContent{}
+	}
+	id := span.SpanID()
+	for _, c := range own {
+		r.joined[id] = append(r.joined[id], waitingContent{content: c.content})
+		m.addBytes(t, c.bytes())
+	}
 }
 
 // joinWaitingContent joins the content waiting for a kept span that just arrived, and the content
@@ -133,26 +150,10 @@ func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, tenan
 	own := ownContent(cs, tenant, out)
 	sh.removeContent(m, t, id, cs)
 	all := append(append([]waitingContent(nil), ownContent(t.joinedOf(id), tenant, nil)...), own...)
-	if len(all) > 0 && m.apply(span, all, own, out) {
-		sh.rememberJoined(m, t, id, own)
+	if len(all) > 0 {
+		m.apply(t, span, all, own, out)
 	}
 	return refsOf(cs)
-}
-
-// rememberJoined keeps cs, just joined onto span id, for a copy of the span sent again (counted
-// in the budget until the trace is forgotten or compacted).
-func (sh *shard) rememberJoined(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent) {
-	if len(cs) == 0 {
-		return
-	}
-	r := t.keepRefs()
-	if r.joined == nil {
-		r.joined = map[pcommon.SpanID][]waitingContent{}
-	}
-	for _, c := range cs {
-		r.joined[id] = append(r.joined[id], waitingContent{content: c.content})
-		m.addBytes(t, c.bytes())
-	}
 }
 
 // forgetJoined forgets the content remembered as joined onto span id (its trace is compacted).
@@ -186,9 +187,7 @@ func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	if len(it.content) == 0 {
 		return
 	}
-	if m.apply(it.span, it.content, it.content, out) {
-		sh.rememberJoined(m, t, it.span.SpanID(), it.content)
-	}
+	m.apply(t, it.span, it.content, it.content, out)
 	m.addBytes(t, -bytesOf(it.content))
 	sh.resize(m, it, itemSize(it.span))
 	it.contentRefs = append(it.contentRefs, refsOf(it.content)...) // done when it is delivered

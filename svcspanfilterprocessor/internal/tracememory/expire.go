@@ -26,12 +26,9 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 		idle := now.Sub(t.lastActivity) >= cfg.WaitDuration
 		for _, it := range t.held { // only it leaves t.held
 			waited := now.Sub(it.heldAt)
-			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait {
-				it.contentWaitEnded(now, out)
-				if it.reason == 0 {
-					sh.release(m, t, it, ReleaseContent, out)
-					continue
-				}
+			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait &&
+				sh.endContentWait(m, t, it, now, ReleaseContent, out) {
+				continue
 			}
 			if it.reason&WaitParent != 0 && idle {
 				sh.expireParent(m, t, it, ReleaseWaitExpired, out)
@@ -200,17 +197,12 @@ func (m *Memory) ContentRoom(size int64) error {
 	return nil
 }
 
-// releaseAll ends every wait of t's held spans by rule 1.
+// releaseAll ends every wait of t's held spans by rule 1 (a held span waits for something).
 func (sh *shard) releaseAll(m *Memory, t *trace, why ReleaseReason, out *released) {
 	now := m.cfg.Now()
 	for _, it := range t.held { // only it leaves t.held
-		if it.reason&WaitContent != 0 {
-			it.contentWaitEnded(now, out)
-		}
-		if it.reason&WaitParent != 0 {
+		if it.reason&WaitContent == 0 || !sh.endContentWait(m, t, it, now, why, out) {
 			sh.expireParent(m, t, it, why, out)
-		} else {
-			sh.release(m, t, it, why, out)
 		}
 	}
 }

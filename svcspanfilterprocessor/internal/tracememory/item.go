@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/pkg/credentials"
-	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
 // HeldReason is what a held span waits for: a bitmask, released when it is zero.
@@ -23,8 +22,7 @@ const (
 	WaitContent                        // a content candidate whose content has not arrived
 )
 
-// requestOrigin is the client context of a request: released spans go on with their own
-// request's client metadata, never another's.
+// requestOrigin is the client context of a request: released spans go on with their own request's.
 type requestOrigin struct {
 	info   client.Info
 	tenant string
@@ -84,16 +82,15 @@ func (it *item) tenant() string { return it.origin.resource.request.tenant }
 // RecordRef counts the items of one journal record still in the memory or on their way to the next
 // consumer; the record is removed from the journal when the count reaches zero.
 type RecordRef struct {
-	mu      sync.Mutex
-	id      uint64
-	left    int
-	journal journal.Journal
-	logger  *zap.Logger
+	mu   sync.Mutex
+	id   uint64
+	left int
+	m    *Memory
 }
 
 // NewRecordRef is the reference of journal record id with items still to hand on.
 func (m *Memory) NewRecordRef(id uint64, items int) *RecordRef {
-	return &RecordRef{id: id, left: items, journal: m.journal, logger: m.cfg.Logger}
+	return &RecordRef{id: id, left: items, m: m}
 }
 
 // Done marks n items of the record handed on or discarded.
@@ -106,8 +103,8 @@ func (r *RecordRef) Done(n int) {
 	id, last := r.id, r.left == 0
 	r.mu.Unlock()
 	if last && id != 0 {
-		if err := r.journal.Remove(context.Background(), id); err != nil {
-			r.logger.Warn("Could not remove a delivered journal record; the journal retries with its next write "+
+		if err := r.m.journal.Remove(context.Background(), id); err != nil {
+			r.m.cfg.Logger.Warn("Could not remove a delivered journal record; the journal retries with its next write "+
 				"(a restart before that delivers it again)", zap.Uint64("record", id), zap.Error(err))
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
@@ -24,8 +26,8 @@ type Memory struct {
 	cfg     Config
 	journal journal.Journal
 	join    Join
-	joins   bool // join is not noJoin
-	observe Observer
+	joins   bool         // join is not noJoin
+	observe func(*Stats) // the Stats of every operation that had events
 	shards  []*shard
 	// bytes: records, held spans and waiting content; heldBytes the held spans alone.
 	bytes, heldBytes, heldSpans, traces, readyBytes atomic.Int64
@@ -67,8 +69,17 @@ func (sh *shard) unlock(m *Memory) {
 }
 
 // New returns an empty memory. j may be journal.Nop, join and observe may be nil.
-func New(cfg Config, j journal.Journal, join Join, observe Observer) *Memory {
-	cfg.setDefaults()
+func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory {
+	if cfg.Shards <= 0 {
+		cfg.Shards = 32
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	cfg.LateParentWindow = max(cfg.LateParentWindow, cfg.RememberDuration)
 	if j == nil {
 		j = journal.Nop
 	}

@@ -61,7 +61,7 @@ func (r UnmatchedReason) String() string {
 	return [...]string{"span_dropped", "span_gone", "no_span", "span_has_content", "other_tenant"}[r]
 }
 
-// Stats are the events of one memory operation, handed to the Observer outside the locks.
+// Stats are the events of one memory operation, handed to the observer outside the locks.
 type Stats struct {
 	Released   [NumReleaseReasons]int64
 	Reparented [NumReparentReasons]int64
@@ -82,6 +82,3 @@ func (s *Stats) empty() bool {
 		s.Evicted == [NumEvictReasons]int64{} && s.EvictedWaiting == 0 && s.Connectors == 0 &&
 		s.ContentJoined == 0 && s.ContentUnmatched == [NumUnmatchedReasons]int64{} && len(s.ContentWaits) == 0
 }
-
-// Observer receives the Stats of every operation that had events.
-type Observer func(*Stats)
