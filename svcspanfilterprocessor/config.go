@@ -206,8 +206,7 @@ func (ps *problems) entries(field string, list []string, problem func(string) st
 	}
 }
 
-// scopeProblem, prefixProblem and spanNameProblem reject entries that could never match, or match
-// everything, with boundary-aware matching.
+// scopeProblem rejects entries that could never match with boundary-aware matching.
 func scopeProblem(scope string) string {
 	switch {
 	case scope == "":

@@ -115,9 +115,7 @@ func takeContentRecords(ld plog.Logs) (content plog.Logs, withoutSpan int) {
 }
 
 // contentJoin is the trace memory's hook: which spans wait for content and how it goes onto them.
-type contentJoin struct {
-	candidates *genaicontent.Candidates
-}
+type contentJoin struct{ candidates *genaicontent.Candidates }
 
 // newContentJoin is the memory's hook for cfg; nil (no span waits for content) when the join is off.
 func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
@@ -208,7 +206,7 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 	// make without forgetting acknowledged content or refused spans.
 	var size int64
 	for _, c := range bySpan {
-		size += spanContent{c: c}.Size()
+		size += int64(c.Bytes())
 	}
 	if err := m.ContentRoom(size); err != nil {
 		return out, err

@@ -130,8 +130,8 @@ func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
 }
 
 // shutdown stops the releaser and delivers what is held by rule 1 or, with on_shutdown: keep, leaves
-// it journaled for the next start (a graceful restart does not cut agent trees whose parents are
-// still open). Spans the next consumer refuses stay in the journal, or without one are lost.
+// it journaled (a graceful restart does not cut agent trees whose parents are still open). Spans the
+// next consumer refuses stay in the journal, or without one are lost.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	p.running.Store(false)
 	defer p.telemetry.Shutdown()
@@ -181,8 +181,8 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 // errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
 var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
 
-// newProcessorJournal is journal.Nop without the `storage` option, else a storageJournal that opens
-// at Start, when the host's extensions are known (the memory takes its journal before).
+// newProcessorJournal is journal.Nop without the `storage` option, else a storageJournal: it opens at
+// Start, when the host's extensions are known (the memory takes its journal before).
 func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) journal.Journal {
 	if cfg.Storage == nil {
 		return journal.Nop

@@ -86,7 +86,8 @@ func compileRules(r SpanRules) spanRules {
 	for _, n := range r.SpanNames {
 		names[n] = struct{}{}
 	}
-	return spanRules{scopematch.New(scopematch.Boundary, r.InstrumentationScopes...), r.AttributePrefixes, names}
+	scopes := scopematch.New(scopematch.Boundary, r.InstrumentationScopes...)
+	return spanRules{scopes: scopes, attrPrefixes: r.AttributePrefixes, spanNames: names}
 }
 
 // scopeVerdict is what the filter knows from the instrumentation scope alone, once per ScopeSpans.

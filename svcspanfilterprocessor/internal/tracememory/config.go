@@ -18,8 +18,7 @@ type Config struct {
 	// MemoryLimitBytes bounds records, held spans, ready spans and waiting content together.
 	MemoryLimitBytes int64
 	ConnectorSpans   bool
-	// Journaled: the memory journals what it may hold (ahead of the call), the open parents and the
-	// ids and parents of dropped spans (dropped.go).
+	// Journaled: what it may hold is written ahead, open parents and dropped spans after (dropped.go).
 	Journaled bool
 	Shards    int              // by trace id, each under its own lock (default 32)
 	Now       func() time.Time // the clock (tests inject theirs); default time.Now

@@ -52,9 +52,8 @@ const (
 	ContentDiscarded                       // its span was dropped or already went on
 )
 
-// AddContent gives content for span (traceID, spanID) to the memory. ref (may be nil), the journal
-// record it came in, is marked done when the content is joined or discarded. Spans released by the
-// join are queued for the releaser.
+// AddContent gives content for span (traceID, spanID) to the memory; ref (may be nil), the journal
+// record it came in, is done when the content is joined or discarded.
 func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Content, ref *RecordRef) ContentOutcome {
 	now := m.cfg.Now()
 	var out released
@@ -67,9 +66,8 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	rec, seen := t.records[spanID]
 	switch {
 	case it != nil && it.tenant() == c.Tenant():
-		// Held, so not delivered yet: it gathers the pieces (a call's input often comes in an
-		// earlier logs batch than its output), joined when it is released. A span waiting for its
-		// content goes once the content is complete.
+		// Held: it gathers the pieces (a call's input often comes a logs batch before its output),
+		// joined when it is released, which a span waiting for its content is once it is complete.
 		it.content = append(it.content, wc)
 		m.addBytes(t, wc.bytes())
 		ref = nil // done when the gathered content is joined
@@ -105,8 +103,7 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	return outcome
 }
 
-// endContentWait ends the content wait of held item it, records how long it waited, and reports
-// whether it was released for why (it waited for nothing else).
+// endContentWait ends the content wait of it; true when that released it for why (no other wait).
 func (sh *shard) endContentWait(m *Memory, t *trace, it *item, now time.Time, why ReleaseReason,
 	out *released,
 ) bool {
@@ -118,9 +115,8 @@ func (sh *shard) endContentWait(m *Memory, t *trace, it *item, now time.Time, wh
 	return it.reason == 0
 }
 
-// apply joins cs onto span and remembers own, joined onto it, for a copy of the span sent again
-// (counted in the budget until the trace is forgotten or compacted). When the span keeps its own
-// content, own's records count unmatched.
+// apply joins cs onto span and remembers own for a copy of the span sent again (in the budget until
+// the trace is forgotten or compacted); when the span keeps its own content, own counts unmatched.
 func (m *Memory) apply(t *trace, span ptrace.Span, cs, own []waitingContent, out *released) {
 	if !m.join.Apply(span, contentsOf(cs)) {
 		out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(own)
@@ -141,10 +137,10 @@ func (m *Memory) apply(t *trace, span ptrace.Span, cs, own []waitingContent, out
 	}
 }
 
-// joinWaitingContent joins the content waiting for a kept span that just arrived, and the content
-// joined onto an earlier copy of it (sent again). It returns the waiting content's journal records:
-// the caller attaches them to the span, done when it is handed on.
-func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, tenant string, out *released) []*RecordRef {
+// joinWaitingContent joins the content waiting for a kept span that just arrived, and that joined
+// onto an earlier copy of it; it returns the waiting content's records, done when it is handed on.
+func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, tenant string, out *released,
+) []*RecordRef {
 	id := span.SpanID()
 	cs := t.content[id]
 	own := ownContent(cs, tenant, out)
@@ -166,8 +162,8 @@ func (sh *shard) forgetJoined(m *Memory, t *trace, id pcommon.SpanID) {
 	}
 }
 
-// takeWaitingContent moves the content waiting for a span that arrived into the held item that
-// waits for the rest of it (its bytes stay counted); another tenant's is discarded.
+// takeWaitingContent moves the content waiting for it into it, which waits for the rest; another
+// tenant's is discarded.
 func (sh *shard) takeWaitingContent(m *Memory, t *trace, it *item, out *released) {
 	cs := t.content[it.span.SpanID()]
 	own := ownContent(cs, it.tenant(), out)
@@ -181,8 +177,7 @@ func (sh *shard) takeWaitingContent(m *Memory, t *trace, it *item, out *released
 	it.content = append(it.content, own...)
 }
 
-// joinHeldContent joins the content a held span gathered (complete, or its wait ended). The span
-// is sized again: the budget keeps counting the content once it is on the span.
+// joinHeldContent joins the content a held span gathered; sized again, the span counts it.
 func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	if len(it.content) == 0 {
 		return
@@ -194,8 +189,7 @@ func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	it.content = nil
 }
 
-// returnHeldContent puts the content a held span gathered back among the trace's waiting content
-// (the held copy is discarded: a copy sent again brings the span back).
+// returnHeldContent puts the content a discarded held copy gathered back to wait for a resend.
 func (sh *shard) returnHeldContent(t *trace, it *item) {
 	if len(it.content) == 0 {
 		return
@@ -209,8 +203,8 @@ func (sh *shard) returnHeldContent(t *trace, it *item) {
 	it.content = nil
 }
 
-// ownContent is the content of cs that came with tenant's credentials (cs itself when all of it
-// is, the usual case); the rest is counted unmatched (other_tenant) in out, when out is not nil.
+// ownContent is the content of cs with tenant's credentials (usually cs); the rest counts unmatched
+// (other_tenant) in out, when not nil.
 func ownContent(cs []waitingContent, tenant string, out *released) []waitingContent {
 	foreign := func(c waitingContent) bool { return c.content.Tenant() != tenant }
 	if !slices.ContainsFunc(cs, foreign) {

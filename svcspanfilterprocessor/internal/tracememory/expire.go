@@ -2,10 +2,8 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 
 import "time"
 
-// Expire ends the waits that are over and forgets what is no longer needed: held spans of traces
-// idle for wait_duration or held for max_wait_duration go on by rule 1 (their unknown parent becomes
-// open); idle traces lose their records after remember_duration, late ones the rest after
-// late_parent_window. Released spans are queued for the releaser (TakeReady).
+// Expire ends the waits that are over (rule 1: the unknown parent becomes open) and forgets idle
+// traces' records after remember_duration, late ones' rest after late_parent_window.
 func (m *Memory) Expire() {
 	now := m.cfg.Now()
 	var out released
@@ -74,7 +72,6 @@ func (m *Memory) overBudget() (EvictReason, bool) {
 
 // Enforce brings the memory back under its bounds: it forgets idle traces, oldest activity first;
 // only when none is left does it release the held spans of the oldest waiting traces, by rule 1.
-// Oldest is per shard; shards are visited in turn.
 func (m *Memory) Enforce() {
 	if _, over := m.overBudget(); !over {
 		return
@@ -90,9 +87,8 @@ func (m *Memory) Enforce() {
 }
 
 // fronts are the activity times of the shards' oldest traces of one kind (idle or waiting), read
-// once per Enforce: a full memory evicts about as many traces as a batch brings, and reading every
-// shard per eviction would lock them all that often. A front can only have become newer since
-// (traces join at the back), so the order stays oldest first up to concurrent evictions.
+// once per Enforce, not per eviction (a full memory evicts about as many traces as a batch brings).
+// A front can only become newer (traces join at the back): the order stays oldest first.
 type fronts struct {
 	waiting bool
 	at      []time.Time
@@ -129,8 +125,7 @@ func (f *fronts) oldest() int {
 	return best
 }
 
-// evictOne evicts the oldest of the shards' oldest traces of f's kind. It reports false when no
-// shard has one (read again before saying so).
+// evictOne evicts the oldest of the shards' oldest traces of f's kind; false when no shard has one.
 func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 	if f.at == nil {
 		f.scan(m)
@@ -154,8 +149,7 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 		out.stats.EvictedWaiting++
 	}
 	if len(t.content) > 0 {
-		// Waiting content is acknowledged data: only its content wait forgets it. When nothing
-		// else is left to evict, the logs side pushes back (ContentRoom).
+		// Waiting content is acknowledged: only its wait forgets it (the logs side pushes back).
 		sh.compact(m, t, out)
 	} else {
 		sh.forget(m, t, out)
@@ -185,8 +179,7 @@ func (sh *shard) oldest(waiting bool) *trace {
 }
 
 // ContentRoom reports ErrContentOverloaded when content of size bytes does not fit in the memory
-// limit even after evicting what can be evicted without loss (the logs side then refuses the call
-// before making the content durable). Waiting content and refused released spans are never evicted.
+// limit even after evicting what can go without loss (not waiting content, not refused spans).
 func (m *Memory) ContentRoom(size int64) error {
 	if m.Bytes()+size > m.cfg.MemoryLimitBytes {
 		m.Enforce()

@@ -33,9 +33,8 @@ func newRequestOrigin(info client.Info) *requestOrigin {
 }
 
 // TenantOf is whom a request speaks for: the svc credentials it came with (a pass-through gateway
-// forwards them), empty on a gateway with keys of its own. Content joins only spans of its own
-// tenant: two tenants may send the same trace and span ids, and one tenant's prompts must never
-// reach another's project.
+// forwards them), empty on a gateway with keys of its own. Content joins only its tenant's spans:
+// two tenants may send the same ids, and one's prompts must never reach another's project.
 func TenantOf(info client.Info) string {
 	return strings.Join(info.Metadata.Get(credentials.MetadataKey), "\n")
 }
@@ -64,8 +63,8 @@ type item struct {
 	// waiting on it (trace.waitingOn), taken out in constant time with no allocation per span.
 	waitOn             pcommon.SpanID
 	waitPrev, waitNext *item
-	// ref is the journal record of the call that held it (not its Admission, which would keep the
-	// call's deliveries alive as long as one of its spans is held).
+	// ref is the journal record of the call that held it (its Admission would keep the call's
+	// deliveries alive while one of its spans is held).
 	ref *RecordRef
 	// bytes is what it counts in the budget: an estimate until sized (lazysize.go); unsizedAt its
 	// place in shard.unsized until then (with the flags, one word). indexed: in trace.waitingOn.
@@ -104,8 +103,9 @@ func (r *RecordRef) Done(n int) {
 	r.mu.Unlock()
 	if last && id != 0 {
 		if err := r.m.journal.Remove(context.Background(), id); err != nil {
-			r.m.cfg.Logger.Warn("Could not remove a delivered journal record; the journal retries with its next write "+
-				"(a restart before that delivers it again)", zap.Uint64("record", id), zap.Error(err))
+			r.m.cfg.Logger.Warn("Could not remove a delivered journal record; the journal retries with its "+
+				"next write (a restart before that delivers it again)",
+				zap.Uint64("record", id), zap.Error(err))
 		}
 	}
 }

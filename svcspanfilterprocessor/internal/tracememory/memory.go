@@ -20,8 +20,8 @@ var ErrOverloaded = errors.New("svcspanfilter: the next consumer is refusing rel
 // side refuses new content retryably instead of forgetting content it acknowledged.
 var ErrContentOverloaded = errors.New("svcspanfilter: waiting GenAI content and released spans the next consumer refused fill trace_integrity.memory_limit_mib; retry later")
 
-// Memory is the trace memory, safe for concurrent use: sharded by trace id, each shard under its
-// own lock. It never calls the next consumer.
+// Memory is the trace memory, safe for concurrent use (a lock per shard of trace ids); it never calls
+// the next consumer.
 type Memory struct {
 	cfg     Config
 	journal journal.Journal
@@ -48,8 +48,8 @@ type shard struct {
 	// pending are the count changes made under the lock, published once per locked section
 	// (unlock): shards would otherwise contend span by span for the counters' cache line.
 	pending counts
-	// unsized: the held items counted by their estimate; perEntry: the memory's perEntry as of
-	// the shard's last sizing pass (lazysize.go).
+	// unsized: the held items counted by their estimate; perEntry: the memory's as of the shard's
+	// last sizing pass (lazysize.go).
 	unsized  unsizedList
 	perEntry int64
 }
@@ -108,10 +108,8 @@ func (m *Memory) shardOf(id pcommon.TraceID) int {
 	return int(uint32(id[12])<<24|uint32(id[13])<<16|uint32(id[14])<<8|uint32(id[15])) % len(m.shards)
 }
 
-// HeldSpans and HeldBytes: the spans held (for their parent or content) and their estimated size;
-// ReadyBytes: released spans not yet accepted by the next consumer; Bytes: everything the budget
-// counts (records, held spans, waiting content and ready spans); Traces: the traces in memory;
-// Wake is signalled when deliveries are queued for the releaser.
+// HeldSpans and HeldBytes: the spans held and their size; ReadyBytes: released spans not yet taken
+// by the next consumer; Bytes: all the budget counts; Wake: signalled when deliveries are queued.
 func (m *Memory) HeldSpans() int64      { return m.heldSpans.Load() }
 func (m *Memory) HeldBytes() int64      { return m.heldBytes.Load() }
 func (m *Memory) ReadyBytes() int64     { return m.readyBytes.Load() }

@@ -65,8 +65,7 @@ func (r UnmatchedReason) String() string {
 type Stats struct {
 	Released   [NumReleaseReasons]int64
 	Reparented [NumReparentReasons]int64
-	// Evicted counts traces evicted (forgotten, or their held spans released); EvictedWaiting
-	// those of them that held spans (they went on early).
+	// Evicted counts traces evicted; EvictedWaiting those of them that held spans (released early).
 	Evicted          [NumEvictReasons]int64
 	EvictedWaiting   int64
 	Connectors       int64
