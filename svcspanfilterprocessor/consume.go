@@ -32,7 +32,17 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 		}
 		return td, err
 	}
-	p.recordDecisions(ctx, sc, adm.Kept)
+	var counts [numDecisions]int64 // a sampled-out span is kept when its trace is an experiment
+	for i, d := range sc.verdicts {
+		if d.kept() && !adm.Kept[i] {
+			d = droppedSampledOut
+		}
+		counts[d]++
+	}
+	// The kept decisions come first (decision.kept).
+	tb, opts := p.telemetry, reasons.decision
+	addByReason(ctx, tb.ProcessorSvcspanfilterSpansKept, counts[:droppedNotGenAI], opts)
+	addByReason(ctx, tb.ProcessorSvcspanfilterSpansDropped, counts[droppedNotGenAI:], opts[droppedNotGenAI:])
 	// Spans this batch released go on now, with their own requests' client metadata.
 	p.deliver(ctx, adm.Deliveries, false)
 	if !adm.Pass {
@@ -66,21 +76,6 @@ func (p *spanFilterProcessor) decideAll(td ptrace.Traces, sc *batchScratch) {
 			}
 		}
 	}
-}
-
-// recordDecisions counts spans by reason; a sampled-out span is kept when its trace is an experiment.
-func (p *spanFilterProcessor) recordDecisions(ctx context.Context, sc *batchScratch, kept []bool) {
-	var counts [numDecisions]int64
-	for i, d := range sc.verdicts {
-		if d.kept() && !kept[i] {
-			d = droppedSampledOut
-		}
-		counts[d]++
-	}
-	// The kept decisions come first (decision.kept).
-	tb, opts := p.telemetry, reasons.decision
-	addByReason(ctx, tb.ProcessorSvcspanfilterSpansKept, counts[:droppedNotGenAI], opts)
-	addByReason(ctx, tb.ProcessorSvcspanfilterSpansDropped, counts[droppedNotGenAI:], opts[droppedNotGenAI:])
 }
 
 // batchScratch is the per-call working memory, pooled so the steady state does not allocate it.
@@ -165,22 +160,6 @@ func addByReason(ctx context.Context, c metric.Int64Counter, counts []int64, opt
 	}
 }
 
-func (p *spanFilterProcessor) registerGauges() error {
-	gauge := func(read func() int64) metric.Int64Callback {
-		return func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(read())
-			return nil
-		}
-	}
-	tb := p.telemetry
-	return errors.Join(
-		tb.RegisterProcessorSvcspanfilterSpansHeldCallback(gauge(p.mem.HeldSpans)),
-		tb.RegisterProcessorSvcspanfilterHeldBytesCallback(gauge(p.mem.HeldBytes)),
-		tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(gauge(p.mem.Bytes)),
-		tb.RegisterProcessorSvcspanfilterTracesInMemoryCallback(gauge(p.mem.Traces)),
-	)
-}
-
 // recordStats is the memory's observer: it turns its events into metrics.
 func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	ctx, tb := context.Background(), p.telemetry
@@ -197,16 +176,13 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	for _, d := range s.ContentWaits {
 		tb.ProcessorSvcspanfilterContentWait.Record(ctx, d.Seconds())
 	}
-	if s.EvictedWaiting > 0 {
-		p.warnEvicted(s.EvictedWaiting)
+	if s.EvictedWaiting == 0 {
+		return
 	}
-}
-
-// warnEvicted: idle traces forgotten are the life of a full memory; held spans going on early are not.
-func (p *spanFilterProcessor) warnEvicted(n int64) {
+	// Idle traces forgotten are the life of a full memory; held spans going on early are not.
 	l, now := &p.evictions, p.now()
 	l.Lock()
-	l.evicted += n
+	l.evicted += s.EvictedWaiting
 	if !l.last.IsZero() && now.Sub(l.last) < 10*time.Second {
 		l.Unlock()
 		return

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/pkg/sampling"
@@ -73,7 +74,18 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 		Now:              func() time.Time { return p.now() },
 		Logger:           set.Logger,
 	}, j, newContentJoin(cfg.ContentJoin), p.recordStats)
-	if err := p.registerGauges(); err != nil {
+	gauge := func(read func() int64) metric.Int64Callback {
+		return func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(read())
+			return nil
+		}
+	}
+	if err := errors.Join(
+		tb.RegisterProcessorSvcspanfilterSpansHeldCallback(gauge(p.mem.HeldSpans)),
+		tb.RegisterProcessorSvcspanfilterHeldBytesCallback(gauge(p.mem.HeldBytes)),
+		tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(gauge(p.mem.Bytes)),
+		tb.RegisterProcessorSvcspanfilterTracesInMemoryCallback(gauge(p.mem.Traces)),
+	); err != nil {
 		tb.Shutdown()
 		return nil, err
 	}
@@ -106,27 +118,25 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 		}
 	}
 	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
-	// Often enough that a span waits at most about a fifth longer than wait_duration.
-	go p.runReleaser(min(max(p.cfg.TraceIntegrity.WaitDuration/5, 5*time.Millisecond), time.Second))
+	// The releaser ticks often enough that a span waits at most about a fifth longer than wait_duration.
+	ticker := time.NewTicker(min(max(p.cfg.TraceIntegrity.WaitDuration/5, 5*time.Millisecond), time.Second))
+	go func() {
+		defer close(p.stopped)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-ticker.C:
+				p.mem.Expire()
+			case <-p.mem.Wake():
+			}
+			// Released by time, or refused before.
+			p.deliver(context.Background(), p.mem.TakeReady(), false)
+		}
+	}()
 	p.running.Store(true)
 	return nil
-}
-
-func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
-	defer close(p.stopped)
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-ticker.C:
-			p.mem.Expire()
-		case <-p.mem.Wake():
-		}
-		// Released by time, or refused before.
-		p.deliver(context.Background(), p.mem.TakeReady(), false)
-	}
 }
 
 // shutdown stops the releaser and delivers what is held by rule 1 or, with on_shutdown: keep, leaves

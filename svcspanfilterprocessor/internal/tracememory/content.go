@@ -232,28 +232,6 @@ func (sh *shard) removeContent(m *Memory, t *trace, id pcommon.SpanID, cs []wait
 	}
 }
 
-// expireContent discards content that waited ContentWait for its span.
-func (sh *shard) expireContent(m *Memory, t *trace, now time.Time, out *released) {
-	for id, cs := range t.content {
-		keep := cs[:0]
-		var gone []waitingContent
-		for _, c := range cs {
-			if now.Sub(c.at) >= m.cfg.ContentWait {
-				gone = append(gone, c)
-			} else {
-				keep = append(keep, c)
-			}
-		}
-		if len(gone) > 0 {
-			sh.dropContent(m, t, id, gone, UnmatchedNoSpan, out)
-			if len(keep) > 0 {
-				t.content[id] = keep
-				sh.withContent[t] = struct{}{}
-			}
-		}
-	}
-}
-
 func (c waitingContent) bytes() int64 { return c.content.Size() + contentCost }
 
 func bytesOf(cs []waitingContent) (n int64) {

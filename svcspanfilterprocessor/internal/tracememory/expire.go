@@ -35,8 +35,25 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 			}
 		}
 	}
-	for t := range sh.withContent {
-		sh.expireContent(m, t, now, out)
+	for t := range sh.withContent { // content that waited ContentWait for its span is discarded
+		for id, cs := range t.content {
+			keep := cs[:0]
+			var gone []waitingContent
+			for _, c := range cs {
+				if now.Sub(c.at) >= cfg.ContentWait {
+					gone = append(gone, c)
+				} else {
+					keep = append(keep, c)
+				}
+			}
+			if len(gone) > 0 {
+				sh.dropContent(m, t, id, gone, UnmatchedNoSpan, out)
+				if len(keep) > 0 {
+					t.content[id] = keep
+					sh.withContent[t] = struct{}{}
+				}
+			}
+		}
 	}
 	// compact and forget take t off the idle list: the next is its head again.
 	for t := sh.idle.head; t != nil && now.Sub(t.lastActivity) >= cfg.RememberDuration; t = sh.idle.head {

@@ -139,12 +139,7 @@ func spanSize(s ptrace.Span) int64 {
 func mapSize(m pcommon.Map) int64 {
 	n := 56 * int64(m.Len())
 	for k, v := range m.All() {
-		n += int64(len(k))
-		if v.Type() == pcommon.ValueTypeStr {
-			n += int64(len(v.Str()))
-		} else {
-			n += valueSize(v)
-		}
+		n += int64(len(k)) + valueSize(v)
 	}
 	return n
 }
