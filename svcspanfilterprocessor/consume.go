@@ -85,8 +85,8 @@ type batchScratch struct {
 	decisions []tracememory.Decision
 }
 
-// deliver hands released spans on, each with its request's client metadata. Unless tryAll, a
-// retryable refusal puts it and the rest back for the releaser; with tryAll it returns the spans refused.
+// deliver hands released spans on, each with its request's client metadata. A retryable refusal puts
+// the rest back for the releaser, or with tryAll counts the spans refused.
 func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Delivery, tryAll bool) int {
 	refused := 0
 	for i, d := range ds {
@@ -151,7 +151,6 @@ func reasonOpts[R ~uint8](n R, name func(R) string) []metric.AddOption {
 	return opts
 }
 
-// addByReason adds each non-zero count with the option of its reason.
 func addByReason(ctx context.Context, c metric.Int64Counter, counts []int64, opts []metric.AddOption) {
 	for r, n := range counts {
 		if n > 0 {

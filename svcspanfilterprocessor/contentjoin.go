@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -133,12 +134,8 @@ func (j *contentJoin) AwaitsContent(span ptrace.Span) bool { return j.candidates
 
 // Complete: the output of the call arrived, so nothing more is expected.
 func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
-	for _, p := range pieces {
-		if p.(spanContent).c.HasOutput() {
-			return true
-		}
-	}
-	return false
+	output := func(c tracememory.Content) bool { return c.(spanContent).c.HasOutput() }
+	return slices.ContainsFunc(pieces, output)
 }
 
 // Apply joins every piece gathered for span; false when the span keeps its own content.
@@ -202,8 +199,7 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 		return out, nil
 	}
 	info := client.FromContext(ctx)
-	// Push back before anything is made durable when the memory has no room that eviction can
-	// make without forgetting acknowledged content or refused spans.
+	// Push back before anything is made durable when eviction cannot make room without loss.
 	var size int64
 	for _, c := range bySpan {
 		size += int64(c.Bytes())
@@ -217,8 +213,8 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 		if err != nil {
 			return out, consumererror.NewPermanent(fmt.Errorf("svcspanfilter: content records: %w", err))
 		}
-		// Content goes out on its span, with the span's own request metadata; the request's own
-		// metadata is kept only to tell after a restart whose content it is (TenantOf).
+		// The request's metadata tells after a restart whose content it is (TenantOf); the content
+		// goes out on its span, with the span's own request metadata.
 		id, err := j.Append(ctx, journal.KindContent, now, tracememory.Metadata(info), payload)
 		if err != nil {
 			return out, fmt.Errorf("svcspanfilter: content records could not be made durable, retry: %w", err)

@@ -55,7 +55,6 @@ type spanFilter struct {
 	experiments *sampling.Decider
 }
 
-// spanRules are compiled SpanRules.
 type spanRules struct {
 	scopes       *scopematch.Matcher
 	attrPrefixes []string
@@ -136,8 +135,8 @@ func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
 		return spanVerdict{decision: droppedDropRule}
 	}
 	sampledIn := f.sampler.Keep(span.TraceID())
-	// The reported reason follows the default filter's order: svc-sdk scope, known scope, gen_ai.
-	// attribute, then the keep rules. The scope alone may already settle it.
+	// The reason follows the default filter's order: svc-sdk scope, known scope, gen_ai. attribute,
+	// keep rules (the scope alone may settle it).
 	keep := v.keep
 	wantGenAI := f.defaultFilter && keep >= keptGenAIAttribute
 	wantKeepPrefix := !keep.kept() && len(f.keep.attrPrefixes) > 0
