@@ -43,7 +43,7 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 	tb, opts := p.telemetry, reasons.decision
 	addByReason(ctx, tb.ProcessorSvcspanfilterSpansKept, counts[:droppedNotGenAI], opts)
 	addByReason(ctx, tb.ProcessorSvcspanfilterSpansDropped, counts[droppedNotGenAI:], opts[droppedNotGenAI:])
-	// Spans this batch released go on now, with their own requests' client metadata.
+	// Spans this batch released go on now.
 	p.deliver(ctx, adm.Deliveries, false)
 	if !adm.Pass {
 		return td, processorhelper.ErrSkipProcessingData
@@ -129,9 +129,7 @@ func (p *spanFilterProcessor) giveUp(ctx context.Context, spans int, why string)
 }
 
 // reasons are the precomputed `reason` attribute sets, by reason, so recording allocates nothing.
-var reasons = struct {
-	decision, reparent, release, evict, unmatch []metric.AddOption
-}{
+var reasons = struct{ decision, reparent, release, evict, unmatch []metric.AddOption }{
 	decision: reasonOpts(numDecisions, decision.reason),
 	reparent: reasonOpts(tracememory.NumReparentReasons, tracememory.ReparentReason.String),
 	release:  reasonOpts(tracememory.NumReleaseReasons, tracememory.ReleaseReason.String),

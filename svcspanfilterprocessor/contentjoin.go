@@ -39,10 +39,13 @@ type contentLogsProcessor struct {
 }
 
 func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
-	if !p.enabled || !hasContentRecords(ld) {
+	if !p.enabled {
 		return ld, nil
 	}
 	content, withoutSpan := takeContentRecords(ld)
+	if content == (plog.Logs{}) {
+		return ld, nil
+	}
 	if withoutSpan > 0 {
 		p.telemetry.ProcessorSvcspanfilterContentUnmatched.Add(ctx, int64(withoutSpan), noSpanContextOpt)
 		p.logger.Debug("Discarded GenAI content records without a span context", zap.Int("records", withoutSpan))
@@ -63,25 +66,10 @@ func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (p
 	return ld, nil
 }
 
-// hasContentRecords is the cheap check that lets batches without content pass untouched.
-func hasContentRecords(ld plog.Logs) bool {
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			for _, lr := range sl.LogRecords().All() {
-				if _, ok := genaicontent.IsContentRecord(lr); ok {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// takeContentRecords removes the content records from ld (and the scopes and resources they leave
-// empty): those with a span context into content, under copies of their resource and scope.
+// takeContentRecords removes the content records from ld, and what they leave empty: those with a
+// span context into content, under copies of their resource and scope (the zero Logs without any).
 func takeContentRecords(ld plog.Logs) (content plog.Logs, withoutSpan int) {
-	content = plog.NewLogs()
-	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
+	for _, rl := range ld.ResourceLogs().All() {
 		var destResource plog.ResourceLogs
 		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
 			var destScope plog.ScopeLogs
@@ -91,6 +79,9 @@ func takeContentRecords(ld plog.Logs) (content plog.Logs, withoutSpan int) {
 					return false
 				}
 				took = true
+				if content == (plog.Logs{}) {
+					content = plog.NewLogs()
+				}
 				if lr.TraceID() == (pcommon.TraceID{}) || lr.SpanID() == (pcommon.SpanID{}) {
 					withoutSpan++
 					return true
@@ -110,15 +101,17 @@ func takeContentRecords(ld plog.Logs) (content plog.Logs, withoutSpan int) {
 			})
 			return took && sl.LogRecords().Len() == 0
 		})
-		return rl.ScopeLogs().Len() == 0
-	})
+	}
+	if content != (plog.Logs{}) {
+		ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool { return rl.ScopeLogs().Len() == 0 })
+	}
 	return content, withoutSpan
 }
 
 // contentJoin is the trace memory's hook: which spans wait for content and how it goes onto them.
 type contentJoin struct{ candidates *genaicontent.Candidates }
 
-// newContentJoin is the memory's hook for cfg; nil (no span waits for content) when the join is off.
+// newContentJoin is the hook for cfg; nil (no span waits for content) when the join is off.
 func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
 	if !cfg.Enabled {
 		return nil
@@ -138,7 +131,6 @@ func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
 	return slices.ContainsFunc(pieces, output)
 }
 
-// Apply joins every piece gathered for span; false when the span keeps its own content.
 func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) bool {
 	if len(pieces) == 1 { // the common case, without a copy
 		return genaicontent.Apply(span, pieces[0].(spanContent).c)

@@ -107,7 +107,6 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 		p.filter.sampler = decider.Ratio()
 		p.filter.experiments = decider
 	}
-	// With the storage option, what a killed process held is re-admitted before the first span.
 	if sj, ok := p.journal.(*storageJournal); ok {
 		records, err := sj.start(ctx, host)
 		if err != nil {
@@ -139,9 +138,8 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 	return nil
 }
 
-// shutdown stops the releaser and delivers what is held by rule 1 or, with on_shutdown: keep, leaves
-// it journaled (a graceful restart does not cut agent trees whose parents are still open). Spans the
-// next consumer refuses stay in the journal, or without one are lost.
+// shutdown stops the releaser and releases what is held by rule 1, or with on_shutdown: keep leaves it
+// journaled, so a restart keeps open agent trees; refused spans stay journaled, or without one are lost.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	p.running.Store(false)
 	defer p.telemetry.Shutdown()
@@ -191,8 +189,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 // errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
 var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
 
-// newProcessorJournal is journal.Nop without the `storage` option, else a storageJournal: it opens at
-// Start, when the host's extensions are known (the memory takes its journal before).
+// newProcessorJournal is journal.Nop without `storage`, else a storageJournal that opens at Start.
 func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) journal.Journal {
 	if cfg.Storage == nil {
 		return journal.Nop

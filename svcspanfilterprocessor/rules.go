@@ -192,10 +192,5 @@ func (f *spanFilter) scanAttributes(attrs pcommon.Map, wantGenAI, wantKeepPrefix
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(s, p) })
 }

@@ -66,8 +66,7 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	rec, seen := t.records[spanID]
 	switch {
 	case it != nil && it.tenant() == c.Tenant():
-		// Held: it gathers the pieces (a call's input often comes a logs batch before its output),
-		// joined when it is released, which a span waiting for its content is once it is complete.
+		// Held: it gathers the pieces (a call's input often comes a logs batch before its output).
 		it.content = append(it.content, wc)
 		m.addBytes(t, wc.bytes())
 		ref = nil // done when the gathered content is joined
@@ -162,8 +161,7 @@ func (sh *shard) forgetJoined(m *Memory, t *trace, id pcommon.SpanID) {
 	}
 }
 
-// takeWaitingContent moves the content waiting for it into it, which waits for the rest; another
-// tenant's is discarded.
+// takeWaitingContent moves the content waiting for it into it (another tenant's is discarded).
 func (sh *shard) takeWaitingContent(m *Memory, t *trace, it *item, out *released) {
 	cs := t.content[it.span.SpanID()]
 	own := ownContent(cs, it.tenant(), out)
@@ -203,8 +201,7 @@ func (sh *shard) returnHeldContent(t *trace, it *item) {
 	it.content = nil
 }
 
-// ownContent is the content of cs with tenant's credentials (usually cs); the rest counts unmatched
-// (other_tenant) in out, when not nil.
+// ownContent is cs's content with tenant's credentials (usually cs); the rest counts unmatched in out.
 func ownContent(cs []waitingContent, tenant string, out *released) []waitingContent {
 	foreign := func(c waitingContent) bool { return c.content.Tenant() != tenant }
 	if !slices.ContainsFunc(cs, foreign) {

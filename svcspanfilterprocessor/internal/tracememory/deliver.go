@@ -127,7 +127,6 @@ type heldCopy struct {
 
 func newHeldCopy() *heldCopy { return &heldCopy{td: ptrace.NewTraces(), under: newCopier()} }
 
-// add copies span and returns the copy.
 func (c *heldCopy) add(o *scopeOrigin, span ptrace.Span) ptrace.Span {
 	cp := c.under.spans(c.td, o).AppendEmpty()
 	span.CopyTo(cp)

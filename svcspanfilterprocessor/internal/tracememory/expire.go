@@ -2,8 +2,7 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 
 import "time"
 
-// Expire ends the waits that are over (rule 1: the unknown parent becomes open) and forgets idle
-// traces' records after remember_duration, late ones' rest after late_parent_window.
+// Expire ends the waits that are over and forgets idle and late traces (doc.go, "wait ends").
 func (m *Memory) Expire() {
 	now := m.cfg.Now()
 	var out released
@@ -87,8 +86,7 @@ func (m *Memory) overBudget() (EvictReason, bool) {
 	return EvictMaxTraces, m.traces.Load() > int64(m.cfg.MaxTraces)
 }
 
-// Enforce brings the memory back under its bounds: it forgets idle traces, oldest activity first;
-// only when none is left does it release the held spans of the oldest waiting traces, by rule 1.
+// Enforce brings the memory back under its bounds (doc.go, "budget exceeded").
 func (m *Memory) Enforce() {
 	if _, over := m.overBudget(); !over {
 		return
@@ -144,12 +142,9 @@ func (f *fronts) oldest() int {
 
 // evictOne evicts the oldest of the shards' oldest traces of f's kind; false when no shard has one.
 func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
-	if f.at == nil {
-		f.scan(m)
-	}
 	best := f.oldest()
 	if best < 0 {
-		f.scan(m) // traces may have come since the last look
+		f.scan(m) // the first look, or traces may have come since the last one
 		if best = f.oldest(); best < 0 {
 			return false
 		}
@@ -166,7 +161,6 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 		out.stats.EvictedWaiting++
 	}
 	if len(t.content) > 0 {
-		// Waiting content is acknowledged: only its wait forgets it (the logs side pushes back).
 		sh.compact(m, t, out)
 	} else {
 		sh.forget(m, t, out)

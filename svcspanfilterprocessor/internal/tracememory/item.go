@@ -78,8 +78,7 @@ type item struct {
 
 func (it *item) tenant() string { return it.origin.resource.request.tenant }
 
-// RecordRef counts the items of one journal record still in the memory or on their way to the next
-// consumer; the record is removed from the journal when the count reaches zero.
+// RecordRef counts the items of a journal record not yet handed on; the last removes the record.
 type RecordRef struct {
 	mu   sync.Mutex
 	id   uint64

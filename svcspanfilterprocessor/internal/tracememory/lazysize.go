@@ -16,10 +16,9 @@ import (
 // request's, while most requests hold about 5 per shard (480 spans of 20 agent traces).
 const unsizedCap = 64
 
-// perEntryScale is the fixed point of the mean bytes per attribute, event or link. Before any span
-// was sized the mean is a map entry (56) plus a short key and value, as in the semantic conventions;
-// maxPerEntry caps what one sizing pass teaches, or a few spans with a prompt in an attribute would
-// make every later span count as large (and evict early) for a while.
+// perEntryScale is the fixed point of the mean bytes per attribute, event or link: a map entry (56)
+// and a short key and value before any sizing. maxPerEntry caps what one sizing pass teaches, or a
+// few prompts in attributes would make every later span count as large (and evict early).
 const (
 	perEntryScale   = 16
 	initialPerEntry = 104 * perEntryScale
@@ -68,9 +67,8 @@ func (sh *shard) resize(m *Memory, it *item, exact int64) {
 }
 
 // sizeHeld sizes the shard's estimated held spans exactly (under its lock) and moves the memory's
-// mean bytes per entry 1/8 toward theirs (a lost update between shards only delays it by a pass).
-// The shard keeps a copy: read per held span, the memory's would share a cache line that other
-// cores write at every locked section.
+// mean bytes per entry 1/8 toward theirs (a lost update only delays it by a pass). The shard keeps a
+// copy to read per held span: the memory's shares a cache line other cores write at every lock.
 func (sh *shard) sizeHeld(m *Memory) {
 	var extra, entries int64
 	for len(sh.unsized) > 0 {

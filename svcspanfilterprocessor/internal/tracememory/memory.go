@@ -12,12 +12,11 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// ErrOverloaded: released spans that the next consumer refuses fill the memory limit. New data is
-// refused retryably (push back) instead of buffered without bound.
+// ErrOverloaded: refused released spans fill the memory limit; new data is pushed back, not buffered.
 var ErrOverloaded = errors.New("svcspanfilter: the next consumer is refusing released spans and they fill trace_integrity.memory_limit_mib; retry later")
 
-// ErrContentOverloaded: waiting content and refused released spans fill the memory limit. The logs
-// side refuses new content retryably instead of forgetting content it acknowledged.
+// ErrContentOverloaded: waiting content and refused spans fill the memory limit; new content is pushed
+// back instead of forgetting acknowledged content.
 var ErrContentOverloaded = errors.New("svcspanfilter: waiting GenAI content and released spans the next consumer refused fill trace_integrity.memory_limit_mib; retry later")
 
 // Config of a Memory. Durations and bounds are the processor's trace_integrity options.
@@ -39,8 +38,7 @@ type Config struct {
 	Logger    *zap.Logger
 }
 
-// Memory is the trace memory, safe for concurrent use (a lock per shard of trace ids); it never calls
-// the next consumer.
+// Memory is the trace memory, safe for concurrent use (a lock per shard); it never calls the next consumer.
 type Memory struct {
 	cfg     Config
 	journal journal.Journal
@@ -67,8 +65,7 @@ type shard struct {
 	// pending are the count changes made under the lock, published once per locked section
 	// (unlock): shards would otherwise contend span by span for the counters' cache line.
 	pending counts
-	// unsized: the held items counted by their estimate; perEntry: the memory's as of the shard's
-	// last sizing pass (lazysize.go).
+	// unsized: held items counted by their estimate; perEntry: the memory's at the last sizing (lazysize.go).
 	unsized  unsizedList
 	perEntry int64
 }
