@@ -25,8 +25,7 @@ type Join interface {
 	AwaitsContent(span ptrace.Span) bool
 	// Complete: the pieces that arrived for one span are all it needs (the call's output arrived).
 	Complete(content []Content) bool
-	// Apply joins every piece gathered for span, once; false when the span keeps its own content
-	// (precedence): the records are then counted unmatched.
+	// Apply joins every piece gathered for span, once; false when the span keeps its own (precedence).
 	Apply(span ptrace.Span, content []Content) bool
 }
 
