@@ -3,6 +3,7 @@ package svcspanfilterprocessor
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/processor/processortest"
 	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
@@ -138,4 +141,49 @@ func TestJournalRecoversAcrossRestarts(t *testing.T) {
 	assert.Equal(t, "held spans", string(recovered[0].Payload))
 	assert.Equal(t, []string{"Basic x"}, recovered[0].Metadata["authorization"])
 	assert.True(t, heldAt.Equal(recovered[0].HeldAt))
+}
+
+// deleteCountingStorage is a storage extension whose client counts the deletes it writes.
+type deleteCountingStorage struct {
+	component.StartFunc
+	component.ShutdownFunc
+	storage.Client
+	deletes *atomic.Int64
+}
+
+func (s deleteCountingStorage) GetClient(context.Context, component.Kind, component.ID, string,
+) (storage.Client, error) {
+	return s, nil
+}
+
+func (s deleteCountingStorage) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	for _, op := range ops {
+		if op.Type == storage.Delete {
+			s.deletes.Add(1)
+		}
+	}
+	return s.Client.Batch(ctx, ops...)
+}
+
+// The delete of a record of dropped spans rides on the next write; on an idle gateway, where no
+// write comes, the releaser's tick writes it (not only the shutdown).
+func TestIdleGatewayRemovesRecordsOfForgottenTraces(t *testing.T) {
+	ctx := context.Background()
+	id := component.MustNewIDWithName("file_storage", "counting")
+	ext := deleteCountingStorage{Client: storagetest.NewInMemoryClient(component.KindProcessor, id, "held"),
+		deletes: &atomic.Int64{}}
+	cfg := createDefaultConfig().(*Config)
+	cfg.Storage = &id
+	cfg.TraceIntegrity.WaitDuration = 50 * time.Millisecond // the releaser ticks every 10 ms
+	j := newProcessorJournal(cfg, component.NewID(metadata.Type), zap.NewNop())
+	settings := processortest.NewNopSettings(metadata.Type)
+	p, err := newSpanFilterProcessor(settings, cfg, new(consumertest.TracesSink), j)
+	require.NoError(t, err)
+	require.NoError(t, p.start(ctx, storagetest.NewStorageHost().WithExtension(id, ext)))
+	defer func() { require.NoError(t, p.shutdown(ctx)) }()
+
+	rec, err := j.Append(ctx, journal.KindDropped, time.Now(), nil, make([]byte, 33))
+	require.NoError(t, err)
+	require.NoError(t, j.Remove(ctx, rec))
+	assert.Eventually(t, func() bool { return ext.deletes.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
 }

@@ -46,11 +46,26 @@ type Storage struct {
 	// first and next bound the ids that may be live; live holds those that are, each with the id
 	// its caller knows it by (its own, unless compactRange moved it; moved maps that id back).
 	first, next uint64
-	live        map[uint64]uint64
+	live        map[uint64]liveRecord
 	moved       map[uint64]uint64
-	// owed are records no longer live whose delete failed: every later transaction deletes them
-	// until one succeeds, and until then a restart recovers them (at least once, never lost).
+	// owed are records no longer live whose delete is not written yet: every later transaction
+	// deletes them until one succeeds, and until then a restart recovers them (at least once).
 	owed map[uint64]struct{}
+}
+
+// liveRecord is a live record: the id its caller knows, and lazy for KindOpen and KindDropped.
+// Removing a lazy record gets no transaction of its own: its delete stays owed until the next
+// Append (or Flush, from the processor's tick, when no Append comes) carries it. A call that drops
+// spans then costs one transaction, not two, and a restart before the delete only restores the
+// records of traces already forgotten, which are forgotten again. A late delete of KindSpans (or
+// KindContent) would deliver again after a restart: those keep their own transaction.
+type liveRecord struct {
+	id   uint64
+	lazy bool
+}
+
+func newLive(id uint64, kind Kind) liveRecord {
+	return liveRecord{id: id, lazy: kind == KindOpen || kind == KindDropped}
 }
 
 var _ Journal = (*Storage)(nil)
@@ -59,7 +74,7 @@ var _ Journal = (*Storage)(nil)
 // A record that cannot be decoded is logged, deleted and skipped: one bad record must not keep
 // the collector from starting. An unreadable index is an error.
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
-	s := &Storage{client: client, first: 1, next: 1, live: map[uint64]uint64{}, moved: map[uint64]uint64{},
+	s := &Storage{client: client, first: 1, next: 1, live: map[uint64]liveRecord{}, moved: map[uint64]uint64{},
 		owed: map[uint64]struct{}{}}
 	raw, err := client.Get(ctx, indexKey)
 	if err != nil {
@@ -93,7 +108,7 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 			}
 			rec.ID = id
 			records = append(records, rec)
-			s.live[id] = id
+			s.live[id] = newLive(id, rec.Kind)
 		}
 	}
 	// Oldest first by time: compactRange may have moved an old record past newer ones.
@@ -117,7 +132,7 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 	defer s.mu.Unlock()
 	s.compactRange(ctx)
 	id := s.next
-	s.live[id] = id
+	s.live[id] = newLive(id, kind)
 	if err := s.commit(ctx, id+1, storage.SetOperation(recordKey(id), value)); err != nil {
 		delete(s.live, id)
 		return 0, writeError("journal: append", err)
@@ -126,21 +141,33 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 }
 
 // Remove deletes the records; ids that are not live (0, unknown, already removed) are ignored.
-// A failed delete is owed: the records are no longer live, and every later write retries the
-// delete until it succeeds.
+// The delete of lazy records is left owed; a failed delete is owed too: the records are no longer
+// live, and every later write retries the delete until it succeeds.
 func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := false
 	for _, id := range ids {
 		if at, ok := s.moved[id]; ok {
 			delete(s.moved, id)
 			id = at
 		}
-		if _, ok := s.live[id]; ok {
+		if rec, ok := s.live[id]; ok {
 			delete(s.live, id)
 			s.owed[id] = struct{}{}
+			now = now || !rec.lazy
 		}
 	}
+	if !now {
+		return nil
+	}
+	return s.flushOwed(ctx, "journal: remove")
+}
+
+// Flush writes the owed deletes, if any.
+func (s *Storage) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.flushOwed(ctx, "journal: remove")
 }
 
@@ -208,7 +235,7 @@ func (s *Storage) compactRange(ctx context.Context) {
 	}
 	if len(moves) > 0 && s.commit(ctx, next, ops...) == nil {
 		for to := range moves {
-			s.moved[s.live[to]] = to
+			s.moved[s.live[to].id] = to
 		}
 		return
 	}
@@ -220,10 +247,7 @@ func (s *Storage) compactRange(ctx context.Context) {
 
 // Close makes a last attempt at the owed deletes and releases the storage client.
 func (s *Storage) Close(ctx context.Context) error {
-	s.mu.Lock()
-	err := s.flushOwed(ctx, "journal: remove at close")
-	s.mu.Unlock()
-	return errors.Join(err, s.client.Close(ctx))
+	return errors.Join(s.Flush(ctx), s.client.Close(ctx))
 }
 
 // writeError keeps storage.ErrStorageFull recognizable (errors.Is) for the caller's refusal.

@@ -297,10 +297,11 @@ func TestFailedRemoveIsRetried(t *testing.T) {
 // countingClient counts the records read through Batch (Open reads the index range that way).
 type countingClient struct {
 	storage.Client
-	gets int
+	gets, batches int
 }
 
 func (c *countingClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	c.batches++
 	for _, op := range ops {
 		if op.Type == storage.Get {
 			c.gets++
@@ -330,8 +331,50 @@ func TestLongLivedRecordDoesNotPinTheRange(t *testing.T) {
 	assert.LessOrEqual(t, reads.gets, 2*rangeSlack, "ids read at the restart")
 
 	require.NoError(t, s.Remove(context.Background(), pinned))
+	require.NoError(t, s.Flush(context.Background()))
 	_, recs, _ = open(t, c)
 	assert.Empty(t, recs, "removed by the id it was appended with")
+}
+
+// Removing a record of open parents or dropped spans writes nothing by itself: the next append,
+// or Flush when none comes, carries the delete. Until then a restart recovers the record (harmless:
+// its traces are forgotten again); a record of held spans is deleted at once, as ever.
+func TestRemovalOfOpenAndDroppedRecordsWaitsForTheNextWrite(t *testing.T) {
+	tests := []struct {
+		name  string
+		write func(t *testing.T, s *Storage)
+	}{
+		{name: "the next append", write: func(t *testing.T, s *Storage) { appendN(t, s, 1) }},
+		{name: "flush", write: func(t *testing.T, s *Storage) {
+			require.NoError(t, s.Flush(context.Background()))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &countingClient{Client: newClient()}
+			s, _, _ := open(t, c)
+			var lazy []uint64
+			for _, kind := range []Kind{KindOpen, KindDropped} {
+				id, err := s.Append(context.Background(), kind, time.Now(), nil, []byte("ids"))
+				require.NoError(t, err)
+				lazy = append(lazy, id)
+			}
+			held := appendN(t, s, 1)[0]
+			writes := c.batches
+			require.NoError(t, s.Remove(context.Background(), lazy...))
+			assert.Equal(t, writes, c.batches, "no transaction of its own")
+			_, recs, _ := open(t, c.Client)
+			assert.ElementsMatch(t, append(lazy, held), ids(recs), "a restart before the next write recovers them")
+
+			tt.write(t, s)
+			_, recs, _ = open(t, c.Client)
+			assert.NotContains(t, ids(recs), lazy[0])
+			assert.NotContains(t, ids(recs), lazy[1])
+			writes = c.batches
+			require.NoError(t, s.Remove(context.Background(), held))
+			assert.Equal(t, writes+1, c.batches, "a record of held spans is deleted at once")
+		})
+	}
 }
 
 // When the transaction that moves records forward fails, nothing moved: the records are where

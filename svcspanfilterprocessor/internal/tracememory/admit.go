@@ -1,15 +1,12 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.uber.org/zap"
 )
 
 // Verdict is the filter's decision for one span, before the trace's experiment flag is known.
@@ -48,9 +45,6 @@ type Admission struct {
 	ref *RecordRef
 	// unrefd are the items of the shard being admitted not yet counted in ref (one add per shard).
 	unrefd int
-	// opened and dropped are the open parents and dropped spans to journal after apply.
-	opened  []openedParent
-	dropped []droppedSpan
 }
 
 // spanRef is one span of the batch being admitted.
@@ -132,12 +126,6 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	if err := m.admit(adm, newRequestOrigin(info), td, decisions, m.cfg.Now(), m.cfg.Journaled); err != nil {
 		return nil, fmt.Errorf("svcspanfilter: recording held spans: %w", err)
 	}
-	if err := errors.Join(m.journalOpened(context.Background(), adm.opened),
-		m.journalDropped(context.Background(), adm.dropped)); err != nil {
-		m.cfg.Logger.Warn("Could not journal the open parents and dropped spans of a call; a kept span arriving after a restart below one of them may not find its nearest kept ancestor",
-			zap.Int("parents", len(adm.opened)), zap.Int("dropped", len(adm.dropped)), zap.Error(err))
-	}
-	adm.opened, adm.dropped = nil, nil
 	adm.ref.Done(1) // the guard: the record goes when its last held span is handed on
 	if !adm.Stats.empty() {
 		m.observe(&adm.Stats)
@@ -176,12 +164,13 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 		sc.refs, sc.shardOf = refs[:0], shardOf[:0]
 	}()
 	if ahead {
-		if err := m.writeAhead(adm.ref, refs, og, heldAt); err != nil {
+		if err := m.writeAhead(adm.ref, sc, refs, og, heldAt); err != nil {
 			return err
 		}
 	}
 	var out released
 	m.applyByShard(adm, sc, refs, shardOf, og, heldAt, &out)
+	m.journalAfterApply(&out)
 	adm.Kept = make([]bool, len(refs))
 	goesOn := 0
 	for i := range refs {
@@ -232,7 +221,6 @@ func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, 
 		sh.unlock(m)
 	}
 	out.finishRefs()
-	adm.opened, adm.dropped = out.opened, out.dropped
 }
 
 // removeGone removes from td the spans that do not go on in it (dropped or held; refs has td's
@@ -256,6 +244,7 @@ func removeGone(td ptrace.Traces, refs []spanRef) {
 type admitScratch struct {
 	refs                        []spanRef
 	shardOf, start, fill, order []int32
+	local                       map[callKey]int32 // indexCall
 }
 
 // admit runs under the shard lock for the spans of the batch (idx into refs) that belong to it.

@@ -18,7 +18,8 @@ import (
 // a delivery carrying content that waits for it or replacing a held copy of it; a dropped span
 // goes on as a connector span when delivered spans point at it. A call of whole traces (every
 // ancestor up to a kept one or the root in the call) with no content waiting writes nothing here.
-func (m *Memory) writeAhead(ref *RecordRef, refs []spanRef, og *origins, heldAt time.Time) error {
+func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og *origins,
+	heldAt time.Time) error {
 	var local map[callKey]int32
 	var copies *heldCopy
 	m.planVerdicts(refs)
@@ -31,7 +32,7 @@ func (m *Memory) writeAhead(ref *RecordRef, refs []spanRef, og *origins, heldAt 
 			r.mayHold = true
 		default:
 			if local == nil {
-				local = indexCall(refs)
+				local = sc.indexCall(refs)
 			}
 			r.mayHold = !resolvesInCall(refs, local, r) || m.known(r.span, waitedForOrHeld)
 		}
@@ -113,12 +114,18 @@ type callKey struct {
 	span  pcommon.SpanID
 }
 
-func indexCall(refs []spanRef) map[callKey]int32 {
-	local := make(map[callKey]int32, len(refs))
-	for i := range refs {
-		local[callKey{refs[i].span.TraceID(), refs[i].span.SpanID()}] = int32(i)
+// indexCall indexes the call's spans in the scratch's map, kept from call to call: made and grown
+// for every call, it was half the plan's CPU. One much larger call does not leave every later one
+// clearing its room (clear costs the map's size).
+func (sc *admitScratch) indexCall(refs []spanRef) map[callKey]int32 {
+	if sc.local == nil || len(sc.local) > 2*len(refs)+1024 {
+		sc.local = make(map[callKey]int32, len(refs))
 	}
-	return local
+	clear(sc.local)
+	for i := range refs {
+		sc.local[callKey{refs[i].span.TraceID(), refs[i].span.SpanID()}] = int32(i)
+	}
+	return sc.local
 }
 
 // resolvesInCall reports whether the parent walk of r through the call's dropped spans ends at a

@@ -14,7 +14,7 @@
 //
 // and carries, whatever its state: open parents (ids delivered spans point at and that it has not
 // seen), content waiting for its span, content joined onto its spans (for copies sent again), and
-// durable (the records of its dropped spans are journaled).
+// the journal records of its open parents and dropped spans (kept until it is forgotten).
 //
 // A kept span is, in turn:
 //

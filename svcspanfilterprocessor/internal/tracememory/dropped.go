@@ -2,91 +2,107 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Trees survive a crash: the ids and parents of dropped spans are journaled (KindDropped, 33 bytes
-// each) before the call that brought them is acknowledged, and stay until their trace is forgotten
-// (the byte budget bounds them as it bounds the records in memory). A kept span arriving after a
+// Trees survive a crash: the ids and parents of a call's dropped spans are journaled (KindDropped,
+// 33 bytes each) before the call is acknowledged, and stay until their trace is forgotten (the
+// byte budget bounds them as it bounds the records in memory). A kept span arriving after a
 // restart below a dropped span that arrived before it still walks to its nearest kept ancestor,
 // instead of going on as an orphan; also below a trace that arrived whole in one call.
-
-// droppedSpan is a dropped span to journal.
-type droppedSpan struct {
-	t          *trace
-	id, parent pcommon.SpanID
-	connector  bool // it went on as a connector span: a copy sent again goes on as one too
-}
+//
+// What that costs on disk: one transaction per call that drops spans. Their removal, when their
+// trace is forgotten, rides on the next write (journal.Storage's lazy records): removed late, they
+// only restore forgotten traces after a restart. A failed write is logged, not repaired by a later
+// call: only the placement of late spans after a crash depends on it.
 
 // droppedBytes is the size of one dropped span in a KindDropped payload: trace id, span id, parent
-// span id, and 1 for a connector (else 0).
-const droppedBytes = 16 + 8 + 8 + 1
+// span id, and 1 for a connector (else 0); openBytes of one open parent in a KindOpen payload:
+// trace id, span id, the id of the span that went on pointing at it.
+const (
+	droppedBytes = 16 + 8 + 8 + 1
+	openBytes    = 16 + 8 + 8
+)
 
 // refCost is what one journal record reference of a trace counts in the budget.
 const refCost = 16
 
-// pickDropped adds to out the dropped spans to journal of the call's spans in one shard (idx into
-// refs, admitted): of a trace not yet durable every dropped span it has, else the call's own.
+// entries are the entries of one KindOpen or KindDropped record to write (each its trace's id,
+// then its fields) and the trace of each.
+type entries struct {
+	payload []byte
+	traces  []*trace
+}
+
+func (e *entries) add(t *trace, fields ...[]byte) {
+	e.payload = append(e.payload, t.id[:]...)
+	for _, f := range fields {
+		e.payload = append(e.payload, f...)
+	}
+	e.traces = append(e.traces, t)
+}
+
+// pickDropped adds to out the call's dropped spans in one shard (idx into refs, admitted).
 func pickDropped(refs []spanRef, idx []int32, out *released) {
-	seen := map[*trace]bool{}
+	n := 0
+	for _, i := range idx {
+		if !refs[i].kept {
+			n++
+		}
+	}
+	out.dropped.payload = slices.Grow(out.dropped.payload, droppedBytes*n) // grown once, not by doubling
+	out.dropped.traces = slices.Grow(out.dropped.traces, n)
 	for _, i := range idx {
 		r := &refs[i]
-		t := r.trace
-		switch id := r.span.SpanID(); {
-		case !t.durable() && !seen[t]:
-			seen[t] = true
-			for id, rec := range t.records {
-				if rec.state != stateKept {
-					out.dropped = append(out.dropped, droppedSpan{t, id, rec.parent, rec.state == stateConnector})
-				}
+		if id := r.span.SpanID(); !r.kept && !id.IsEmpty() {
+			rec := r.trace.records[id]
+			connector := []byte{0}
+			if rec.state == stateConnector {
+				connector[0] = 1
 			}
-		case t.durable() && !r.kept && !id.IsEmpty():
-			out.dropped = append(out.dropped, droppedSpan{t, id, t.records[id].parent, r.connector})
+			out.dropped.add(r.trace, id[:], rec.parent[:], connector)
 		}
 	}
 }
 
-// journalDropped writes one KindDropped record for dropped. Call it with no shard lock held, before
-// the call is acknowledged.
-func (m *Memory) journalDropped(ctx context.Context, dropped []droppedSpan) error {
-	if len(dropped) == 0 {
+// journalAfterApply writes the open parents and dropped spans an operation made known. Call it with
+// no shard lock held, before the call is acknowledged and the spans pointing at them go on. A
+// failure is logged, not returned: a call refused after apply would be sent again and what went on
+// would reach the platform twice.
+func (m *Memory) journalAfterApply(out *released) {
+	err := errors.Join(m.journalEntries(journal.KindOpen, out.opened),
+		m.journalEntries(journal.KindDropped, out.dropped))
+	if err != nil {
+		m.cfg.Logger.Warn("Could not journal open parents or dropped spans; a span arriving after a restart "+
+			"below one of them may not find its nearest kept ancestor", zap.Int("parents", len(out.opened.traces)),
+			zap.Int("dropped", len(out.dropped.traces)), zap.Error(err))
+	}
+	out.opened, out.dropped = entries{}, entries{}
+}
+
+// journalEntries appends a record of kind and attaches it to the traces of its entries, which keep
+// it until they are forgotten.
+func (m *Memory) journalEntries(kind journal.Kind, e entries) error {
+	if len(e.traces) == 0 {
 		return nil
 	}
-	payload := make([]byte, 0, droppedBytes*len(dropped))
-	traces := make([]*trace, 0, len(dropped))
-	for _, d := range dropped {
-		payload = append(append(append(payload, d.t.id[:]...), d.id[:]...), d.parent[:]...)
-		if d.connector {
-			payload = append(payload, 1)
-		} else {
-			payload = append(payload, 0)
-		}
-		traces = append(traces, d.t)
-	}
-	if err := m.journalTraces(ctx, journal.KindDropped, payload, traces); err != nil {
-		return fmt.Errorf("recording dropped spans: %w", err)
-	}
-	return nil
-}
-
-// journalTraces appends a record of kind and attaches it to traces (each entry's), which keep it
-// until they are forgotten. Call it with no shard lock held.
-func (m *Memory) journalTraces(ctx context.Context, kind journal.Kind, payload []byte, traces []*trace,
-) error {
-	id, err := m.journal.Append(ctx, kind, m.cfg.Now(), nil, payload)
+	id, err := m.journal.Append(context.Background(), kind, m.cfg.Now(), nil, e.payload)
 	if err != nil {
-		return err
+		return fmt.Errorf("record of kind %d: %w", kind, err)
 	}
 	ref := m.NewRecordRef(id, 1) // a guard until every trace holds it
-	for _, t := range traces {
+	for _, t := range e.traces {
 		sh := m.shards[m.shardOf(t.id)]
 		sh.mu.Lock()
 		if sh.traces[t.id] == t { // not forgotten while the record was written
-			t.attach(m, ref, kind == journal.KindDropped)
+			t.attach(m, ref)
 		}
 		sh.unlock(m)
 	}
@@ -95,10 +111,9 @@ func (m *Memory) journalTraces(ctx context.Context, kind journal.Kind, payload [
 }
 
 // attach makes ref one of the records t keeps until it is forgotten (once, for a record of many of
-// its spans); dropped: a record of its dropped spans.
-func (t *trace) attach(m *Memory, ref *RecordRef, dropped bool) {
+// its spans).
+func (t *trace) attach(m *Memory, ref *RecordRef) {
 	r := t.keepRefs()
-	r.durable = r.durable || dropped
 	if n := len(r.records); n > 0 && r.records[n-1] == ref {
 		return
 	}
@@ -118,6 +133,18 @@ func (m *Memory) recoverDropped(rec journal.Record) error {
 	})
 }
 
+// recoverOpen makes the parents of a KindOpen record open again, and their children known as kept
+// spans below them (unless known already, as a connector).
+func (m *Memory) recoverOpen(rec journal.Record) error {
+	return m.recoverEntries(rec, openBytes, func(t *trace, entry []byte) {
+		id, child := pcommon.SpanID(entry[:8]), pcommon.SpanID(entry[8:16])
+		if _, known := t.records[child]; !known {
+			m.addBytes(t, t.setRecord(child, id, stateKept))
+		}
+		t.addOpen(m, id)
+	})
+}
+
 // recoverEntries restores the entries of a KindDropped or KindOpen record (size bytes each: a
 // trace id, then what restore reads) and attaches the record to their traces. The traces are
 // active since the record's time, as they are since their held spans' held time: a restart
@@ -134,7 +161,7 @@ func (m *Memory) recoverEntries(rec journal.Record, size int, restore func(t *tr
 		sh.mu.Lock()
 		t := sh.touch(m, traceID, rec.HeldAt)
 		restore(t, p[16:size])
-		t.attach(m, ref, rec.Kind == journal.KindDropped)
+		t.attach(m, ref)
 		sh.unlock(m)
 	}
 	ref.Done(1)

@@ -70,7 +70,7 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 // finish hands what an operation released to the releaser and its events to the observer.
 func (m *Memory) finish(out *released) {
 	out.finishRefs()
-	m.journalOpenedOrWarn(out) // before the spans that point at them go on
+	m.journalAfterApply(out) // before the spans that point at them go on
 	m.queue(m.group(out.items))
 	if !out.stats.empty() {
 		m.observe(&out.stats)

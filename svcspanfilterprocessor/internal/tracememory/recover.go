@@ -1,7 +1,6 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -59,8 +58,6 @@ func (m *Memory) recoverSpans(rec journal.Record) error {
 	adm := &Admission{ref: m.NewRecordRef(rec.ID, 1)}
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
 	_ = m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt, false) // nothing to write ahead
-	// A failure to journal the parents this opened only weakens a later restart.
-	err = m.journalOpened(context.Background(), adm.opened)
 	if adm.Pass {
 		// Spans that resolve at once go on under the record too.
 		n := td.SpanCount()
@@ -73,5 +70,5 @@ func (m *Memory) recoverSpans(rec journal.Record) error {
 	if !adm.Stats.empty() {
 		m.observe(&adm.Stats)
 	}
-	return err
+	return nil
 }

@@ -204,10 +204,9 @@ type released struct {
 	// done are journal records to mark done once the shard locks are released (Done may write to
 	// the journal: no disk I/O under a shard lock).
 	done []*RecordRef
-	// opened are the parents that became open, for their journal record (journalOpened), and
-	// dropped the dropped spans to journal (journalDropped).
-	opened  []openedParent
-	dropped []droppedSpan
+	// opened are the parents that became open and dropped the dropped spans, to journal
+	// (journalAfterApply).
+	opened, dropped entries
 }
 
 // finishRefs marks the collected records done; call it with no shard lock held.

@@ -63,10 +63,8 @@ type trace struct {
 // traceRefs are the journal records a trace keeps until it is forgotten and the content joined
 // onto its spans.
 type traceRefs struct {
-	// records are those of its dropped spans and open parents; durable: the records of all its
-	// dropped spans are among them (dropped.go).
+	// records are those of its dropped spans and open parents (dropped.go).
 	records []*RecordRef
-	durable bool
 	// joinedRecs are the records of content joined onto spans that went on in their own call (a
 	// resend after a refusal of that call joins the content again).
 	joinedRecs []*RecordRef
@@ -98,9 +96,6 @@ func (t *trace) keepRefs() *traceRefs {
 	}
 	return t.refs
 }
-
-// durable reports whether the records of t's dropped spans are journaled.
-func (t *trace) durable() bool { return t.refs != nil && t.refs.durable }
 
 func newTrace(id pcommon.TraceID) *trace {
 	return &trace{id: id, bytes: traceCost}
@@ -190,15 +185,41 @@ func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
 	return recordCost
 }
 
-func (t *trace) addOpen(id pcommon.SpanID) int64 {
+// Open parents are ids that delivered spans point at and that the memory has not seen: a dropped
+// span with such an id, arriving within late_parent_window, goes on as a connector span so that
+// the tree stays whole. They are journaled (KindOpen, dropped.go) before the spans pointing at
+// them go on, so that a restart still bridges them; each with a span that went on pointing at it,
+// so that the parent arriving after the restart with that span as its own parent is cut as a cycle
+// (trace.cutsCycle).
+
+// open makes id an open parent of t (under the shard lock), child going on pointing at it; it is
+// journaled with what the operation released (journalAfterApply), for every child (any may be the
+// parent's own parent).
+func (out *released) open(m *Memory, t *trace, id, child pcommon.SpanID) {
+	t.addOpen(m, id)
+	if m.cfg.Journaled {
+		out.opened.add(t, id[:], child[:])
+	}
+}
+
+func (t *trace) addOpen(m *Memory, id pcommon.SpanID) {
 	if t.open == nil {
 		t.open = map[pcommon.SpanID]struct{}{}
 	}
-	if _, ok := t.open[id]; ok {
-		return 0
+	if _, ok := t.open[id]; !ok {
+		t.open[id] = struct{}{}
+		m.addBytes(t, openCost)
 	}
-	t.open[id] = struct{}{}
-	return openCost
+}
+
+// closeOpen closes id if it is an open parent of t (it arrived) and reports whether it was.
+func (t *trace) closeOpen(m *Memory, id pcommon.SpanID) bool {
+	_, ok := t.open[id]
+	if ok {
+		delete(t.open, id)
+		m.addBytes(t, -openCost)
+	}
+	return ok
 }
 
 // setWaitingHead makes first the first item of the list waiting on on; nil removes the list.
