@@ -23,35 +23,6 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 	sc := p.scratch.Get().(*batchScratch) // sc.verdict is reset by forScope, before each scope
 	defer p.scratch.Put(sc)
 	sc.verdicts, sc.decisions = sc.verdicts[:0], sc.decisions[:0]
-	p.decideAll(td, sc)
-	adm, err := p.mem.Admit(client.FromContext(ctx), td, sc.decisions)
-	if err != nil {
-		p.telemetry.ProcessorSvcspanfilterSpansRefused.Add(ctx, int64(len(sc.decisions)))
-		if !errors.Is(err, tracememory.ErrOverloaded) {
-			p.logger.Warn("Could not record the spans of a call in the journal; the call is refused for the client to retry", zap.Error(err))
-		}
-		return td, err
-	}
-	var counts [numDecisions]int64 // a sampled-out span is kept when its trace is an experiment
-	for i, d := range sc.verdicts {
-		if d.kept() && !adm.Kept[i] {
-			d = droppedSampledOut
-		}
-		counts[d]++
-	}
-	// The kept decisions come first (decision.kept).
-	tb, opts := p.telemetry, reasons.decision
-	addByReason(ctx, tb.ProcessorSvcspanfilterSpansKept, counts[:droppedNotGenAI], opts)
-	addByReason(ctx, tb.ProcessorSvcspanfilterSpansDropped, counts[droppedNotGenAI:], opts[droppedNotGenAI:])
-	// Spans this batch released go on now.
-	p.deliver(ctx, adm.Deliveries, false)
-	if !adm.Pass {
-		return td, processorhelper.ErrSkipProcessingData
-	}
-	return td, nil
-}
-
-func (p *spanFilterProcessor) decideAll(td ptrace.Traces, sc *batchScratch) {
 	now := p.now()
 	for _, rs := range td.ResourceSpans().All() {
 		for _, ss := range rs.ScopeSpans().All() {
@@ -76,6 +47,31 @@ func (p *spanFilterProcessor) decideAll(td ptrace.Traces, sc *batchScratch) {
 			}
 		}
 	}
+	adm, err := p.mem.Admit(client.FromContext(ctx), td, sc.decisions)
+	if err != nil {
+		p.telemetry.ProcessorSvcspanfilterSpansRefused.Add(ctx, int64(len(sc.decisions)))
+		if !errors.Is(err, tracememory.ErrOverloaded) {
+			p.logger.Warn("Could not record the spans of a call in the journal; the call is refused for the "+
+				"client to retry", zap.Error(err))
+		}
+		return td, err
+	}
+	var counts [numDecisions]int64 // a sampled-out span is kept when its trace is an experiment
+	for i, d := range sc.verdicts {
+		if d.kept() && !adm.Kept[i] {
+			d = droppedSampledOut
+		}
+		counts[d]++
+	}
+	// The kept decisions come first (decision.kept).
+	tb, opts := p.telemetry, reasons.decision
+	addByReason(ctx, tb.ProcessorSvcspanfilterSpansKept, counts[:droppedNotGenAI], opts)
+	addByReason(ctx, tb.ProcessorSvcspanfilterSpansDropped, counts[droppedNotGenAI:], opts[droppedNotGenAI:])
+	p.deliver(ctx, adm.Deliveries, false)
+	if !adm.Pass {
+		return td, processorhelper.ErrSkipProcessingData
+	}
+	return td, nil
 }
 
 // batchScratch is the per-call working memory, pooled so the steady state does not allocate it.
@@ -157,7 +153,6 @@ func addByReason(ctx context.Context, c metric.Int64Counter, counts []int64, opt
 	}
 }
 
-// recordStats is the memory's observer: it turns its events into metrics.
 func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	ctx, tb := context.Background(), p.telemetry
 	addByReason(ctx, tb.ProcessorSvcspanfilterSpansReparented, s.Reparented[:], reasons.reparent)
