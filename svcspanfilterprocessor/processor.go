@@ -33,16 +33,14 @@ type spanFilterProcessor struct {
 	journal   journal.Journal
 	scratch   sync.Pool
 	now       func() time.Time // the memory's clock; tests replace it before the first span
-	// evictions rate-limit the eviction warning to one per 10 s under sustained overload.
-	evictions struct {
+	evictions struct {         // rate-limit the eviction warning to one per 10 s under sustained overload
 		sync.Mutex
 		evicted int64 // since the last warning
 		last    time.Time
 	}
 
 	stop, stopped chan struct{} // the releaser's
-	// running: from the end of start (recovery done) to shutdown; content is refused outside it.
-	running atomic.Bool
+	running       atomic.Bool   // from start (recovery done) to shutdown; content is refused outside it
 }
 
 func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.Traces, j journal.Journal) (*spanFilterProcessor, error) {

@@ -91,11 +91,9 @@ func compileRules(r SpanRules) spanRules {
 
 // scopeVerdict is what the filter knows from the instrumentation scope alone, once per ScopeSpans.
 type scopeVerdict struct {
-	dropAll bool
-	// keep is the keep decision that the scope alone gives; droppedNotGenAI when it gives none.
-	keep decision
-	// dropSpanNames are the span names that scope_span_names drop in this scope.
-	dropSpanNames []string
+	dropAll       bool
+	keep          decision // what the scope alone keeps by; droppedNotGenAI when it keeps nothing
+	dropSpanNames []string // the span names that scope_span_names drop in this scope
 }
 
 // forScope computes the scope's verdict into v, reusing v's slice so the hot path does not allocate.

@@ -72,8 +72,7 @@ type item struct {
 	unsizedAt            int32
 	held, indexed, sized bool
 	content              []waitingContent // gathered while it waits for the rest (WaitContent)
-	// contentRefs are the journal records of the content joined onto it, done when it is handed on.
-	contentRefs []*RecordRef
+	contentRefs          []*RecordRef     // records of the content joined onto it, done when it is handed on
 }
 
 func (it *item) tenant() string { return it.origin.resource.request.tenant }

@@ -25,17 +25,14 @@ type Config struct {
 	// LateParentWindow: how long an idle trace keeps its open parents and the records of its dropped
 	// spans, so that a late dropped parent still becomes a connector below its nearest kept ancestor.
 	LateParentWindow time.Duration
-	// ContentWait bounds the wait of a span for its content, and of content for its span.
-	ContentWait time.Duration
-	MaxTraces   int
-	// MemoryLimitBytes bounds records, held spans, ready spans and waiting content together.
-	MemoryLimitBytes int64
+	ContentWait      time.Duration // the wait of a span for its content, and of content for its span
+	MaxTraces        int
+	MemoryLimitBytes int64 // records, held spans, ready spans and waiting content together
 	ConnectorSpans   bool
-	// Journaled: what it may hold is written ahead, open parents and dropped spans after (dropped.go).
-	Journaled bool
-	Shards    int              // by trace id, each under its own lock (default 32)
-	Now       func() time.Time // the clock (tests inject theirs); default time.Now
-	Logger    *zap.Logger
+	Journaled        bool             // journal what it may hold ahead, open parents and dropped spans after
+	Shards           int              // by trace id, each under its own lock (default 32)
+	Now              func() time.Time // the clock (tests inject theirs); default time.Now
+	Logger           *zap.Logger
 }
 
 // Memory is the trace memory, safe for concurrent use (a lock per shard); it never calls the next consumer.

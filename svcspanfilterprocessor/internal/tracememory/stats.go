@@ -71,8 +71,7 @@ type Stats struct {
 	Connectors       int64
 	ContentJoined    int64 // spans that received joined content
 	ContentUnmatched [NumUnmatchedReasons]int64
-	// ContentWaits: how long each span held for its content waited (until complete or the wait ended).
-	ContentWaits []time.Duration
+	ContentWaits     []time.Duration // how long each span held for its content waited
 }
 
 // empty reports whether s has no event (every field of Stats belongs here).
