@@ -182,8 +182,7 @@ func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) 
 // contentOutcomes counts spans by what the memory did with their content (tracememory.ContentOutcome).
 type contentOutcomes [tracememory.ContentDiscarded + 1]int
 
-// addContent makes the content records of one logs call durable (one record in j, the memory's
-// journal), then gives each span's content to the memory; a failed write refuses them retryably.
+// addContent makes one logs call's content records durable (one record in j), then gives them to m.
 func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, ld plog.Logs, now time.Time) (contentOutcomes, error) {
 	var out contentOutcomes
 	keys, bySpan := contentBySpan(ld)

@@ -21,8 +21,7 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
-// spanFilterProcessor decides spans (rules.go), has the memory admit them (it settles each kept
-// span's parent or holds it) and delivers; it never holds a lock while calling the next consumer.
+// spanFilterProcessor decides spans (rules.go), has the memory admit them, and delivers (never under a lock).
 type spanFilterProcessor struct {
 	logger    *zap.Logger
 	next      consumer.Traces
@@ -206,8 +205,8 @@ type storageJournal struct {
 	s         atomic.Pointer[journal.Storage] // nil before start and after shutdown
 }
 
-// start opens the processor's client in the storage extension, as exporterhelper's persistent queue
-// does, and returns what a previous process left (oldest first). Its errors say what to fix.
+// start opens the processor's storage client, as exporterhelper's persistent queue does, and returns
+// what a previous process left (oldest first). Its errors say what to fix.
 func (j *storageJournal) start(ctx context.Context, host component.Host) ([]journal.Record, error) {
 	ext, found := host.GetExtensions()[j.storageID]
 	if !found {

@@ -170,8 +170,7 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 	return true
 }
 
-// oldest is the trace eviction takes next from the shard: the oldest waiting trace, or the oldest
-// idle or late one that holds no waiting content (eviction cannot free those).
+// oldest is the shard's next to evict: its oldest waiting trace, or oldest idle or late one without content.
 func (sh *shard) oldest(waiting bool) *trace {
 	if waiting {
 		return sh.waiting.head

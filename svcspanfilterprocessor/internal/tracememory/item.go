@@ -32,9 +32,8 @@ func newRequestOrigin(info client.Info) *requestOrigin {
 	return &requestOrigin{info: info, tenant: TenantOf(info)}
 }
 
-// TenantOf is whom a request speaks for: the svc credentials it came with (a pass-through gateway
-// forwards them), empty on a gateway with keys of its own. Content joins only its tenant's spans:
-// two tenants may send the same ids, and one's prompts must never reach another's project.
+// TenantOf is whom a request speaks for: its svc credentials (a pass-through gateway forwards them), or
+// empty. Content joins only its tenant's spans: one tenant's prompts must never reach another's project.
 func TenantOf(info client.Info) string {
 	return strings.Join(info.Metadata.Get(credentials.MetadataKey), "\n")
 }

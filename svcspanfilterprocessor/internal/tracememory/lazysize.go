@@ -7,10 +7,9 @@ import (
 
 // Held spans are sized lazily: most are released by the next request, and sizing a span exactly
 // (spanSize) reads every string value behind its own pointer, cache misses that were a sixth of the
-// held path's CPU. A span is held with an estimate that reads no value (spanEstimate), sized only if
-// still held at the releaser's next tick (Expire) or once its shard holds over unsizedCap estimates:
-// the budget is exact up to unsizedCap spans per shard for one interval. A released span keeps its
-// estimate in the ready bytes until handed on (a refused delivery is sized exactly at Requeue).
+// held path's CPU. A span is held with an estimate that reads no value (spanEstimate), sized at the
+// releaser's next tick (Expire) or once its shard holds over unsizedCap estimates; a released span
+// keeps its estimate in the ready bytes until handed on (a refused delivery is sized at Requeue).
 
 // unsizedCap bounds the estimated held spans of a shard: 2,048 over the default 32 shards, one large
 // request's, while most requests hold about 5 per shard (480 spans of 20 agent traces).

@@ -15,8 +15,7 @@ import (
 // ErrOverloaded: refused released spans fill the memory limit; new data is pushed back, not buffered.
 var ErrOverloaded = errors.New("svcspanfilter: the next consumer is refusing released spans and they fill trace_integrity.memory_limit_mib; retry later")
 
-// ErrContentOverloaded: waiting content and refused spans fill the memory limit; new content is pushed
-// back instead of forgetting acknowledged content.
+// ErrContentOverloaded: waiting content and refused spans fill the memory limit; new content is pushed back.
 var ErrContentOverloaded = errors.New("svcspanfilter: waiting GenAI content and released spans the next consumer refused fill trace_integrity.memory_limit_mib; retry later")
 
 // Config of a Memory. Durations and bounds are the processor's trace_integrity options.
