@@ -17,8 +17,7 @@ const (
 	defaultWaitDuration     = 5 * time.Second
 	defaultRememberDuration = 30 * time.Second
 
-	// Values of trace_integrity.on_shutdown.
-	onShutdownRelease = "release"
+	onShutdownRelease = "release" // trace_integrity.on_shutdown
 	onShutdownKeep    = "keep"
 )
 
@@ -28,31 +27,24 @@ const removedBlockedScopesKey = "blocked_instrumentation_scopes"
 
 // Config of the svcspanfilter processor (README.md documents each option); `_` prevents unkeyed literals.
 type Config struct {
-	// DefaultFilter keeps what the svc SDKs' is_default_export_span keeps.
-	DefaultFilter bool `mapstructure:"default_filter"`
-	// Keep rules are OR-ed with the default filter (the SDKs' should_export_span).
-	Keep SpanRules `mapstructure:"keep"`
-	// Drop rules win over the default filter and the keep rules.
-	Drop DropRules `mapstructure:"drop"`
-	// SampleRate is the OpenTelemetry TraceIdRatioBased rate; experiment spans are never sampled out.
-	SampleRate float64 `mapstructure:"sample_rate"`
-	// Sampling names the svcsampling extension whose rate the filter takes instead of sample_rate.
+	DefaultFilter  bool                 `mapstructure:"default_filter"`
+	Keep           SpanRules            `mapstructure:"keep"`
+	Drop           DropRules            `mapstructure:"drop"`
+	SampleRate     float64              `mapstructure:"sample_rate"`
 	Sampling       *component.ID        `mapstructure:"sampling"`
 	TraceIntegrity TraceIntegrityConfig `mapstructure:"trace_integrity"`
-	// Storage names a storage extension that keeps the held state across a crash; nil: memory only.
-	Storage     *component.ID     `mapstructure:"storage"`
-	ContentJoin ContentJoinConfig `mapstructure:"content_join"`
-	_           struct{}
+	Storage        *component.ID        `mapstructure:"storage"`
+	ContentJoin    ContentJoinConfig    `mapstructure:"content_join"`
+	_              struct{}
 }
 
 // SpanRules name spans to keep beside the default filter, or to drop whatever else matches them.
 type SpanRules struct {
 	// InstrumentationScopes match a scope name that equals the entry or starts with the entry + ".".
 	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
-	// AttributePrefixes match a span with an attribute whose name starts with the entry.
-	AttributePrefixes []string `mapstructure:"attribute_prefixes"`
-	SpanNames         []string `mapstructure:"span_names"`
-	_                 struct{}
+	AttributePrefixes     []string `mapstructure:"attribute_prefixes"`
+	SpanNames             []string `mapstructure:"span_names"`
+	_                     struct{}
 }
 
 // DropRules are the span rules of drop, and its rules for one span name within one scope.
@@ -73,30 +65,22 @@ type ScopeSpanName struct {
 type TraceIntegrityConfig struct {
 	// WaitDuration: a kept span whose parent is unknown is held until its trace is idle this long;
 	// then it goes on with its parent id unchanged (rule 1: no root while an ancestor may be kept).
-	WaitDuration time.Duration `mapstructure:"wait_duration"`
-	// MaxWaitDuration caps the wait of a span even while its trace keeps receiving spans.
-	MaxWaitDuration time.Duration `mapstructure:"max_wait_duration"`
-	// RememberDuration: how long a trace's span records are remembered after its last span.
+	WaitDuration     time.Duration `mapstructure:"wait_duration"`
+	MaxWaitDuration  time.Duration `mapstructure:"max_wait_duration"`
 	RememberDuration time.Duration `mapstructure:"remember_duration"`
-	// LateParentWindow: how long a trace with open parents remembers them after its last span.
 	LateParentWindow time.Duration `mapstructure:"late_parent_window"`
-	// ConnectorSpans: deliver a dropped span that delivered spans point at as a stripped span.
-	ConnectorSpans bool `mapstructure:"connector_spans"`
-	MemoryLimitMiB int  `mapstructure:"memory_limit_mib"`
-	// MaxTraces bounds the traces in memory; over either bound the longest idle are forgotten first.
-	MaxTraces int `mapstructure:"max_traces"`
-	// OnShutdown: `release` held spans by rule 1, or `keep` them in the storage for the next start.
-	OnShutdown string `mapstructure:"on_shutdown"`
-	_          struct{}
+	ConnectorSpans   bool          `mapstructure:"connector_spans"`
+	MemoryLimitMiB   int           `mapstructure:"memory_limit_mib"`
+	MaxTraces        int           `mapstructure:"max_traces"`
+	OnShutdown       string        `mapstructure:"on_shutdown"`
+	_                struct{}
 }
 
 // ContentJoinConfig rules the join of GenAI content sent as log records (gen_ai.*.message, ...).
 type ContentJoinConfig struct {
-	Enabled bool `mapstructure:"enabled"`
-	// Wait bounds the wait of a candidate span for its output records, and of records for their span.
-	Wait time.Duration `mapstructure:"wait"`
-	// InstrumentationScopes add scopes whose spans may wait for content, beside the built-in list.
-	InstrumentationScopes []string `mapstructure:"instrumentation_scopes"`
+	Enabled               bool          `mapstructure:"enabled"`
+	Wait                  time.Duration `mapstructure:"wait"`
+	InstrumentationScopes []string      `mapstructure:"instrumentation_scopes"`
 	_                     struct{}
 }
 
@@ -117,13 +101,9 @@ func createDefaultConfig() component.Config {
 			MemoryLimitMiB:   256,
 			MaxTraces:        200_000,
 		},
-		ContentJoin: defaultContentJoinConfig(),
+		// Applications export spans and logs a few seconds apart.
+		ContentJoin: ContentJoinConfig{Enabled: true, Wait: 5 * time.Second},
 	}
-}
-
-// defaultContentJoinConfig: applications export spans and logs a few seconds apart.
-func defaultContentJoinConfig() ContentJoinConfig {
-	return ContentJoinConfig{Enabled: true, Wait: 5 * time.Second}
 }
 
 // Unmarshal rejects the removed SDK option with the rule that replaces it, then decodes strictly.
@@ -194,10 +174,9 @@ func (cfg *Config) Validate() error {
 	return errors.Join(ps...)
 }
 
-// problems are all the errors of one validation.
+// problems are all the errors of one validation; check adds one when ok is false.
 type problems []error
 
-// check adds the error format says when ok is false.
 func (ps *problems) check(ok bool, format string, args ...any) {
 	if !ok {
 		*ps = append(*ps, fmt.Errorf(format, args...))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -21,31 +20,9 @@ import (
 // processTraces returns the batch less its dropped and held spans, after the memory admitted it
 // (writing ahead what it may hold). A retryable error (push back, a failed write) refuses it all.
 func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
-	sc := p.scratch.Get().(*batchScratch)
-	defer func() {
-		// sc.verdict is reset by forScope, before each scope.
-		sc.verdicts, sc.decisions = sc.verdicts[:0], sc.decisions[:0]
-		p.scratch.Put(sc)
-	}()
-	p.decideAll(td, sc)
-	adm, err := p.mem.Admit(client.FromContext(ctx), td, sc.decisions)
-	if err != nil {
-		p.telemetry.ProcessorSvcspanfilterSpansRefused.Add(ctx, int64(len(sc.decisions)))
-		if !errors.Is(err, tracememory.ErrOverloaded) {
-			p.logger.Warn("Could not record the spans of a call in the journal; the call is refused for the client to retry", zap.Error(err))
-		}
-		return td, err
-	}
-	p.recordDecisions(ctx, sc, adm.Kept)
-	// Spans this batch released go on now, with their own requests' client metadata.
-	p.deliver(ctx, adm.Deliveries, false)
-	if !adm.Pass {
-		return td, processorhelper.ErrSkipProcessingData
-	}
-	return td, nil
-}
-
-func (p *spanFilterProcessor) decideAll(td ptrace.Traces, sc *batchScratch) {
+	sc := p.scratch.Get().(*batchScratch) // sc.verdict is reset by forScope, before each scope
+	defer p.scratch.Put(sc)
+	sc.verdicts, sc.decisions = sc.verdicts[:0], sc.decisions[:0]
 	now := p.now()
 	for _, rs := range td.ResourceSpans().All() {
 		for _, ss := range rs.ScopeSpans().All() {
@@ -70,13 +47,18 @@ func (p *spanFilterProcessor) decideAll(td ptrace.Traces, sc *batchScratch) {
 			}
 		}
 	}
-}
-
-// recordDecisions counts spans by reason; a sampled-out span is kept when its trace is an experiment.
-func (p *spanFilterProcessor) recordDecisions(ctx context.Context, sc *batchScratch, kept []bool) {
-	var counts [numDecisions]int64
+	adm, err := p.mem.Admit(client.FromContext(ctx), td, sc.decisions)
+	if err != nil {
+		p.telemetry.ProcessorSvcspanfilterSpansRefused.Add(ctx, int64(len(sc.decisions)))
+		if !errors.Is(err, tracememory.ErrOverloaded) {
+			p.logger.Warn("Could not record the spans of a call in the journal; the call is refused for the "+
+				"client to retry", zap.Error(err))
+		}
+		return td, err
+	}
+	var counts [numDecisions]int64 // a sampled-out span is kept when its trace is an experiment
 	for i, d := range sc.verdicts {
-		if d.kept() && !kept[i] {
+		if d.kept() && !adm.Kept[i] {
 			d = droppedSampledOut
 		}
 		counts[d]++
@@ -85,6 +67,11 @@ func (p *spanFilterProcessor) recordDecisions(ctx context.Context, sc *batchScra
 	tb, opts := p.telemetry, reasons.decision
 	addByReason(ctx, tb.ProcessorSvcspanfilterSpansKept, counts[:droppedNotGenAI], opts)
 	addByReason(ctx, tb.ProcessorSvcspanfilterSpansDropped, counts[droppedNotGenAI:], opts[droppedNotGenAI:])
+	p.deliver(ctx, adm.Deliveries, false)
+	if !adm.Pass {
+		return td, processorhelper.ErrSkipProcessingData
+	}
+	return td, nil
 }
 
 // batchScratch is the per-call working memory, pooled so the steady state does not allocate it.
@@ -94,8 +81,8 @@ type batchScratch struct {
 	decisions []tracememory.Decision
 }
 
-// deliver hands released spans on, each with its request's client metadata. Unless tryAll, a
-// retryable refusal puts it and the rest back for the releaser; with tryAll it returns the spans refused.
+// deliver hands released spans on, each with its request's client metadata. A retryable refusal puts
+// the rest back for the releaser, or with tryAll counts the spans refused.
 func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Delivery, tryAll bool) int {
 	refused := 0
 	for i, d := range ds {
@@ -138,9 +125,7 @@ func (p *spanFilterProcessor) giveUp(ctx context.Context, spans int, why string)
 }
 
 // reasons are the precomputed `reason` attribute sets, by reason, so recording allocates nothing.
-var reasons = struct {
-	decision, reparent, release, evict, unmatch []metric.AddOption
-}{
+var reasons = struct{ decision, reparent, release, evict, unmatch []metric.AddOption }{
 	decision: reasonOpts(numDecisions, decision.reason),
 	reparent: reasonOpts(tracememory.NumReparentReasons, tracememory.ReparentReason.String),
 	release:  reasonOpts(tracememory.NumReleaseReasons, tracememory.ReleaseReason.String),
@@ -160,7 +145,6 @@ func reasonOpts[R ~uint8](n R, name func(R) string) []metric.AddOption {
 	return opts
 }
 
-// addByReason adds each non-zero count with the option of its reason.
 func addByReason(ctx context.Context, c metric.Int64Counter, counts []int64, opts []metric.AddOption) {
 	for r, n := range counts {
 		if n > 0 {
@@ -169,23 +153,6 @@ func addByReason(ctx context.Context, c metric.Int64Counter, counts []int64, opt
 	}
 }
 
-func (p *spanFilterProcessor) registerGauges() error {
-	gauge := func(read func() int64) metric.Int64Callback {
-		return func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(read())
-			return nil
-		}
-	}
-	tb := p.telemetry
-	return errors.Join(
-		tb.RegisterProcessorSvcspanfilterSpansHeldCallback(gauge(p.mem.HeldSpans)),
-		tb.RegisterProcessorSvcspanfilterHeldBytesCallback(gauge(p.mem.HeldBytes)),
-		tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(gauge(p.mem.Bytes)),
-		tb.RegisterProcessorSvcspanfilterTracesInMemoryCallback(gauge(p.mem.Traces)),
-	)
-}
-
-// recordStats is the memory's observer: it turns its events into metrics.
 func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	ctx, tb := context.Background(), p.telemetry
 	addByReason(ctx, tb.ProcessorSvcspanfilterSpansReparented, s.Reparented[:], reasons.reparent)
@@ -201,30 +168,20 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	for _, d := range s.ContentWaits {
 		tb.ProcessorSvcspanfilterContentWait.Record(ctx, d.Seconds())
 	}
-	if s.EvictedWaiting > 0 {
-		p.warnEvicted(s.EvictedWaiting)
+	if s.EvictedWaiting == 0 {
+		return
 	}
-}
-
-// evictionLog rate-limits the eviction warning to one per 10 s under sustained overload.
-type evictionLog struct {
-	mu      sync.Mutex
-	evicted int64 // since the last warning
-	last    time.Time
-}
-
-// warnEvicted: idle traces forgotten are the life of a full memory; held spans going on early are not.
-func (p *spanFilterProcessor) warnEvicted(n int64) {
+	// Idle traces forgotten are the life of a full memory; held spans going on early are not.
 	l, now := &p.evictions, p.now()
-	l.mu.Lock()
-	l.evicted += n
+	l.Lock()
+	l.evicted += s.EvictedWaiting
 	if !l.last.IsZero() && now.Sub(l.last) < 10*time.Second {
-		l.mu.Unlock()
+		l.Unlock()
 		return
 	}
 	evicted := l.evicted
 	l.evicted, l.last = 0, now
-	l.mu.Unlock()
+	l.Unlock()
 	p.logger.Warn("trace_integrity memory_limit_mib or max_traces reached: idle traces were forgotten and the "+
 		"spans still waiting for their parent in the traces idle the longest went on with their parent id "+
 		"unchanged. Raise memory_limit_mib or max_traces, lower wait_duration, or add gateway instances with "+

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -38,10 +39,13 @@ type contentLogsProcessor struct {
 }
 
 func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
-	if !p.enabled || !hasContentRecords(ld) {
+	if !p.enabled {
 		return ld, nil
 	}
 	content, withoutSpan := takeContentRecords(ld)
+	if content == (plog.Logs{}) {
+		return ld, nil
+	}
 	if withoutSpan > 0 {
 		p.telemetry.ProcessorSvcspanfilterContentUnmatched.Add(ctx, int64(withoutSpan), noSpanContextOpt)
 		p.logger.Debug("Discarded GenAI content records without a span context", zap.Int("records", withoutSpan))
@@ -62,25 +66,10 @@ func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (p
 	return ld, nil
 }
 
-// hasContentRecords is the cheap check that lets batches without content pass untouched.
-func hasContentRecords(ld plog.Logs) bool {
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			for _, lr := range sl.LogRecords().All() {
-				if _, ok := genaicontent.IsContentRecord(lr); ok {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// takeContentRecords removes the content records from ld (and the scopes and resources they leave
-// empty): those with a span context into content, under copies of their resource and scope.
+// takeContentRecords removes the content records from ld, and what they leave empty: those with a
+// span context into content, under copies of their resource and scope (the zero Logs without any).
 func takeContentRecords(ld plog.Logs) (content plog.Logs, withoutSpan int) {
-	content = plog.NewLogs()
-	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
+	for _, rl := range ld.ResourceLogs().All() {
 		var destResource plog.ResourceLogs
 		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
 			var destScope plog.ScopeLogs
@@ -90,6 +79,9 @@ func takeContentRecords(ld plog.Logs) (content plog.Logs, withoutSpan int) {
 					return false
 				}
 				took = true
+				if content == (plog.Logs{}) {
+					content = plog.NewLogs()
+				}
 				if lr.TraceID() == (pcommon.TraceID{}) || lr.SpanID() == (pcommon.SpanID{}) {
 					withoutSpan++
 					return true
@@ -109,17 +101,17 @@ func takeContentRecords(ld plog.Logs) (content plog.Logs, withoutSpan int) {
 			})
 			return took && sl.LogRecords().Len() == 0
 		})
-		return rl.ScopeLogs().Len() == 0
-	})
+	}
+	if content != (plog.Logs{}) {
+		ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool { return rl.ScopeLogs().Len() == 0 })
+	}
 	return content, withoutSpan
 }
 
 // contentJoin is the trace memory's hook: which spans wait for content and how it goes onto them.
-type contentJoin struct {
-	candidates *genaicontent.Candidates
-}
+type contentJoin struct{ candidates *genaicontent.Candidates }
 
-// newContentJoin is the memory's hook for cfg; nil (no span waits for content) when the join is off.
+// newContentJoin is the hook for cfg; nil (no span waits for content) when the join is off.
 func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
 	if !cfg.Enabled {
 		return nil
@@ -135,15 +127,10 @@ func (j *contentJoin) AwaitsContent(span ptrace.Span) bool { return j.candidates
 
 // Complete: the output of the call arrived, so nothing more is expected.
 func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
-	for _, p := range pieces {
-		if p.(spanContent).c.HasOutput() {
-			return true
-		}
-	}
-	return false
+	output := func(c tracememory.Content) bool { return c.(spanContent).c.HasOutput() }
+	return slices.ContainsFunc(pieces, output)
 }
 
-// Apply joins every piece gathered for span; false when the span keeps its own content.
 func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) bool {
 	if len(pieces) == 1 { // the common case, without a copy
 		return genaicontent.Apply(span, pieces[0].(spanContent).c)
@@ -195,8 +182,7 @@ func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) 
 // contentOutcomes counts spans by what the memory did with their content (tracememory.ContentOutcome).
 type contentOutcomes [tracememory.ContentDiscarded + 1]int
 
-// addContent makes the content records of one logs call durable (one record in j, the memory's
-// journal), then gives each span's content to the memory; a failed write refuses them retryably.
+// addContent makes one logs call's content records durable (one record in j), then gives them to m.
 func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, ld plog.Logs, now time.Time) (contentOutcomes, error) {
 	var out contentOutcomes
 	keys, bySpan := contentBySpan(ld)
@@ -204,11 +190,10 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 		return out, nil
 	}
 	info := client.FromContext(ctx)
-	// Push back before anything is made durable when the memory has no room that eviction can
-	// make without forgetting acknowledged content or refused spans.
+	// Push back before anything is made durable when eviction cannot make room without loss.
 	var size int64
 	for _, c := range bySpan {
-		size += spanContent{c: c}.Size()
+		size += int64(c.Bytes())
 	}
 	if err := m.ContentRoom(size); err != nil {
 		return out, err
@@ -219,8 +204,8 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 		if err != nil {
 			return out, consumererror.NewPermanent(fmt.Errorf("svcspanfilter: content records: %w", err))
 		}
-		// Content goes out on its span, with the span's own request metadata; the request's own
-		// metadata is kept only to tell after a restart whose content it is (TenantOf).
+		// The request's metadata tells after a restart whose content it is (TenantOf); the content
+		// goes out on its span, with the span's own request metadata.
 		id, err := j.Append(ctx, journal.KindContent, now, tracememory.Metadata(info), payload)
 		if err != nil {
 			return out, fmt.Errorf("svcspanfilter: content records could not be made durable, retry: %w", err)

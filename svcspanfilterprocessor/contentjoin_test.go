@@ -51,6 +51,8 @@ type joinFixture struct {
 
 const joinCase = "python_tool_round_trip"
 
+func defaultContentJoinConfig() ContentJoinConfig { return createDefaultConfig().(*Config).ContentJoin }
+
 func newJoinFixture(t *testing.T, cfg ContentJoinConfig) *joinFixture {
 	return newJournaledJoinFixture(t, cfg, journal.Nop)
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/pkg/sampling"
@@ -20,8 +21,7 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
-// spanFilterProcessor decides spans (rules.go), has the memory admit them (it settles each kept
-// span's parent or holds it) and delivers; it never holds a lock while calling the next consumer.
+// spanFilterProcessor decides spans (rules.go), has the memory admit them, and delivers (never under a lock).
 type spanFilterProcessor struct {
 	logger    *zap.Logger
 	next      consumer.Traces
@@ -32,11 +32,14 @@ type spanFilterProcessor struct {
 	journal   journal.Journal
 	scratch   sync.Pool
 	now       func() time.Time // the memory's clock; tests replace it before the first span
-	evictions evictionLog
+	evictions struct {         // rate-limit the eviction warning to one per 10 s under sustained overload
+		sync.Mutex
+		evicted int64 // since the last warning
+		last    time.Time
+	}
 
 	stop, stopped chan struct{} // the releaser's
-	// running: from the end of start (recovery done) to shutdown; content is refused outside it.
-	running atomic.Bool
+	running       atomic.Bool   // from start (recovery done) to shutdown; content is refused outside it
 }
 
 func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.Traces, j journal.Journal) (*spanFilterProcessor, error) {
@@ -68,7 +71,18 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 		Now:              func() time.Time { return p.now() },
 		Logger:           set.Logger,
 	}, j, newContentJoin(cfg.ContentJoin), p.recordStats)
-	if err := p.registerGauges(); err != nil {
+	gauge := func(read func() int64) metric.Int64Callback {
+		return func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(read())
+			return nil
+		}
+	}
+	if err := errors.Join(
+		tb.RegisterProcessorSvcspanfilterSpansHeldCallback(gauge(p.mem.HeldSpans)),
+		tb.RegisterProcessorSvcspanfilterHeldBytesCallback(gauge(p.mem.HeldBytes)),
+		tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(gauge(p.mem.Bytes)),
+		tb.RegisterProcessorSvcspanfilterTracesInMemoryCallback(gauge(p.mem.Traces)),
+	); err != nil {
 		tb.Shutdown()
 		return nil, err
 	}
@@ -90,7 +104,6 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 		p.filter.sampler = decider.Ratio()
 		p.filter.experiments = decider
 	}
-	// With the storage option, what a killed process held is re-admitted before the first span.
 	if sj, ok := p.journal.(*storageJournal); ok {
 		records, err := sj.start(ctx, host)
 		if err != nil {
@@ -101,35 +114,32 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 		}
 	}
 	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
-	// Often enough that a span waits at most about a fifth longer than wait_duration.
-	go p.runReleaser(min(max(p.cfg.TraceIntegrity.WaitDuration/5, 5*time.Millisecond), time.Second))
+	// The releaser ticks often enough that a span waits at most about a fifth longer than wait_duration.
+	ticker := time.NewTicker(min(max(p.cfg.TraceIntegrity.WaitDuration/5, 5*time.Millisecond), time.Second))
+	go func() {
+		defer close(p.stopped)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-ticker.C:
+				p.mem.Expire()
+				if sj, ok := p.journal.(*storageJournal); ok {
+					sj.flush() // the deletes Remove left owed, when no call's write carried them
+				}
+			case <-p.mem.Wake():
+			}
+			// Released by time, or refused before.
+			p.deliver(context.Background(), p.mem.TakeReady(), false)
+		}
+	}()
 	p.running.Store(true)
 	return nil
 }
 
-func (p *spanFilterProcessor) runReleaser(interval time.Duration) {
-	defer close(p.stopped)
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-ticker.C:
-			p.mem.Expire()
-			if sj, ok := p.journal.(*storageJournal); ok {
-				sj.flush() // the deletes Remove left owed, when no call's write carried them
-			}
-		case <-p.mem.Wake():
-		}
-		// Released by time, or refused before.
-		p.deliver(context.Background(), p.mem.TakeReady(), false)
-	}
-}
-
-// shutdown stops the releaser and delivers what is held by rule 1 or, with on_shutdown: keep, leaves
-// it journaled for the next start (a graceful restart does not cut agent trees whose parents are
-// still open). Spans the next consumer refuses stay in the journal, or without one are lost.
+// shutdown stops the releaser and releases what is held by rule 1, or with on_shutdown: keep leaves it
+// journaled, so a restart keeps open agent trees; refused spans stay journaled, or without one are lost.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	p.running.Store(false)
 	defer p.telemetry.Shutdown()
@@ -179,8 +189,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 // errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
 var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
 
-// newProcessorJournal is journal.Nop without the `storage` option, else a storageJournal that opens
-// at Start, when the host's extensions are known (the memory takes its journal before).
+// newProcessorJournal is journal.Nop without `storage`, else a storageJournal that opens at Start.
 func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) journal.Journal {
 	if cfg.Storage == nil {
 		return journal.Nop
@@ -196,8 +205,8 @@ type storageJournal struct {
 	s         atomic.Pointer[journal.Storage] // nil before start and after shutdown
 }
 
-// start opens the processor's client in the storage extension, as exporterhelper's persistent queue
-// does, and returns what a previous process left (oldest first). Its errors say what to fix.
+// start opens the processor's storage client, as exporterhelper's persistent queue does, and returns
+// what a previous process left (oldest first). Its errors say what to fix.
 func (j *storageJournal) start(ctx context.Context, host component.Host) ([]journal.Record, error) {
 	ext, found := host.GetExtensions()[j.storageID]
 	if !found {

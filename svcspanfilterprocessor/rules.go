@@ -45,20 +45,20 @@ func (d decision) reason() string {
 
 // spanFilter is the compiled configuration.
 type spanFilter struct {
-	defaultFilter bool
-
-	keepScopes        *scopematch.Matcher
-	keepAttrPrefixes  []string
-	keepSpanNames     map[string]struct{}
-	dropScopes        *scopematch.Matcher
-	dropAttrPrefixes  []string
-	dropSpanNames     map[string]struct{}
+	defaultFilter     bool
+	keep, drop        spanRules
 	dropScopeSpanName []scopeSpanNameRule
 
 	sampler sampling.Ratio
 	// experiments is the svcsampling extension's memory of experiment traces (nil without it): it
 	// outlives remember_duration, so a late span of a sampled-out experiment trace is kept.
 	experiments *sampling.Decider
+}
+
+type spanRules struct {
+	scopes       *scopematch.Matcher
+	attrPrefixes []string
+	spanNames    map[string]struct{}
 }
 
 type scopeSpanNameRule struct {
@@ -68,14 +68,10 @@ type scopeSpanNameRule struct {
 
 func newSpanFilter(cfg *Config) *spanFilter {
 	f := &spanFilter{
-		defaultFilter:    cfg.DefaultFilter,
-		keepScopes:       scopematch.New(scopematch.Boundary, cfg.Keep.InstrumentationScopes...),
-		keepAttrPrefixes: cfg.Keep.AttributePrefixes,
-		keepSpanNames:    nameSet(cfg.Keep.SpanNames),
-		dropScopes:       scopematch.New(scopematch.Boundary, cfg.Drop.InstrumentationScopes...),
-		dropAttrPrefixes: cfg.Drop.AttributePrefixes,
-		dropSpanNames:    nameSet(cfg.Drop.SpanNames),
-		sampler:          sampling.NewRatio(cfg.SampleRate),
+		defaultFilter: cfg.DefaultFilter,
+		keep:          compileRules(cfg.Keep),
+		drop:          compileRules(cfg.Drop.SpanRules),
+		sampler:       sampling.NewRatio(cfg.SampleRate),
 	}
 	for _, p := range cfg.Drop.ScopeSpanNames {
 		rule := scopeSpanNameRule{scopematch.New(scopematch.Boundary, p.InstrumentationScope), p.SpanName}
@@ -84,28 +80,27 @@ func newSpanFilter(cfg *Config) *spanFilter {
 	return f
 }
 
-func nameSet(names []string) map[string]struct{} {
-	set := make(map[string]struct{}, len(names))
-	for _, n := range names {
-		set[n] = struct{}{}
+func compileRules(r SpanRules) spanRules {
+	names := make(map[string]struct{}, len(r.SpanNames))
+	for _, n := range r.SpanNames {
+		names[n] = struct{}{}
 	}
-	return set
+	scopes := scopematch.New(scopematch.Boundary, r.InstrumentationScopes...)
+	return spanRules{scopes: scopes, attrPrefixes: r.AttributePrefixes, spanNames: names}
 }
 
 // scopeVerdict is what the filter knows from the instrumentation scope alone, once per ScopeSpans.
 type scopeVerdict struct {
-	dropAll bool
-	// keep is the keep decision that the scope alone gives; droppedNotGenAI when it gives none.
-	keep decision
-	// dropSpanNames are the span names that scope_span_names drop in this scope.
-	dropSpanNames []string
+	dropAll       bool
+	keep          decision // what the scope alone keeps by; droppedNotGenAI when it keeps nothing
+	dropSpanNames []string // the span names that scope_span_names drop in this scope
 }
 
 // forScope computes the scope's verdict into v, reusing v's slice so the hot path does not allocate.
 func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdict) {
 	name := scope.Name()
 	*v = scopeVerdict{keep: droppedNotGenAI, dropSpanNames: v.dropSpanNames[:0]}
-	v.dropAll = f.dropScopes.Match(name)
+	v.dropAll = f.drop.scopes.Match(name)
 	for _, r := range f.dropScopeSpanName {
 		if r.scope.Match(name) {
 			v.dropSpanNames = append(v.dropSpanNames, r.spanName)
@@ -116,7 +111,7 @@ func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdic
 		v.keep = keptSvcSDKScope
 	case f.defaultFilter && defaultScopes.Match(name):
 		v.keep = keptKnownScope
-	case f.keepScopes.Match(name):
+	case f.keep.scopes.Match(name):
 		v.keep = keptKeepRule
 	}
 }
@@ -133,19 +128,19 @@ type spanVerdict struct {
 // mark is looked for only in traces the sampler takes out (elsewhere it changes nothing).
 func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
 	name := span.Name()
-	_, dropName := f.dropSpanNames[name]
+	_, dropName := f.drop.spanNames[name]
 	if v.dropAll || dropName || slices.Contains(v.dropSpanNames, name) {
 		return spanVerdict{decision: droppedDropRule}
 	}
 	sampledIn := f.sampler.Keep(span.TraceID())
-	// The reported reason follows the default filter's order: svc-sdk scope, known scope, gen_ai.
-	// attribute, then the keep rules. The scope alone may already settle it.
+	// The reason follows the default filter's order: svc-sdk scope, known scope, gen_ai. attribute,
+	// keep rules (the scope alone may settle it).
 	keep := v.keep
 	wantGenAI := f.defaultFilter && keep >= keptGenAIAttribute
-	wantKeepPrefix := !keep.kept() && len(f.keepAttrPrefixes) > 0
+	wantKeepPrefix := !keep.kept() && len(f.keep.attrPrefixes) > 0
 	// The attributes are read only when they can change the outcome.
 	var scan attrScan
-	if wantGenAI || wantKeepPrefix || len(f.dropAttrPrefixes) > 0 || !sampledIn {
+	if wantGenAI || wantKeepPrefix || len(f.drop.attrPrefixes) > 0 || !sampledIn {
 		scan = f.scanAttributes(span.Attributes(), wantGenAI, wantKeepPrefix, !sampledIn)
 		switch {
 		case scan.drop:
@@ -156,7 +151,7 @@ func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
 			keep = keptKeepRule
 		}
 	}
-	if _, ok := f.keepSpanNames[name]; ok && !keep.kept() {
+	if _, ok := f.keep.spanNames[name]; ok && !keep.kept() {
 		keep = keptKeepRule
 	}
 	return spanVerdict{decision: keep, sampledOut: keep.kept() && !sampledIn, experiment: scan.experiment}
@@ -173,21 +168,21 @@ type attrScan struct {
 func (f *spanFilter) scanAttributes(attrs pcommon.Map, wantGenAI, wantKeepPrefix, wantExperiment bool) attrScan {
 	var s attrScan
 	for k, val := range attrs.All() {
-		if hasAnyPrefix(k, f.dropAttrPrefixes) {
+		if hasAnyPrefix(k, f.drop.attrPrefixes) {
 			return attrScan{drop: true}
 		}
 		if wantGenAI && !s.genAI {
 			s.genAI = strings.HasPrefix(k, genAIAttributePrefix) || k == openInferenceSpanKind
 		}
 		if wantKeepPrefix && !s.keepPrefix {
-			s.keepPrefix = hasAnyPrefix(k, f.keepAttrPrefixes)
+			s.keepPrefix = hasAnyPrefix(k, f.keep.attrPrefixes)
 		}
 		if wantExperiment && !s.experiment {
 			s.experiment = svcattr.IsExperimentAttribute(k, val)
 		}
 		// gen_ai. outranks a keep prefix, so a keep prefix alone does not end the scan.
 		keepSettled := s.genAI || (!wantGenAI && (!wantKeepPrefix || s.keepPrefix))
-		if len(f.dropAttrPrefixes) == 0 && keepSettled && (!wantExperiment || s.experiment) {
+		if len(f.drop.attrPrefixes) == 0 && keepSettled && (!wantExperiment || s.experiment) {
 			break
 		}
 	}
@@ -195,10 +190,5 @@ func (f *spanFilter) scanAttributes(attrs pcommon.Map, wantGenAI, wantKeepPrefix
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(s, p) })
 }

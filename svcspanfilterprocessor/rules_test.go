@@ -205,12 +205,12 @@ func TestRuleScopesMatchBoundaryAware(t *testing.T) {
 		"org.team.agentsmith": false,
 		"x.acme":              false,
 	} {
-		assert.Equal(t, want, f.keepScopes.Match(scope), "keep scope %q", scope)
-		assert.Equal(t, want, f.dropScopes.Match(scope), "drop scope %q", scope)
+		assert.Equal(t, want, f.keep.scopes.Match(scope), "keep scope %q", scope)
+		assert.Equal(t, want, f.drop.scopes.Match(scope), "drop scope %q", scope)
 	}
 	none := newSpanFilter(createDefaultConfig().(*Config))
-	assert.False(t, none.keepScopes.Match("acme"), "no rules match nothing")
-	assert.False(t, none.dropScopes.Match("acme"), "no rules match nothing")
+	assert.False(t, none.keep.scopes.Match("acme"), "no rules match nothing")
+	assert.False(t, none.drop.scopes.Match("acme"), "no rules match nothing")
 }
 
 // The default filter decides each span without allocating: it is on the path of every span.

@@ -7,8 +7,7 @@ import (
 	"github.com/svc/svc-collector/pkg/svcattr"
 )
 
-// knownScope is a known LLM instrumentation scope; its rule is scopematch.Boundary (the scope name
-// or its sub-scopes name + ".") unless said otherwise.
+// knownScope is a known LLM instrumentation scope, matched by scopematch.Boundary unless rule says otherwise.
 type knownScope struct {
 	name string
 	rule scopematch.Rule

@@ -25,8 +25,7 @@ type Join interface {
 	AwaitsContent(span ptrace.Span) bool
 	// Complete: the pieces that arrived for one span are all it needs (the call's output arrived).
 	Complete(content []Content) bool
-	// Apply joins every piece gathered for span, once; false when the span keeps its own content
-	// (precedence): the records are then counted unmatched.
+	// Apply joins every piece gathered for span, once; false when the span keeps its own (precedence).
 	Apply(span ptrace.Span, content []Content) bool
 }
 
@@ -52,9 +51,8 @@ const (
 	ContentDiscarded                       // its span was dropped or already went on
 )
 
-// AddContent gives content for span (traceID, spanID) to the memory. ref (may be nil), the journal
-// record it came in, is marked done when the content is joined or discarded. Spans released by the
-// join are queued for the releaser.
+// AddContent gives content for span (traceID, spanID) to the memory; ref (may be nil), the journal
+// record it came in, is done when the content is joined or discarded.
 func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Content, ref *RecordRef) ContentOutcome {
 	now := m.cfg.Now()
 	var out released
@@ -67,9 +65,7 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	rec, seen := t.records[spanID]
 	switch {
 	case it != nil && it.tenant() == c.Tenant():
-		// Held, so not delivered yet: it gathers the pieces (a call's input often comes in an
-		// earlier logs batch than its output), joined when it is released. A span waiting for its
-		// content goes once the content is complete.
+		// Held: it gathers the pieces (a call's input often comes a logs batch before its output).
 		it.content = append(it.content, wc)
 		m.addBytes(t, wc.bytes())
 		ref = nil // done when the gathered content is joined
@@ -77,10 +73,7 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 		if it.reason&WaitContent != 0 && !m.join.Complete(contentsOf(it.content)) {
 			outcome = ContentWaiting
 		} else if it.reason&WaitContent != 0 {
-			it.contentWaitEnded(now, &out)
-			if it.reason == 0 {
-				sh.release(m, t, it, ReleaseContent, &out)
-			}
+			sh.endContentWait(m, t, it, now, ReleaseContent, &out)
 		}
 	case it == nil && !seen:
 		if t.content == nil {
@@ -108,51 +101,53 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	return outcome
 }
 
-// contentWaitEnded ends the content wait of a held span and records how long it waited.
-func (it *item) contentWaitEnded(now time.Time, out *released) {
+// endContentWait ends the content wait of it; true when that released it for why (no other wait).
+func (sh *shard) endContentWait(m *Memory, t *trace, it *item, now time.Time, why ReleaseReason,
+	out *released,
+) bool {
 	it.reason &^= WaitContent
 	out.stats.ContentWaits = append(out.stats.ContentWaits, now.Sub(it.heldAt))
-}
-
-// apply joins cs onto span; when the span keeps its own content, own's records count unmatched.
-func (m *Memory) apply(span ptrace.Span, cs, own []waitingContent, out *released) bool {
-	if m.join.Apply(span, contentsOf(cs)) {
-		out.stats.ContentJoined++
-		return true
+	if it.reason == 0 {
+		sh.release(m, t, it, why, out)
 	}
-	out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(own)
-	return false
+	return it.reason == 0
 }
 
-// joinWaitingContent joins the content waiting for a kept span that just arrived, and the content
-// joined onto an earlier copy of it (sent again). It returns the waiting content's journal records:
-// the caller attaches them to the span, done when it is handed on.
-func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, tenant string, out *released) []*RecordRef {
-	id := span.SpanID()
-	cs := t.content[id]
-	own := ownContent(cs, tenant, out)
-	sh.removeContent(m, t, id, cs)
-	all := append(append([]waitingContent(nil), ownContent(t.joinedOf(id), tenant, nil)...), own...)
-	if len(all) > 0 && m.apply(span, all, own, out) {
-		sh.rememberJoined(m, t, id, own)
+// apply joins cs onto span and remembers own for a copy of the span sent again (in the budget until
+// the trace is forgotten or compacted); when the span keeps its own content, own counts unmatched.
+func (m *Memory) apply(t *trace, span ptrace.Span, cs, own []waitingContent, out *released) {
+	if !m.join.Apply(span, contentsOf(cs)) {
+		out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(own)
+		return
 	}
-	return refsOf(cs)
-}
-
-// rememberJoined keeps cs, just joined onto span id, for a copy of the span sent again (counted
-// in the budget until the trace is forgotten or compacted).
-func (sh *shard) rememberJoined(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent) {
-	if len(cs) == 0 {
+	out.stats.ContentJoined++
+	if len(own) == 0 {
 		return
 	}
 	r := t.keepRefs()
 	if r.joined == nil {
 		r.joined = map[pcommon.SpanID][]waitingContent{}
 	}
-	for _, c := range cs {
+	id := span.SpanID()
+	for _, c := range own {
 		r.joined[id] = append(r.joined[id], waitingContent{content: c.content})
 		m.addBytes(t, c.bytes())
 	}
+}
+
+// joinWaitingContent joins the content waiting for a kept span that just arrived, and that joined
+// onto an earlier copy of it; it returns the waiting content's records, done when it is handed on.
+func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, tenant string, out *released,
+) []*RecordRef {
+	id := span.SpanID()
+	cs := t.content[id]
+	own := ownContent(cs, tenant, out)
+	sh.removeContent(m, t, id, cs)
+	all := append(append([]waitingContent(nil), ownContent(t.joinedOf(id), tenant, nil)...), own...)
+	if len(all) > 0 {
+		m.apply(t, span, all, own, out)
+	}
+	return refsOf(cs)
 }
 
 // forgetJoined forgets the content remembered as joined onto span id (its trace is compacted).
@@ -165,8 +160,7 @@ func (sh *shard) forgetJoined(m *Memory, t *trace, id pcommon.SpanID) {
 	}
 }
 
-// takeWaitingContent moves the content waiting for a span that arrived into the held item that
-// waits for the rest of it (its bytes stay counted); another tenant's is discarded.
+// takeWaitingContent moves the content waiting for it into it (another tenant's is discarded).
 func (sh *shard) takeWaitingContent(m *Memory, t *trace, it *item, out *released) {
 	cs := t.content[it.span.SpanID()]
 	own := ownContent(cs, it.tenant(), out)
@@ -180,23 +174,19 @@ func (sh *shard) takeWaitingContent(m *Memory, t *trace, it *item, out *released
 	it.content = append(it.content, own...)
 }
 
-// joinHeldContent joins the content a held span gathered (complete, or its wait ended). The span
-// is sized again: the budget keeps counting the content once it is on the span.
+// joinHeldContent joins the content a held span gathered; sized again, the span counts it.
 func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 	if len(it.content) == 0 {
 		return
 	}
-	if m.apply(it.span, it.content, it.content, out) {
-		sh.rememberJoined(m, t, it.span.SpanID(), it.content)
-	}
+	m.apply(t, it.span, it.content, it.content, out)
 	m.addBytes(t, -bytesOf(it.content))
 	sh.resize(m, it, itemSize(it.span))
 	it.contentRefs = append(it.contentRefs, refsOf(it.content)...) // done when it is delivered
 	it.content = nil
 }
 
-// returnHeldContent puts the content a held span gathered back among the trace's waiting content
-// (the held copy is discarded: a copy sent again brings the span back).
+// returnHeldContent puts the content a discarded held copy gathered back to wait for a resend.
 func (sh *shard) returnHeldContent(t *trace, it *item) {
 	if len(it.content) == 0 {
 		return
@@ -210,8 +200,7 @@ func (sh *shard) returnHeldContent(t *trace, it *item) {
 	it.content = nil
 }
 
-// ownContent is the content of cs that came with tenant's credentials (cs itself when all of it
-// is, the usual case); the rest is counted unmatched (other_tenant) in out, when out is not nil.
+// ownContent is cs's content with tenant's credentials (usually cs); the rest counts unmatched in out.
 func ownContent(cs []waitingContent, tenant string, out *released) []waitingContent {
 	foreign := func(c waitingContent) bool { return c.content.Tenant() != tenant }
 	if !slices.ContainsFunc(cs, foreign) {
@@ -236,28 +225,6 @@ func (sh *shard) removeContent(m *Memory, t *trace, id pcommon.SpanID, cs []wait
 	delete(t.content, id)
 	if len(t.content) == 0 {
 		delete(sh.withContent, t)
-	}
-}
-
-// expireContent discards content that waited ContentWait for its span.
-func (sh *shard) expireContent(m *Memory, t *trace, now time.Time, out *released) {
-	for id, cs := range t.content {
-		keep := cs[:0]
-		var gone []waitingContent
-		for _, c := range cs {
-			if now.Sub(c.at) >= m.cfg.ContentWait {
-				gone = append(gone, c)
-			} else {
-				keep = append(keep, c)
-			}
-		}
-		if len(gone) > 0 {
-			sh.dropContent(m, t, id, gone, UnmatchedNoSpan, out)
-			if len(keep) > 0 {
-				t.content[id] = keep
-				sh.withContent[t] = struct{}{}
-			}
-		}
 	}
 }
 

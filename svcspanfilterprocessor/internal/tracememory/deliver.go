@@ -5,9 +5,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Delivery is released spans of one request client context, for one next.ConsumeTraces call with
-// that context. Its bytes stay in the budget until the caller reports it Delivered (or Discarded);
-// a retryable refusal puts it back with Requeue.
+// Delivery is released spans of one request client context, for one next.ConsumeTraces call. Its
+// bytes stay in the budget until it is Delivered (or Discarded); Requeue puts a refused one back.
 type Delivery struct {
 	Info   client.Info
 	Traces ptrace.Traces
@@ -20,7 +19,7 @@ type Delivery struct {
 // group builds one delivery per request, spans under copies of their own resource and scope.
 func (m *Memory) group(items []*item) []*Delivery {
 	if len(items) == 0 {
-		return nil
+		return nil // the common case: nothing released, no atomic add on the shared ready bytes
 	}
 	var out []*Delivery
 	byRequest := map[*requestOrigin]*Delivery{}
@@ -92,9 +91,6 @@ func (m *Memory) Discard(d *Delivery) { m.Delivered(d) }
 
 // Requeue puts refused deliveries back for the releaser, ahead of those queued since.
 func (m *Memory) Requeue(ds ...*Delivery) {
-	if len(ds) == 0 {
-		return
-	}
 	m.sizeDeliveries(ds)
 	m.readyMu.Lock()
 	m.ready = append(append([]*Delivery(nil), ds...), m.ready...)
@@ -131,7 +127,6 @@ type heldCopy struct {
 
 func newHeldCopy() *heldCopy { return &heldCopy{td: ptrace.NewTraces(), under: newCopier()} }
 
-// add copies span and returns the copy.
 func (c *heldCopy) add(o *scopeOrigin, span ptrace.Span) ptrace.Span {
 	cp := c.under.spans(c.td, o).AppendEmpty()
 	span.CopyTo(cp)

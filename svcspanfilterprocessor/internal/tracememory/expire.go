@@ -2,10 +2,7 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 
 import "time"
 
-// Expire ends the waits that are over and forgets what is no longer needed: held spans of traces
-// idle for wait_duration or held for max_wait_duration go on by rule 1 (their unknown parent becomes
-// open); idle traces lose their records after remember_duration, late ones the rest after
-// late_parent_window. Released spans are queued for the releaser (TakeReady).
+// Expire ends the waits that are over and forgets idle and late traces (doc.go, "wait ends").
 func (m *Memory) Expire() {
 	now := m.cfg.Now()
 	var out released
@@ -26,12 +23,9 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 		idle := now.Sub(t.lastActivity) >= cfg.WaitDuration
 		for _, it := range t.held { // only it leaves t.held
 			waited := now.Sub(it.heldAt)
-			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait {
-				it.contentWaitEnded(now, out)
-				if it.reason == 0 {
-					sh.release(m, t, it, ReleaseContent, out)
-					continue
-				}
+			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait &&
+				sh.endContentWait(m, t, it, now, ReleaseContent, out) {
+				continue
 			}
 			if it.reason&WaitParent != 0 && idle {
 				sh.expireParent(m, t, it, ReleaseWaitExpired, out)
@@ -40,8 +34,25 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 			}
 		}
 	}
-	for t := range sh.withContent {
-		sh.expireContent(m, t, now, out)
+	for t := range sh.withContent { // content that waited ContentWait for its span is discarded
+		for id, cs := range t.content {
+			keep := cs[:0]
+			var gone []waitingContent
+			for _, c := range cs {
+				if now.Sub(c.at) >= cfg.ContentWait {
+					gone = append(gone, c)
+				} else {
+					keep = append(keep, c)
+				}
+			}
+			if len(gone) > 0 {
+				sh.dropContent(m, t, id, gone, UnmatchedNoSpan, out)
+				if len(keep) > 0 {
+					t.content[id] = keep
+					sh.withContent[t] = struct{}{}
+				}
+			}
+		}
 	}
 	// compact and forget take t off the idle list: the next is its head again.
 	for t := sh.idle.head; t != nil && now.Sub(t.lastActivity) >= cfg.RememberDuration; t = sh.idle.head {
@@ -75,9 +86,7 @@ func (m *Memory) overBudget() (EvictReason, bool) {
 	return EvictMaxTraces, m.traces.Load() > int64(m.cfg.MaxTraces)
 }
 
-// Enforce brings the memory back under its bounds: it forgets idle traces, oldest activity first;
-// only when none is left does it release the held spans of the oldest waiting traces, by rule 1.
-// Oldest is per shard; shards are visited in turn.
+// Enforce brings the memory back under its bounds (doc.go, "budget exceeded").
 func (m *Memory) Enforce() {
 	if _, over := m.overBudget(); !over {
 		return
@@ -93,9 +102,8 @@ func (m *Memory) Enforce() {
 }
 
 // fronts are the activity times of the shards' oldest traces of one kind (idle or waiting), read
-// once per Enforce: a full memory evicts about as many traces as a batch brings, and reading every
-// shard per eviction would lock them all that often. A front can only have become newer since
-// (traces join at the back), so the order stays oldest first up to concurrent evictions.
+// once per Enforce, not per eviction (a full memory evicts about as many traces as a batch brings).
+// A front can only become newer (traces join at the back): the order stays oldest first.
 type fronts struct {
 	waiting bool
 	at      []time.Time
@@ -132,15 +140,11 @@ func (f *fronts) oldest() int {
 	return best
 }
 
-// evictOne evicts the oldest of the shards' oldest traces of f's kind. It reports false when no
-// shard has one (read again before saying so).
+// evictOne evicts the oldest of the shards' oldest traces of f's kind; false when no shard has one.
 func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
-	if f.at == nil {
-		f.scan(m)
-	}
 	best := f.oldest()
 	if best < 0 {
-		f.scan(m) // traces may have come since the last look
+		f.scan(m) // the first look, or traces may have come since the last one
 		if best = f.oldest(); best < 0 {
 			return false
 		}
@@ -157,8 +161,6 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 		out.stats.EvictedWaiting++
 	}
 	if len(t.content) > 0 {
-		// Waiting content is acknowledged data: only its content wait forgets it. When nothing
-		// else is left to evict, the logs side pushes back (ContentRoom).
 		sh.compact(m, t, out)
 	} else {
 		sh.forget(m, t, out)
@@ -168,8 +170,7 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 	return true
 }
 
-// oldest is the trace eviction takes next from the shard: the oldest waiting trace, or the oldest
-// idle or late one that holds no waiting content (eviction cannot free those).
+// oldest is the shard's next to evict: its oldest waiting trace, or oldest idle or late one without content.
 func (sh *shard) oldest(waiting bool) *trace {
 	if waiting {
 		return sh.waiting.head
@@ -188,8 +189,7 @@ func (sh *shard) oldest(waiting bool) *trace {
 }
 
 // ContentRoom reports ErrContentOverloaded when content of size bytes does not fit in the memory
-// limit even after evicting what can be evicted without loss (the logs side then refuses the call
-// before making the content durable). Waiting content and refused released spans are never evicted.
+// limit even after evicting what can go without loss (not waiting content, not refused spans).
 func (m *Memory) ContentRoom(size int64) error {
 	if m.Bytes()+size > m.cfg.MemoryLimitBytes {
 		m.Enforce()
@@ -200,17 +200,12 @@ func (m *Memory) ContentRoom(size int64) error {
 	return nil
 }
 
-// releaseAll ends every wait of t's held spans by rule 1.
+// releaseAll ends every wait of t's held spans by rule 1 (a held span waits for something).
 func (sh *shard) releaseAll(m *Memory, t *trace, why ReleaseReason, out *released) {
 	now := m.cfg.Now()
 	for _, it := range t.held { // only it leaves t.held
-		if it.reason&WaitContent != 0 {
-			it.contentWaitEnded(now, out)
-		}
-		if it.reason&WaitParent != 0 {
+		if it.reason&WaitContent == 0 || !sh.endContentWait(m, t, it, now, why, out) {
 			sh.expireParent(m, t, it, why, out)
-		} else {
-			sh.release(m, t, it, why, out)
 		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/pkg/credentials"
-	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
 // HeldReason is what a held span waits for: a bitmask, released when it is zero.
@@ -23,8 +22,7 @@ const (
 	WaitContent                        // a content candidate whose content has not arrived
 )
 
-// requestOrigin is the client context of a request: released spans go on with their own
-// request's client metadata, never another's.
+// requestOrigin is the client context of a request: released spans go on with their own request's.
 type requestOrigin struct {
 	info   client.Info
 	tenant string
@@ -34,10 +32,8 @@ func newRequestOrigin(info client.Info) *requestOrigin {
 	return &requestOrigin{info: info, tenant: TenantOf(info)}
 }
 
-// TenantOf is whom a request speaks for: the svc credentials it came with (a pass-through gateway
-// forwards them), empty on a gateway with keys of its own. Content joins only spans of its own
-// tenant: two tenants may send the same trace and span ids, and one tenant's prompts must never
-// reach another's project.
+// TenantOf is whom a request speaks for: its svc credentials (a pass-through gateway forwards them), or
+// empty. Content joins only its tenant's spans: one tenant's prompts must never reach another's project.
 func TenantOf(info client.Info) string {
 	return strings.Join(info.Metadata.Get(credentials.MetadataKey), "\n")
 }
@@ -66,8 +62,8 @@ type item struct {
 	// waiting on it (trace.waitingOn), taken out in constant time with no allocation per span.
 	waitOn             pcommon.SpanID
 	waitPrev, waitNext *item
-	// ref is the journal record of the call that held it (not its Admission, which would keep the
-	// call's deliveries alive as long as one of its spans is held).
+	// ref is the journal record of the call that held it (its Admission would keep the call's
+	// deliveries alive while one of its spans is held).
 	ref *RecordRef
 	// bytes is what it counts in the budget: an estimate until sized (lazysize.go); unsizedAt its
 	// place in shard.unsized until then (with the flags, one word). indexed: in trace.waitingOn.
@@ -75,25 +71,22 @@ type item struct {
 	unsizedAt            int32
 	held, indexed, sized bool
 	content              []waitingContent // gathered while it waits for the rest (WaitContent)
-	// contentRefs are the journal records of the content joined onto it, done when it is handed on.
-	contentRefs []*RecordRef
+	contentRefs          []*RecordRef     // records of the content joined onto it, done when it is handed on
 }
 
 func (it *item) tenant() string { return it.origin.resource.request.tenant }
 
-// RecordRef counts the items of one journal record still in the memory or on their way to the next
-// consumer; the record is removed from the journal when the count reaches zero.
+// RecordRef counts the items of a journal record not yet handed on; the last removes the record.
 type RecordRef struct {
-	mu      sync.Mutex
-	id      uint64
-	left    int
-	journal journal.Journal
-	logger  *zap.Logger
+	mu   sync.Mutex
+	id   uint64
+	left int
+	m    *Memory
 }
 
 // NewRecordRef is the reference of journal record id with items still to hand on.
 func (m *Memory) NewRecordRef(id uint64, items int) *RecordRef {
-	return &RecordRef{id: id, left: items, journal: m.journal, logger: m.cfg.Logger}
+	return &RecordRef{id: id, left: items, m: m}
 }
 
 // Done marks n items of the record handed on or discarded.
@@ -106,9 +99,10 @@ func (r *RecordRef) Done(n int) {
 	id, last := r.id, r.left == 0
 	r.mu.Unlock()
 	if last && id != 0 {
-		if err := r.journal.Remove(context.Background(), id); err != nil {
-			r.logger.Warn("Could not remove a delivered journal record; the journal retries with its next write "+
-				"(a restart before that delivers it again)", zap.Uint64("record", id), zap.Error(err))
+		if err := r.m.journal.Remove(context.Background(), id); err != nil {
+			r.m.cfg.Logger.Warn("Could not remove a delivered journal record; the journal retries with its "+
+				"next write (a restart before that delivers it again)",
+				zap.Uint64("record", id), zap.Error(err))
 		}
 	}
 }

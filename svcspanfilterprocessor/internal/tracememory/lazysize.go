@@ -5,23 +5,19 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Held spans are sized lazily. Most are released by the very next request, and sizing a span
-// exactly (spanSize) reads every string attribute value behind its own pointer, which the filter
-// never touched: cache misses that were a sixth of the held path's CPU. So a span is held with an
-// estimate that reads no attribute value (spanEstimate), and sized exactly only if still held at
-// the releaser's next tick (Expire), or at once when its shard holds more than unsizedCap spans not
-// yet sized. The budget is thus exact up to unsizedCap spans per shard for one releaser interval; a
-// released span never sized carries its estimate into the ready bytes until handed on (a refused
-// delivery, which may stay long, is sized exactly at Requeue).
+// Held spans are sized lazily: most are released by the next request, and sizing a span exactly
+// (spanSize) reads every string value behind its own pointer, cache misses that were a sixth of the
+// held path's CPU. A span is held with an estimate that reads no value (spanEstimate), sized at the
+// releaser's next tick (Expire) or once its shard holds over unsizedCap estimates; a released span
+// keeps its estimate in the ready bytes until handed on (a refused delivery is sized at Requeue).
 
 // unsizedCap bounds the estimated held spans of a shard: 2,048 over the default 32 shards, one large
 // request's, while most requests hold about 5 per shard (480 spans of 20 agent traces).
 const unsizedCap = 64
 
-// perEntryScale is the fixed point of the mean bytes per attribute, event or link. Before any span
-// was sized the mean is a map entry (56) plus a short key and value, as in the semantic conventions;
-// maxPerEntry caps what one sizing pass teaches, or a few spans with a prompt in an attribute would
-// make every later span count as large (and evict early) for a while.
+// perEntryScale is the fixed point of the mean bytes per attribute, event or link: a map entry (56)
+// and a short key and value before any sizing. maxPerEntry caps what one sizing pass teaches, or a
+// few prompts in attributes would make every later span count as large (and evict early).
 const (
 	perEntryScale   = 16
 	initialPerEntry = 104 * perEntryScale
@@ -32,9 +28,8 @@ const (
 // sizedHook, when set (tests), is called with each span sized exactly while it is held.
 var sizedHook func(ptrace.Span)
 
-// spanEstimate is the held size of span until it is sized exactly: its fixed part, its name and
-// the learned mean size of an entry times its entries (lengths stored in the span itself: no
-// attribute value is read). Under the shard's lock.
+// spanEstimate is span's held size until sized: its fixed part, its name and the learned mean size
+// of an entry times its entries (lengths stored in the span: no value is read). Under the shard's lock.
 func (sh *shard) spanEstimate(span ptrace.Span) int64 {
 	return itemCost + spanBase + int64(len(span.Name())) + entriesOf(span)*sh.perEntry/perEntryScale
 }
@@ -43,8 +38,7 @@ func entriesOf(span ptrace.Span) int64 {
 	return int64(span.Attributes().Len() + span.Events().Len() + span.Links().Len())
 }
 
-// unsizedList holds a shard's held items that carry an estimate, each knowing its place: taken
-// out in constant time when released (never kept alive by the list).
+// unsizedList holds a shard's held items that carry an estimate, each knowing its place (unsizedAt).
 type unsizedList []*item
 
 func (l *unsizedList) push(it *item) {
@@ -72,9 +66,8 @@ func (sh *shard) resize(m *Memory, it *item, exact int64) {
 }
 
 // sizeHeld sizes the shard's estimated held spans exactly (under its lock) and moves the memory's
-// mean bytes per entry 1/8 toward theirs (a lost update between shards only delays it by a pass).
-// The shard keeps a copy: read per held span, the memory's would share a cache line that other
-// cores write at every locked section.
+// mean bytes per entry 1/8 toward theirs (a lost update only delays it by a pass). The shard keeps a
+// copy to read per held span: the memory's shares a cache line other cores write at every lock.
 func (sh *shard) sizeHeld(m *Memory) {
 	var extra, entries int64
 	for len(sh.unsized) > 0 {
@@ -97,15 +90,13 @@ func (sh *shard) sizeHeld(m *Memory) {
 	sh.perEntry = m.perEntry.Load()
 }
 
-// sizeIfMany sizes the shard's estimated held spans once there are more than unsizedCap of them.
 func (sh *shard) sizeIfMany(m *Memory) {
 	if len(sh.unsized) > unsizedCap {
 		sh.sizeHeld(m)
 	}
 }
 
-// sizeDeliveries sizes refused deliveries exactly: they stay in the ready bytes for as long as the
-// next consumer refuses them, and their spans may carry estimates (released before a tick).
+// sizeDeliveries sizes refused deliveries exactly: they stay in the ready bytes while refused.
 func (m *Memory) sizeDeliveries(ds []*Delivery) {
 	for _, d := range ds {
 		if d.sized || d.bytes == 0 {
@@ -127,9 +118,8 @@ func (m *Memory) sizeDeliveries(ds []*Delivery) {
 // itemSize is what a span counts in the budget while the memory has it: the span and its item.
 func itemSize(span ptrace.Span) int64 { return spanSize(span) + itemCost }
 
-// spanSize estimates the heap a span takes in pdata: its strings and attribute values plus the
-// structs around them (calibrated with benchmarks/BenchmarkOpenLongRunningTraces so that the heap
-// in use stays near memory_limit_mib). No marshalling.
+// spanSize estimates the heap a span takes in pdata, calibrated with
+// benchmarks/BenchmarkOpenLongRunningTraces so that the heap in use stays near memory_limit_mib.
 func spanSize(s ptrace.Span) int64 {
 	n := int64(spanBase + len(s.Name()) + len(s.TraceState().AsRaw()) + len(s.Status().Message()))
 	n += mapSize(s.Attributes())
@@ -142,17 +132,11 @@ func spanSize(s ptrace.Span) int64 {
 	return n
 }
 
-// mapSize reads each value once: a string value's length is behind a pointer that is rarely in
-// the cache (the filter read only the keys), and that read is most of the estimate's cost.
+// mapSize reads each value once: a string's length is behind a pointer rarely in the cache.
 func mapSize(m pcommon.Map) int64 {
 	n := 56 * int64(m.Len())
 	for k, v := range m.All() {
-		n += int64(len(k))
-		if v.Type() == pcommon.ValueTypeStr {
-			n += int64(len(v.Str()))
-		} else {
-			n += valueSize(v)
-		}
+		n += int64(len(k)) + valueSize(v)
 	}
 	return n
 }

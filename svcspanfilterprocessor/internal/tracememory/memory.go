@@ -4,28 +4,43 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// ErrOverloaded: released spans that the next consumer refuses fill the memory limit. New data is
-// refused retryably (push back) instead of buffered without bound.
+// ErrOverloaded: refused released spans fill the memory limit; new data is pushed back, not buffered.
 var ErrOverloaded = errors.New("svcspanfilter: the next consumer is refusing released spans and they fill trace_integrity.memory_limit_mib; retry later")
 
-// ErrContentOverloaded: waiting content and refused released spans fill the memory limit. The logs
-// side refuses new content retryably instead of forgetting content it acknowledged.
+// ErrContentOverloaded: waiting content and refused spans fill the memory limit; new content is pushed back.
 var ErrContentOverloaded = errors.New("svcspanfilter: waiting GenAI content and released spans the next consumer refused fill trace_integrity.memory_limit_mib; retry later")
 
-// Memory is the trace memory, safe for concurrent use: sharded by trace id, each shard under its
-// own lock. It never calls the next consumer.
+// Config of a Memory. Durations and bounds are the processor's trace_integrity options.
+type Config struct {
+	WaitDuration, MaxWaitDuration, RememberDuration time.Duration
+	// LateParentWindow: how long an idle trace keeps its open parents and the records of its dropped
+	// spans, so that a late dropped parent still becomes a connector below its nearest kept ancestor.
+	LateParentWindow time.Duration
+	ContentWait      time.Duration // the wait of a span for its content, and of content for its span
+	MaxTraces        int
+	MemoryLimitBytes int64 // records, held spans, ready spans and waiting content together
+	ConnectorSpans   bool
+	Journaled        bool             // journal what it may hold ahead, open parents and dropped spans after
+	Shards           int              // by trace id, each under its own lock (default 32)
+	Now              func() time.Time // the clock (tests inject theirs); default time.Now
+	Logger           *zap.Logger
+}
+
+// Memory is the trace memory, safe for concurrent use (a lock per shard); it never calls the next consumer.
 type Memory struct {
 	cfg     Config
 	journal journal.Journal
 	join    Join
-	joins   bool // join is not noJoin
-	observe Observer
+	joins   bool         // join is not noJoin
+	observe func(*Stats) // the Stats of every operation that had events
 	shards  []*shard
 	// bytes: records, held spans and waiting content; heldBytes the held spans alone.
 	bytes, heldBytes, heldSpans, traces, readyBytes atomic.Int64
@@ -46,8 +61,7 @@ type shard struct {
 	// pending are the count changes made under the lock, published once per locked section
 	// (unlock): shards would otherwise contend span by span for the counters' cache line.
 	pending counts
-	// unsized: the held items counted by their estimate; perEntry: the memory's perEntry as of
-	// the shard's last sizing pass (lazysize.go).
+	// unsized: held items counted by their estimate; perEntry: the memory's at the last sizing (lazysize.go).
 	unsized  unsizedList
 	perEntry int64
 }
@@ -67,8 +81,17 @@ func (sh *shard) unlock(m *Memory) {
 }
 
 // New returns an empty memory. j may be journal.Nop, join and observe may be nil.
-func New(cfg Config, j journal.Journal, join Join, observe Observer) *Memory {
-	cfg.setDefaults()
+func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory {
+	if cfg.Shards <= 0 {
+		cfg.Shards = 32
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	cfg.LateParentWindow = max(cfg.LateParentWindow, cfg.RememberDuration)
 	if j == nil {
 		j = journal.Nop
 	}
@@ -97,10 +120,8 @@ func (m *Memory) shardOf(id pcommon.TraceID) int {
 	return int(uint32(id[12])<<24|uint32(id[13])<<16|uint32(id[14])<<8|uint32(id[15])) % len(m.shards)
 }
 
-// HeldSpans and HeldBytes: the spans held (for their parent or content) and their estimated size;
-// ReadyBytes: released spans not yet accepted by the next consumer; Bytes: everything the budget
-// counts (records, held spans, waiting content and ready spans); Traces: the traces in memory;
-// Wake is signalled when deliveries are queued for the releaser.
+// HeldSpans and HeldBytes: the spans held and their size; ReadyBytes: released spans not yet taken
+// by the next consumer; Bytes: all the budget counts; Wake: signalled when deliveries are queued.
 func (m *Memory) HeldSpans() int64      { return m.heldSpans.Load() }
 func (m *Memory) HeldBytes() int64      { return m.heldBytes.Load() }
 func (m *Memory) ReadyBytes() int64     { return m.readyBytes.Load() }

@@ -61,19 +61,17 @@ func (r UnmatchedReason) String() string {
 	return [...]string{"span_dropped", "span_gone", "no_span", "span_has_content", "other_tenant"}[r]
 }
 
-// Stats are the events of one memory operation, handed to the Observer outside the locks.
+// Stats are the events of one memory operation, handed to the observer outside the locks.
 type Stats struct {
 	Released   [NumReleaseReasons]int64
 	Reparented [NumReparentReasons]int64
-	// Evicted counts traces evicted (forgotten, or their held spans released); EvictedWaiting
-	// those of them that held spans (they went on early).
+	// Evicted counts traces evicted; EvictedWaiting those of them that held spans (released early).
 	Evicted          [NumEvictReasons]int64
 	EvictedWaiting   int64
 	Connectors       int64
 	ContentJoined    int64 // spans that received joined content
 	ContentUnmatched [NumUnmatchedReasons]int64
-	// ContentWaits: how long each span held for its content waited (until complete or the wait ended).
-	ContentWaits []time.Duration
+	ContentWaits     []time.Duration // how long each span held for its content waited
 }
 
 // empty reports whether s has no event (every field of Stats belongs here).
@@ -82,6 +80,3 @@ func (s *Stats) empty() bool {
 		s.Evicted == [NumEvictReasons]int64{} && s.EvictedWaiting == 0 && s.Connectors == 0 &&
 		s.ContentJoined == 0 && s.ContentUnmatched == [NumUnmatchedReasons]int64{} && len(s.ContentWaits) == 0
 }
-
-// Observer receives the Stats of every operation that had events.
-type Observer func(*Stats)
