@@ -217,11 +217,18 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 }
 
 // recoverContent gives the memory the content records a previous process left; their wait restarts.
-func recoverContent(m *tracememory.Memory, records []journal.Record) (contentOutcomes, error) {
+// With the content join off now (it was on when they were written) they are discarded: a memory
+// without a join cannot join them onto their spans.
+func recoverContent(m *tracememory.Memory, records []journal.Record, joinOn bool) (contentOutcomes, error) {
 	var out contentOutcomes
 	var errs []error
 	for _, rec := range records {
 		if rec.Kind != journal.KindContent {
+			continue
+		}
+		if !joinOn {
+			m.NewRecordRef(rec.ID, 1).Done(1)
+			out[tracememory.ContentDiscarded]++
 			continue
 		}
 		ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload)

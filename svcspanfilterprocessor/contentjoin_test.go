@@ -274,7 +274,7 @@ func TestContentJournal(t *testing.T) {
 	// The process dies; a new memory recovers the record.
 	j2 := &memJournal{live: map[uint64]journal.Record{rec.ID: rec}}
 	g := newJournaledJoinFixture(t, defaultContentJoinConfig(), j2)
-	out, err := recoverContent(g.m, []journal.Record{rec})
+	out, err := recoverContent(g.m, []journal.Record{rec}, true)
 	require.NoError(t, err)
 	assert.Equal(t, 1, out[tracememory.ContentWaiting])
 	g.sendContent(g.output)
@@ -386,7 +386,7 @@ func TestRecoveredContentKeepsItsTenant(t *testing.T) {
 			rec := j.live[1]
 
 			g := newJournaledJoinFixture(t, defaultContentJoinConfig(), &memJournal{live: map[uint64]journal.Record{rec.ID: rec}})
-			_, err = recoverContent(g.m, []journal.Record{rec})
+			_, err = recoverContent(g.m, []journal.Record{rec}, true)
 			require.NoError(t, err)
 			g.spanClient, g.contentClient = tenant("pk-b"), tenant("pk-b")
 			if same {
@@ -403,4 +403,29 @@ func TestRecoveredContentKeepsItsTenant(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Content journaled while the join was on, recovered by a run with the join off, is discarded and its
+// record removed; the span it was waiting for goes on without it (the memory has no join to apply it).
+func TestRecoveredContentWithTheJoinTurnedOff(t *testing.T) {
+	j := &memJournal{live: map[uint64]journal.Record{}}
+	f := newJournaledJoinFixture(t, defaultContentJoinConfig(), j)
+	_, err := addContent(context.Background(), f.m, j, f.inputs, f.clock.Now())
+	require.NoError(t, err)
+	rec := j.live[1]
+	require.Equal(t, journal.KindContent, rec.Kind)
+
+	off := defaultContentJoinConfig()
+	off.Enabled = false
+	restarted := &memJournal{live: map[uint64]journal.Record{rec.ID: rec}}
+	g := newJournaledJoinFixture(t, off, restarted)
+	out, err := recoverContent(g.m, []journal.Record{rec}, false)
+	require.NoError(t, err)
+	assert.Equal(t, 1, out[tracememory.ContentDiscarded])
+	assert.Empty(t, restarted.live, "the discarded content's record is removed")
+	assert.Zero(t, g.m.Bytes(), "nothing of it stays in memory")
+
+	g.sendSpan(true) // panicked before: the recovered content met a memory without a join
+	g.expire(time.Minute)
+	g.left() // the span goes on, once
 }

@@ -91,7 +91,11 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 
 // recoverJournal re-admits what a previous process left; content first, to join it as spans return.
 func (p *spanFilterProcessor) recoverJournal(records []journal.Record) error {
-	_, contentErr := recoverContent(p.mem, records)
+	out, contentErr := recoverContent(p.mem, records, p.cfg.ContentJoin.Enabled)
+	if n := out[tracememory.ContentDiscarded]; n > 0 && !p.cfg.ContentJoin.Enabled {
+		p.logger.Info("content_join is off: GenAI content records journaled by a previous run are discarded",
+			zap.Int("records", n))
+	}
 	return errors.Join(contentErr, p.mem.Recover(records))
 }
 
