@@ -82,7 +82,7 @@ func TestConnectorRecordRemovedOnceHandedOn(t *testing.T) {
 func spanRecords(fj *fakeJournal) []journal.Record {
 	var out []journal.Record
 	for _, r := range fj.records() {
-		if r.Kind != journal.KindOpen && r.Kind != journal.KindDropped {
+		if r.Kind != journal.KindOpenParents && r.Kind != journal.KindDropped {
 			out = append(out, r)
 		}
 	}

@@ -93,7 +93,7 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 func (p *spanFilterProcessor) recoverJournal(records []journal.Record) error {
 	out, contentErr := recoverContent(p.mem, records, p.cfg.ContentJoin.Enabled)
 	if n := out[tracememory.ContentDiscarded]; n > 0 && !p.cfg.ContentJoin.Enabled {
-		p.logger.Info("content_join is off: GenAI content records journaled by a previous run are discarded",
+		p.logger.Warn("content_join is off: GenAI content records journaled by a run with it on are discarded",
 			zap.Int("records", n))
 	}
 	return errors.Join(contentErr, p.mem.Recover(records))

@@ -313,7 +313,7 @@ func kindRecords(fj *fakeJournal, kind journal.Kind) []journal.Record {
 // openParents are the span ids of the journal's live open-parent records.
 func openParents(fj *fakeJournal) []pcommon.SpanID {
 	var out []pcommon.SpanID
-	for _, r := range kindRecords(fj, journal.KindOpen) {
+	for _, r := range kindRecords(fj, journal.KindOpenParents) {
 		for p := r.Payload; len(p) >= 32; p = p[32:] {
 			out = append(out, pcommon.SpanID(p[16:24]))
 		}

@@ -14,10 +14,8 @@ type Kind uint8
 const (
 	KindSpans   Kind = 1 // payload: ptrace proto (ptrace.ProtoMarshaler) of the held spans of one call
 	KindContent Kind = 2 // payload: plog proto of the content log records absorbed by one logs call
-	// KindOpen: parents that delivered spans point at and that were not seen (open parents), so that
-	// a dropped parent ending after a restart is still bridged by a connector span. Payload: 32 bytes
-	// per parent, its trace id, its span id, then the id of the span that went on pointing at it;
-	// HeldAt is when they became open.
+	// KindOpen: open parents as v0.1.0 wrote them, read only (a journal left by it is recovered):
+	// 24 bytes per parent, its trace id and its span id.
 	KindOpen Kind = 3
 	// KindDropped: the ids and parents of dropped spans, so that a kept span arriving after a
 	// restart below a dropped span that arrived before it still finds its nearest kept ancestor
@@ -25,6 +23,11 @@ const (
 	// id (zero for a root), then 1 when it went on as a connector span (else 0); HeldAt is when
 	// they were written.
 	KindDropped Kind = 4
+	// KindOpenParents: parents that delivered spans point at and that were not seen (open parents),
+	// so that a dropped parent ending after a restart is still bridged by a connector span, and a
+	// parent closing a cycle is cut. Payload: 32 bytes per parent, its trace id, its span id, then the
+	// id of the span that went on pointing at it; HeldAt is when they became open.
+	KindOpenParents Kind = 5
 )
 
 // Record is one durable record.

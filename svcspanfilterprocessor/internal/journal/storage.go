@@ -53,7 +53,7 @@ type Storage struct {
 	owed map[uint64]struct{}
 }
 
-// liveRecord is a live record: the id its caller knows, and lazy for KindOpen and KindDropped.
+// liveRecord is a live record: the id its caller knows, and lazy for open parents and dropped spans.
 // Removing a lazy record gets no transaction of its own: its delete stays owed until the next
 // Append (or Flush, from the processor's tick, when no Append comes) carries it. A call that drops
 // spans then costs one transaction, not two, and a restart before the delete only restores the
@@ -65,7 +65,7 @@ type liveRecord struct {
 }
 
 func newLive(id uint64, kind Kind) liveRecord {
-	return liveRecord{id: id, lazy: kind == KindOpen || kind == KindDropped}
+	return liveRecord{id: id, lazy: kind == KindOpen || kind == KindDropped || kind == KindOpenParents}
 }
 
 var _ Journal = (*Storage)(nil)
@@ -315,7 +315,7 @@ func decodeRecord(b []byte) (Record, error) {
 		return Record{}, fmt.Errorf("checksum mismatch (stored %08x, computed %08x)", want, got)
 	}
 	rec := Record{Kind: Kind(b[1]), HeldAt: time.Unix(0, int64(binary.BigEndian.Uint64(b[6:])))}
-	if rec.Kind < KindSpans || rec.Kind > KindDropped {
+	if rec.Kind < KindSpans || rec.Kind > KindOpenParents {
 		return Record{}, fmt.Errorf("unknown record kind %d", rec.Kind)
 	}
 	r := reader{b: b[recordHeader:]}

@@ -354,7 +354,7 @@ func TestRemovalOfOpenAndDroppedRecordsWaitsForTheNextWrite(t *testing.T) {
 			c := &countingClient{Client: newClient()}
 			s, _, _ := open(t, c)
 			var lazy []uint64
-			for _, kind := range []Kind{KindOpen, KindDropped} {
+			for _, kind := range []Kind{KindOpen, KindDropped, KindOpenParents} {
 				id, err := s.Append(context.Background(), kind, time.Now(), nil, []byte("ids"))
 				require.NoError(t, err)
 				lazy = append(lazy, id)

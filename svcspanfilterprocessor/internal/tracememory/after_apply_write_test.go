@@ -30,7 +30,7 @@ func (j *kindFailingJournal) Append(ctx context.Context, kind journal.Kind, held
 // it again, and the spans that already went on (here the connector of the dropped parent) would
 // reach the platform twice.
 func TestFailedWriteAfterApplyDeliversEverySpanOnce(t *testing.T) {
-	for name, kind := range map[string]journal.Kind{"dropped spans": journal.KindDropped, "open parents": journal.KindOpen} {
+	for name, kind := range map[string]journal.Kind{"dropped spans": journal.KindDropped, "open parents": journal.KindOpenParents} {
 		t.Run(name, func(t *testing.T) {
 			d := newDriver(t, nil)
 			fj := &kindFailingJournal{fakeJournal: d.journal, failKind: kind}

@@ -24,17 +24,18 @@ import (
 // call: only the placement of late spans after a crash depends on it.
 
 // droppedBytes is the size of one dropped span in a KindDropped payload: trace id, span id, parent
-// span id, and 1 for a connector (else 0); openBytes of one open parent in a KindOpen payload:
+// span id, and 1 for a connector (else 0); openBytes of one open parent in a KindOpenParents payload:
 // trace id, span id, the id of the span that went on pointing at it.
 const (
 	droppedBytes = 16 + 8 + 8 + 1
 	openBytes    = 16 + 8 + 8
+	openBytesV1  = 16 + 8 // KindOpen, as v0.1.0 wrote it
 )
 
 // refCost is what one journal record reference of a trace counts in the budget.
 const refCost = 16
 
-// entries are the entries of one KindOpen or KindDropped record to write (each its trace's id,
+// entries are the entries of one KindOpenParents or KindDropped record to write (each its trace's id,
 // then its fields) and the trace of each.
 type entries struct {
 	payload []byte
@@ -77,7 +78,7 @@ func pickDropped(refs []spanRef, idx []int32, out *released) {
 // failure is logged, not returned: a call refused after apply would be sent again and what went on
 // would reach the platform twice.
 func (m *Memory) journalAfterApply(out *released) {
-	err := errors.Join(m.journalEntries(journal.KindOpen, out.opened),
+	err := errors.Join(m.journalEntries(journal.KindOpenParents, out.opened),
 		m.journalEntries(journal.KindDropped, out.dropped))
 	if err != nil {
 		m.cfg.Logger.Warn("Could not journal open parents or dropped spans; a span arriving after a restart "+
@@ -133,8 +134,8 @@ func (m *Memory) recoverDropped(rec journal.Record) error {
 	})
 }
 
-// recoverOpen makes the parents of a KindOpen record open again, and their children known as kept
-// spans below them (unless known already, as a connector).
+// recoverOpen makes the parents of a KindOpenParents record open again, and their children known as
+// kept spans below them (unless known already, as a connector).
 func (m *Memory) recoverOpen(rec journal.Record) error {
 	return m.recoverEntries(rec, openBytes, func(t *trace, entry []byte) {
 		id, child := pcommon.SpanID(entry[:8]), pcommon.SpanID(entry[8:16])
@@ -145,7 +146,14 @@ func (m *Memory) recoverOpen(rec journal.Record) error {
 	})
 }
 
-// recoverEntries restores the entries of a KindDropped or KindOpen record (size bytes each: a
+// recoverOpenV1 makes the parents of a KindOpen record (v0.1.0: no child ids) open again.
+func (m *Memory) recoverOpenV1(rec journal.Record) error {
+	return m.recoverEntries(rec, openBytesV1, func(t *trace, entry []byte) {
+		t.addOpen(m, pcommon.SpanID(entry[:8]))
+	})
+}
+
+// recoverEntries restores the entries of a KindDropped or open parents record (size bytes each: a
 // trace id, then what restore reads) and attaches the record to their traces. The traces are
 // active since the record's time, as they are since their held spans' held time: a restart
 // neither lengthens nor shortens late_parent_window.

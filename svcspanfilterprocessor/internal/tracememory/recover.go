@@ -10,11 +10,11 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Recover restores the dropped spans (KindDropped), then the open parents (KindOpen), so that the
-// spans recovered after them walk through the ones and point at the others, then re-admits the held
-// spans of the KindSpans records, oldest first, with their original held time (their waits resume
-// with the original deadlines) and their request's client metadata; spans that resolve among
-// themselves are queued for the releaser at once. Records of other kinds are left to their owners.
+// Recover restores the dropped spans (KindDropped), then the open parents (KindOpenParents, and
+// KindOpen of v0.1.0), so that the spans recovered after them walk through the ones and point at
+// the others, then re-admits the held spans of the KindSpans records, oldest first, with their
+// original held time (their waits resume with the original deadlines) and their request's client
+// metadata; spans that resolve among themselves are queued for the releaser at once. Records of other kinds are left to their owners.
 // Kept spans that went on are not journaled.
 func (m *Memory) Recover(records []journal.Record) error {
 	var errs []error
@@ -23,7 +23,8 @@ func (m *Memory) Recover(records []journal.Record) error {
 		recover func(journal.Record) error
 	}{
 		{journal.KindDropped, m.recoverDropped},
-		{journal.KindOpen, m.recoverOpen},
+		{journal.KindOpen, m.recoverOpenV1},
+		{journal.KindOpenParents, m.recoverOpen},
 		{journal.KindSpans, m.recoverSpans},
 	} {
 		for _, rec := range records {

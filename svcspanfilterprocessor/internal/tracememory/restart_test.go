@@ -108,7 +108,7 @@ func TestRefusedSpansDoNotEvictWaitingContent(t *testing.T) {
 func (j *fakeJournal) spanRecords() []journal.Record {
 	var out []journal.Record
 	for _, r := range j.records() {
-		if r.Kind != journal.KindOpen && r.Kind != journal.KindDropped {
+		if r.Kind != journal.KindOpenParents && r.Kind != journal.KindDropped {
 			out = append(out, r)
 		}
 	}
@@ -134,42 +134,58 @@ func TestOpenParentsSurviveRestart(t *testing.T) {
 		}},
 		{name: "parent never comes", then: func(d *driver) {}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d := newDriver(t, nil)
-			require.NoError(t, d.send(sp{name: "child", parent: "agent", kept: true}))
-			d.advance(10 * time.Second) // child goes on by rule 1, pointing at agent: agent is open
-			require.Equal(t, idOf("agent"), d.tree2parent(t, "child"))
-			var open []journal.Record
-			for _, r := range d.journal.records() {
-				if r.Kind == journal.KindOpen {
-					open = append(open, r)
-				}
+		for _, v1 := range []bool{false, true} {
+			name := tc.name
+			if v1 {
+				name += ", journal of v0.1.0"
 			}
-			require.Len(t, open, 1, "the open parent is journaled")
-			assert.Len(t, open[0].Payload, openBytes)
-
-			// SIGKILL: a new memory recovers the journal.
-			d2 := newDriver(t, nil)
-			d2.journal = d.journal
-			cfg := testConfig(d2.clock)
-			cfg.Journaled = true
-			d2.m = New(cfg, d.journal, nil, d2.observe)
-			d2.clock.now = d.clock.Now().Add(time.Second)
-			require.NoError(t, d2.m.Recover(d.journal.records()))
-			tc.then(d2)
-			d2.deliver(d2.m.TakeReady())
-			var conn bool
-			for _, s := range d2.delivered {
-				if _, ok := s.Attributes().Get(ConnectorAttribute); ok && s.SpanID() == idOf("agent") {
-					conn = true
-					assert.Equal(t, idOf("run"), s.ParentSpanID(), "the connector hangs below its own kept ancestor")
-				}
-			}
-			assert.Equal(t, tc.wantConnector, conn, "connector span for the dropped parent")
-			d2.advance(testConfig(d2.clock).LateParentWindow + testConfig(d2.clock).RememberDuration + time.Second)
-			assert.Empty(t, d.journal.records(), "open parent records removed when the parent came or its window ended")
-		})
+			t.Run(name, func(t *testing.T) { openParentsSurviveRestart(t, tc.then, tc.wantConnector, v1) })
+		}
 	}
+}
+
+// openParentsSurviveRestart: v1 rewrites the journal's open parents as v0.1.0 wrote them (KindOpen,
+// without the ids of the spans pointing at them) before the restart.
+func openParentsSurviveRestart(t *testing.T, then func(d *driver), wantConnector, v1 bool) {
+	d := newDriver(t, nil)
+	require.NoError(t, d.send(sp{name: "child", parent: "agent", kept: true}))
+	d.advance(10 * time.Second) // child goes on by rule 1, pointing at agent: agent is open
+	require.Equal(t, idOf("agent"), d.tree2parent(t, "child"))
+	var open []journal.Record
+	for _, r := range d.journal.records() {
+		if r.Kind == journal.KindOpenParents {
+			open = append(open, r)
+		}
+	}
+	require.Len(t, open, 1, "the open parent is journaled")
+	assert.Len(t, open[0].Payload, openBytes)
+	if v1 {
+		rec := open[0]
+		rec.Kind, rec.Payload = journal.KindOpen, rec.Payload[:openBytesV1]
+		d.journal.live[rec.ID] = rec
+	}
+
+	// SIGKILL: a new memory recovers the journal.
+	d2 := newDriver(t, nil)
+	d2.journal = d.journal
+	cfg := testConfig(d2.clock)
+	cfg.Journaled = true
+	d2.m = New(cfg, d.journal, nil, d2.observe)
+	d2.clock.now = d.clock.Now().Add(time.Second)
+	require.NoError(t, d2.m.Recover(d.journal.records()))
+	then(d2)
+	d2.deliver(d2.m.TakeReady())
+	var conn bool
+	for _, s := range d2.delivered {
+		if _, ok := s.Attributes().Get(ConnectorAttribute); ok && s.SpanID() == idOf("agent") {
+			conn = true
+			assert.Equal(t, idOf("run"), s.ParentSpanID(), "the connector hangs below its own kept ancestor")
+		}
+	}
+	assert.Equal(t, wantConnector, conn, "connector span for the dropped parent")
+	d2.advance(testConfig(d2.clock).LateParentWindow + testConfig(d2.clock).RememberDuration + time.Second)
+	assert.Empty(t, d.journal.records(), "open parent records removed when the parent came or its window ended")
+
 }
 
 // tree2parent is the parent id a delivered span went on with.
@@ -239,7 +255,7 @@ func TestRecoveredOpenParentsKeepTheirTime(t *testing.T) {
 			window := testConfig(d.clock).LateParentWindow
 			require.NoError(t, d.send(sp{name: "http", parent: "agent"}, sp{name: "chat", parent: "tool", kept: true}))
 			d.advance(10 * time.Second) // chat goes on pointing at tool: an open parent
-			require.Equal(t, map[journal.Kind]int{journal.KindDropped: 1, journal.KindOpen: 1}, d.journal.kinds())
+			require.Equal(t, map[journal.Kind]int{journal.KindDropped: 1, journal.KindOpenParents: 1}, d.journal.kinds())
 			d.advance(window / 2)
 			if kill {
 				d.kill()

@@ -187,7 +187,7 @@ func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
 
 // Open parents are ids that delivered spans point at and that the memory has not seen: a dropped
 // span with such an id, arriving within late_parent_window, goes on as a connector span so that
-// the tree stays whole. They are journaled (KindOpen, dropped.go) before the spans pointing at
+// the tree stays whole. They are journaled (KindOpenParents, dropped.go) before the spans pointing at
 // them go on, so that a restart still bridges them; each with a span that went on pointing at it,
 // so that the parent arriving after the restart with that span as its own parent is cut as a cycle
 // (trace.cutsCycle).
