@@ -134,6 +134,10 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	return adm, nil
 }
 
+// afterPlan, when set (tests), runs between a call's write ahead and its apply: another call
+// staged in that window.
+var afterPlan func()
+
 // admit is Admit with the held time given (recovery passes the original one); ahead: it writes
 // ahead before anything changes, and a failed write admits nothing.
 func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, decisions []Decision,
@@ -166,6 +170,9 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	if ahead {
 		if err := m.writeAhead(adm.ref, sc, refs, og, heldAt); err != nil {
 			return err
+		}
+		if afterPlan != nil {
+			afterPlan()
 		}
 	}
 	var out released
@@ -288,6 +295,12 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 				// gateways: a trace crossing teams, or copied ids). It is no resend of the held one:
 				// it goes on as it came, in its own request, and the held span stays held.
 				continue
+			}
+			if !r.mayHold {
+				// Held since this call's plan (another call's, acknowledged and written ahead): it
+				// stays held, to go on under its own record; this copy goes on at once (rule 1), so
+				// at worst the span is delivered twice, never lost.
+				old = nil
 			}
 			sh.admitKept(m, adm, r, old, og, now, out)
 		} else {
