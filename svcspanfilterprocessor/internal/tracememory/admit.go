@@ -55,7 +55,7 @@ type spanRef struct {
 	// scopeAt numbers the span's ScopeSpans across the batch (origins.get).
 	scopeAt  int32
 	decision Decision
-	// planned is the verdict writeAhead plans with (planVerdicts).
+	// planned is the verdict writeAhead plans with (planVerdicts); without a plan, the decision's.
 	planned Verdict
 	kept    bool
 	held    bool
@@ -156,8 +156,9 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
 				shardOf = append(shardOf, int32(m.shardOf(span.TraceID())))
+				d := decisions[len(refs)]
 				refs = append(refs, spanRef{span: span, resource: int32(i), scope: int32(j), scopeAt: scopes,
-					decision: decisions[len(refs)], scopeAwaits: awaits, mayHold: !ahead})
+					decision: d, planned: d.Verdict, scopeAwaits: awaits, mayHold: !ahead})
 			}
 			scopes++
 		}
@@ -289,6 +290,11 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		r := &refs[i]
 		id := r.span.SpanID() // admitKept may move the span out of r.span
 		if r.kept {
+			if r.planned == Drop {
+				// Kept in an experiment marked since the plan, which wrote at most a connector
+				// copy of it: never held (rule 1).
+				r.mayHold = false
+			}
 			old := r.trace.held[id]
 			if old != nil && old.tenant() != og.request.tenant {
 				// Another tenant's span with the ids of a span held for its own tenant (pass-through
