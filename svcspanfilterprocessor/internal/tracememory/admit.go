@@ -55,7 +55,7 @@ type spanRef struct {
 	// scopeAt numbers the span's ScopeSpans across the batch (origins.get).
 	scopeAt  int32
 	decision Decision
-	// planned is the verdict writeAhead plans with (planVerdicts).
+	// planned is the verdict writeAhead plans with (planVerdicts); without a plan, the decision's.
 	planned Verdict
 	kept    bool
 	held    bool
@@ -134,6 +134,10 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 	return adm, nil
 }
 
+// afterPlan, when set (tests), runs between a call's write ahead and its apply: another call
+// staged in that window.
+var afterPlan func()
+
 // admit is Admit with the held time given (recovery passes the original one); ahead: it writes
 // ahead before anything changes, and a failed write admits nothing.
 func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, decisions []Decision,
@@ -152,8 +156,9 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
 				shardOf = append(shardOf, int32(m.shardOf(span.TraceID())))
+				d := decisions[len(refs)]
 				refs = append(refs, spanRef{span: span, resource: int32(i), scope: int32(j), scopeAt: scopes,
-					decision: decisions[len(refs)], scopeAwaits: awaits, mayHold: !ahead})
+					decision: d, planned: d.Verdict, scopeAwaits: awaits, mayHold: !ahead})
 			}
 			scopes++
 		}
@@ -166,6 +171,9 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	if ahead {
 		if err := m.writeAhead(adm.ref, sc, refs, og, heldAt); err != nil {
 			return err
+		}
+		if afterPlan != nil {
+			afterPlan()
 		}
 	}
 	var out released
@@ -282,12 +290,23 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		r := &refs[i]
 		id := r.span.SpanID() // admitKept may move the span out of r.span
 		if r.kept {
+			if r.planned == Drop {
+				// Kept in an experiment marked since the plan, which wrote at most a connector
+				// copy of it: never held (rule 1).
+				r.mayHold = false
+			}
 			old := r.trace.held[id]
 			if old != nil && old.tenant() != og.request.tenant {
 				// Another tenant's span with the ids of a span held for its own tenant (pass-through
 				// gateways: a trace crossing teams, or copied ids). It is no resend of the held one:
 				// it goes on as it came, in its own request, and the held span stays held.
 				continue
+			}
+			if !r.mayHold {
+				// Held since this call's plan (another call's, acknowledged and written ahead): it
+				// stays held, to go on under its own record; this copy goes on at once (rule 1), so
+				// at worst the span is delivered twice, never lost.
+				old = nil
 			}
 			sh.admitKept(m, adm, r, old, og, now, out)
 		} else {

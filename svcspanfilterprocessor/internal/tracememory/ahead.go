@@ -81,14 +81,14 @@ func (m *Memory) known(span ptrace.Span, what func(*trace, pcommon.SpanID) bool)
 	return t != nil && what(t, span.SpanID())
 }
 
-// planVerdicts sets the verdict the plan works with: a span kept only in an experiment is planned
-// kept when a span of the call marks its trace or the memory knows the trace as one, else dropped,
-// so that no copy of it is written ahead (and recovered as kept) unless its trace is an experiment.
-// Marked between the plan and apply, the trace keeps the span, which then goes on at once (rule 1).
+// planVerdicts plans the spans kept only in an experiment (the others keep their verdict): kept
+// when a span of the call marks its trace or the memory knows the trace as one, else dropped, so
+// that no copy of it is written ahead (and recovered as kept) unless its trace is an experiment.
+// Marked between the plan and apply, the trace keeps the span, which then goes on at once (rule 1:
+// at most a connector copy of it was written, so it is never held).
 func (m *Memory) planVerdicts(refs []spanRef) {
 	var marked map[pcommon.TraceID]bool // made on first use: most calls mark no experiment
 	for i := range refs {
-		refs[i].planned = refs[i].decision.Verdict
 		if refs[i].decision.MarksExperiment {
 			if marked == nil {
 				marked = map[pcommon.TraceID]bool{}
