@@ -73,7 +73,9 @@
 //     dropped without a connector.
 //  2. No delivered span is its own ancestor.
 //  3. Only kept spans and connectors are delivered; a connector carries only its marker.
-//  4. Nothing is delivered twice, except after a restart (at least once), with the same parent.
+//  4. Nothing is delivered twice, except after a restart (at least once), with the same parent, and
+//     a span sent again while its first copy is held, when the copy's plan ran before the first
+//     was held: the held first copy stays (its call was acknowledged) and the copy goes on too.
 //  5. After shutdown nothing is held and every kept span that arrived was delivered.
 //  6. A held span waits only on a span its trace does not know.
 //  7. The memory's counters (bytes, held bytes, held spans) are the sums over its traces and held
