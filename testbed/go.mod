@@ -41,6 +41,9 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 )
 
-require github.com/svc/svc-collector/pkg v0.0.0
+require (
+	github.com/svc/svc-collector/pkg v0.0.0
+	go.yaml.in/yaml/v3 v3.0.5
+)
 
 replace github.com/svc/svc-collector/pkg => ../pkg

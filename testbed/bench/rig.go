@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/svc/svc-collector/testbed/collector"
 	"github.com/svc/svc-collector/testbed/loadgen"
 	"github.com/svc/svc-collector/testbed/platform"
@@ -65,8 +67,27 @@ func Gateway(svcOtelcol string) Build {
 	return Build{
 		Name: "A", Title: "svc-otelcol, default gateway pipeline",
 		Binary: svcOtelcol, Configs: []string{collector.DefaultConfig()},
-		Delivers: GenAISpansAndScores, Extensions: []string{"health_check", "file_storage"},
+		Delivers: GenAISpansAndScores, Extensions: serviceExtensions(collector.DefaultConfig()),
 	}
+}
+
+// serviceExtensions is the service::extensions list of the config at path (nil if it cannot be
+// read), which profiling extends with pprof. Read, not written here: a copy drifted from the
+// config (without svcsampling, which the span filter names, build A no longer started profiled).
+func serviceExtensions(path string) []string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var cfg struct {
+		Service struct {
+			Extensions []string `yaml:"extensions"`
+		} `yaml:"service"`
+	}
+	if yaml.Unmarshal(raw, &cfg) != nil {
+		return nil
+	}
+	return cfg.Service.Extensions
 }
 
 // GatewayMemoryQueue is build M: build A with nothing in file_storage (the svc exporter's queue

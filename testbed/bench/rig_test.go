@@ -151,3 +151,30 @@ func TestMaskingBuildsLeaveNoPersonalData(t *testing.T) {
 		})
 	}
 }
+
+// A build profiled (the pprof extension added to its service::extensions, as `make bench` does for
+// the stage table and --cpu-profile) starts and answers a CPU profile. Build A's list once lacked an
+// extension its processors name: it did not start, and the stage table went missing.
+func TestProfiledBuildsStartAndAnswerAProfile(t *testing.T) {
+	for _, b := range builds(t) {
+		sets, addr, ok, err := ProfileSets(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			continue // the peer binary has no pprof extension
+		}
+		t.Run(b.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rig, err := StartRig(ctx, b, RigOptions{StatsOnly: true, Sets: sets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = rig.Close() }()
+			if _, err := fetchCPUProfile(ctx, addr, time.Second); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
