@@ -35,7 +35,7 @@ type Outcome struct {
 // outcomeRule is one compiled rule: it reads either spans or scores.
 type outcomeRule struct {
 	name  string
-	span  func(v *observation.View) bool
+	span  func(r *spanReading) bool
 	score func(name, dataType string, value pcommon.Value) bool
 }
 
@@ -110,16 +110,16 @@ func compileRule(r *OutcomeRule) outcomeRule {
 	c := outcomeRule{name: r.Name}
 	switch r.Kind {
 	case RuleError:
-		c.span = func(v *observation.View) bool {
-			return v.Span.Status().Code() == ptrace.StatusCodeError || v.Level() == observation.LevelError
+		c.span = func(r *spanReading) bool {
+			return r.v.Span.Status().Code() == ptrace.StatusCodeError || r.v.Level() == observation.LevelError
 		}
 	case RuleLatency:
 		over := r.LatencyOver.Seconds()
-		c.span = func(v *observation.View) bool { return v.Latency() > over }
+		c.span = func(r *spanReading) bool { return r.v.Latency() > over }
 	case RuleTokens:
 		over, usage := r.TokensOver, r.Usage
-		c.span = func(v *observation.View) bool {
-			in, out, total, ok := v.Usage()
+		c.span = func(r *spanReading) bool {
+			in, out, total, ok := r.usage()
 			switch usage {
 			case UsageInput:
 				return ok && in > over
@@ -130,10 +130,10 @@ func compileRule(r *OutcomeRule) outcomeRule {
 		}
 	case RuleCost:
 		over := r.CostOver
-		c.span = func(v *observation.View) bool { cost, ok := v.Cost(); return ok && cost > over }
+		c.span = func(r *spanReading) bool { cost, ok := r.v.Cost(); return ok && cost > over }
 	case RuleFilter:
 		f, _ := observation.ParseFilter(r.Filter) // validated
-		c.span = f.Match
+		c.span = func(r *spanReading) bool { return f.Match(r.v) }
 	case RuleScore:
 		name, dataType := r.ScoreName, r.scoreDataType()
 		var match func(pcommon.Value) bool
@@ -158,6 +158,21 @@ func compileRule(r *OutcomeRule) outcomeRule {
 	return c
 }
 
+// spanReading is one span read by the rules: what several rules read (usage) is read once.
+type spanReading struct {
+	v                   *observation.View
+	usageRead, hasUsage bool
+	in, out, total      float64
+}
+
+func (r *spanReading) usage() (in, out, total float64, ok bool) {
+	if !r.usageRead {
+		r.in, r.out, r.total, r.hasUsage = r.v.Usage()
+		r.usageRead = true
+	}
+	return r.in, r.out, r.total, r.hasUsage
+}
+
 // numeric is a score value as a finite number.
 func numeric(x pcommon.Value) (float64, bool) {
 	var f float64
@@ -180,8 +195,9 @@ func (o *Outcome) Observe(st *TraceOutcome, v *observation.View) {
 		if st.rule > 0 {
 			n = int(st.rule) - 1
 		}
+		reading := spanReading{v: v}
 		for i := 0; i < n; i++ {
-			if r := &o.rules[i]; r.span != nil && r.span(v) {
+			if r := &o.rules[i]; r.span != nil && r.span(&reading) {
 				st.rule = int16(i + 1)
 				break
 			}
