@@ -362,7 +362,7 @@ func putAll(m pcommon.Map, kvs []attribute.KeyValue) {
 				s.AppendEmpty().SetStr(v)
 			}
 		default:
-			m.PutStr(k, kv.Value.Emit())
+			m.PutStr(k, kv.Value.AsString())
 		}
 	}
 }
