@@ -214,6 +214,12 @@ func (o *Outcome) Observe(st *TraceOutcome, v *observation.View) {
 	}
 }
 
+// ObserveSpan is Observe of a span of the given resource and scope.
+func (o *Outcome) ObserveSpan(st *TraceOutcome, span ptrace.Span, resource pcommon.Resource, scope pcommon.InstrumentationScope) {
+	v := observation.NewView(span, resource, scope)
+	o.Observe(st, &v)
+}
+
 // ObserveScore updates the trace's state with a score record of it (the pkg/scorerecord schema:
 // the gateway's evaluators' scores and the application's evaluation events, as the svcscore
 // connector writes them), its data type and value as the platform takes them

@@ -249,7 +249,12 @@ func TestOutcomeDecide(t *testing.T) {
 					}
 				}
 				for _, s := range spans {
-					o.Observe(&st, s.view(tt.traceID))
+					v := s.view(tt.traceID)
+					if reversed {
+						o.Observe(&st, v)
+					} else {
+						o.ObserveSpan(&st, v.Span, v.Resource, v.Scope)
+					}
 				}
 				if !reversed {
 					for _, lr := range scores {
