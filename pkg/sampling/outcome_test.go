@@ -407,9 +407,22 @@ func BenchmarkDecisionPerSpan(b *testing.B) {
 			d.Keep(v.Span.TraceID(), false, t0)
 		}
 	})
-	for _, per := range []string{DecidePerTrace, DecidePerSession} {
-		b.Run("outcome/"+per, func(b *testing.B) {
-			o := newTestOutcome(b, 0.1, per)
+	// The issue's benchmark config: errors + flagged + costly + 10% of the rest.
+	issueRules := DefaultOutcomeConfig()
+	issueRules.Rules = []OutcomeRule{{Name: "failed", Kind: RuleError},
+		{Name: "flagged", Kind: RuleScore, ScoreName: "correctness", Boolean: ptr(false)},
+		{Name: "costly", Kind: RuleCost, CostOver: 0.5}}
+	every := DefaultOutcomeConfig()
+	every.Rules = testRules()
+	session := every
+	session.DecidePer = DecidePerSession
+	for _, c := range []struct {
+		name string
+		cfg  OutcomeConfig
+	}{{"errors+flagged+costly", issueRules}, {"all-kinds", every}, {"all-kinds/session", session}} {
+		b.Run("outcome/"+c.name, func(b *testing.B) {
+			o, err := NewOutcome(c.cfg, NewRatio(0.1))
+			require.NoError(b, err)
 			var st TraceOutcome
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
