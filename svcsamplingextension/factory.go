@@ -4,8 +4,10 @@ import (
 	"context"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/extension"
 
+	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/svcsamplingextension/internal/metadata"
 )
 
@@ -15,9 +17,10 @@ func NewFactory() extension.Factory {
 }
 
 func createDefaultConfig() component.Config {
-	return &Config{SampleRate: 1}
+	// An outcome section takes the default waits and bounds for the keys it leaves out.
+	return &Config{SampleRate: 1, Outcome: configoptional.Default(sampling.DefaultOutcomeConfig())}
 }
 
 func createExtension(_ context.Context, _ extension.Settings, cfg component.Config) (extension.Extension, error) {
-	return newSamplingExtension(cfg.(*Config)), nil
+	return newSamplingExtension(cfg.(*Config))
 }

@@ -1,7 +1,6 @@
 package sampling
 
 import (
-	"container/list"
 	"sync"
 	"time"
 
@@ -31,52 +30,28 @@ const (
 // marked least recently is forgotten first (about 100 bytes per id). An id is also forgotten ttl
 // after it was last marked. It is safe for concurrent use.
 type ExperimentTraces struct {
-	maxTraces int
-	ttl       time.Duration
-
-	mu sync.Mutex
-	// order holds the ids, least recently marked at the front; byID points into it.
-	order *list.List
-	byID  map[pcommon.TraceID]*list.Element
-}
-
-type markedTrace struct {
-	id       pcommon.TraceID
-	markedAt time.Time
+	mu     sync.Mutex
+	traces recentKeys[pcommon.TraceID, struct{}]
 }
 
 // NewExperimentTraces returns an empty set of at most maxTraces ids (at least 1), each kept ttl
 // after its last Mark (a ttl of 0 or less: until pushed out by newer ids).
 func NewExperimentTraces(maxTraces int, ttl time.Duration) *ExperimentTraces {
-	return &ExperimentTraces{
-		maxTraces: max(maxTraces, 1),
-		ttl:       ttl,
-		order:     list.New(),
-		byID:      make(map[pcommon.TraceID]*list.Element),
-	}
+	return &ExperimentTraces{traces: newRecentKeys[pcommon.TraceID, struct{}](maxTraces, ttl)}
 }
 
 // Mark records that the trace is an experiment, as of now.
 func (s *ExperimentTraces) Mark(id pcommon.TraceID, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.byID[id]; ok {
-		e.Value.(*markedTrace).markedAt = now
-		s.order.MoveToBack(e)
-		return
-	}
-	s.expire(now)
-	for s.order.Len() >= s.maxTraces {
-		s.remove(s.order.Front())
-	}
-	s.byID[id] = s.order.PushBack(&markedTrace{id: id, markedAt: now})
+	s.traces.mark(id, struct{}{}, now)
 }
 
 // Contains reports whether the trace was marked and is not yet forgotten at now.
 func (s *ExperimentTraces) Contains(id pcommon.TraceID, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lookup(id, now) != nil
+	return s.traces.lookup(id, now) != nil
 }
 
 // Seen reports whether the trace is marked and not yet forgotten at now, and if so keeps it
@@ -85,50 +60,18 @@ func (s *ExperimentTraces) Contains(id pcommon.TraceID, now time.Time) bool {
 func (s *ExperimentTraces) Seen(id pcommon.TraceID, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.lookup(id, now)
-	if e == nil {
+	if s.traces.lookup(id, now) == nil {
 		return false
 	}
-	e.Value.(*markedTrace).markedAt = now
-	s.order.MoveToBack(e)
+	s.traces.touch(id, now)
 	return true
-}
-
-// lookup is the trace's element, nil when it is not marked or expired at now (then it is
-// dropped). The caller holds mu.
-func (s *ExperimentTraces) lookup(id pcommon.TraceID, now time.Time) *list.Element {
-	e, ok := s.byID[id]
-	if !ok {
-		return nil
-	}
-	if s.expired(e.Value.(*markedTrace), now) {
-		s.remove(e)
-		return nil
-	}
-	return e
 }
 
 // Len is the number of ids held, expired ones not yet dropped included.
 func (s *ExperimentTraces) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.order.Len()
-}
-
-func (s *ExperimentTraces) expired(m *markedTrace, now time.Time) bool {
-	return s.ttl > 0 && now.Sub(m.markedAt) >= s.ttl
-}
-
-// expire drops the expired ids from the front: they are the least recently marked.
-func (s *ExperimentTraces) expire(now time.Time) {
-	for e := s.order.Front(); e != nil && s.expired(e.Value.(*markedTrace), now); e = s.order.Front() {
-		s.remove(e)
-	}
-}
-
-func (s *ExperimentTraces) remove(e *list.Element) {
-	delete(s.byID, e.Value.(*markedTrace).id)
-	s.order.Remove(e)
+	return s.traces.len()
 }
 
 // Decider is the sampling decision of the svc components on one span or score: the trace's

@@ -34,3 +34,23 @@ func Shared[ID comparable, Ext any](extensions map[ID]Ext, id *ID, own *Decider)
 	}
 	return FromExtensions(extensions, *id)
 }
+
+// OutcomeProvider is the svcsampling extension's outcome sampling, for the components that decide
+// on a trace's outcome (the span filter, and the score connectors whose scores follow it).
+type OutcomeProvider interface {
+	// Outcome is nil when the extension has no outcome section.
+	Outcome() *Outcome
+}
+
+// OutcomeFromExtensions returns the Outcome of the sampling extension id among a host's
+// extensions, nil when it has no outcome section (the head decision alone applies).
+func OutcomeFromExtensions[ID comparable, Ext any](extensions map[ID]Ext, id ID) (*Outcome, error) {
+	if _, err := FromExtensions(extensions, id); err != nil {
+		return nil, err
+	}
+	p, ok := any(extensions[id]).(OutcomeProvider)
+	if !ok {
+		return nil, nil
+	}
+	return p.Outcome(), nil
+}
