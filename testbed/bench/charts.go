@@ -11,7 +11,7 @@ import (
 )
 
 // buildColors are the builds' colours in every chart.
-var buildColors = map[string]string{"A": "#2b6cb0", "M": "#63b3ed", "B": "#718096", "C": "#dd6b20", "C2": "#38a169", "S": "#805ad5"}
+var buildColors = map[string]string{"A": "#2b6cb0", "M": "#63b3ed", "B": "#718096", "B1": "#a0aec0", "C": "#dd6b20", "C2": "#38a169", "S": "#805ad5"}
 
 // PerCore is the build's input spans per collector CPU-second at the highest rate that held:
 // what one core of the collector gets through, whatever the sender managed.

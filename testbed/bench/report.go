@@ -35,7 +35,7 @@ func (r Report) Ratios() []Ratio {
 		return nil
 	}
 	var out []Ratio
-	for _, other := range []string{"M", "B", "C", "C2"} {
+	for _, other := range []string{"M", "B", "B1", "C", "C2"} {
 		o, ok := r.Result(other)
 		if !ok {
 			continue
@@ -44,7 +44,7 @@ func (r Report) Ratios() []Ratio {
 		switch other {
 		case "M":
 			cpuTarget = fmt.Sprintf("≤ %.2f", targetCPUvsMemoryQueue)
-		case "B":
+		case "B", "B1":
 			cpuTarget = fmt.Sprintf("≤ %.1f", targetCPUvsFloor)
 		default:
 			cpuTarget = fmt.Sprintf("≤ %.1f", targetCPUvsPeer)
