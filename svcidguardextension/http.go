@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"go.opentelemetry.io/collector/extension/extensionmiddleware"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -37,7 +38,9 @@ func (g *guard) serveHTTP(w http.ResponseWriter, r *http.Request, next http.Hand
 		next.ServeHTTP(w, r) // the receiver answers what it answers to an unknown content type
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	buf := readBody(r)
+	defer putBody(buf) // the receiver copies the body it reads: nothing holds buf after next returns
+	body, err := buf.Bytes(), buf.err
 	if err != nil {
 		// Too large, or the client went away: the receiver reads the same error and answers it.
 		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
@@ -93,6 +96,40 @@ func (g *guard) serveHTTP(w http.ResponseWriter, r *http.Request, next http.Hand
 		out = rec.body.Bytes()
 	}
 	rec.copyTo(w, out)
+}
+
+// bodyBuffer is a request body read whole, with the error that ended the read (nil at EOF).
+type bodyBuffer struct {
+	bytes.Buffer
+	err error
+}
+
+// bodyBuffers reuses the buffers of request bodies: reading every body into a new slice grown
+// from 512 bytes showed as a twentieth of a saturated gateway's CPU (allocation, zeroing, copies).
+var bodyBuffers = sync.Pool{New: func() any { return new(bodyBuffer) }}
+
+// maxPooledBody is the largest buffer kept for reuse; a larger one (a rare huge request) is left
+// to the garbage collector rather than held.
+const maxPooledBody = 8 << 20
+
+// readBody reads r's body whole into a pooled buffer, sized at once from Content-Length when the
+// sender gave it (at most maxPooledBody ahead: the server's body limit still applies while reading).
+func readBody(r *http.Request) *bodyBuffer {
+	buf := bodyBuffers.Get().(*bodyBuffer)
+	if n := r.ContentLength; n > 0 {
+		buf.Grow(int(min(n, maxPooledBody)) + bytes.MinRead) // + MinRead: ReadFrom sees EOF without growing
+	}
+	_, buf.err = buf.ReadFrom(r.Body)
+	return buf
+}
+
+func putBody(buf *bodyBuffer) {
+	if buf.Cap() > maxPooledBody {
+		return
+	}
+	buf.Reset()
+	buf.err = nil
+	bodyBuffers.Put(buf)
 }
 
 // withPartialSuccess adds the refused spans to the receiver's OTLP answer (in its encoding).
