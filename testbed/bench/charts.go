@@ -58,6 +58,10 @@ func (r Report) headlineMarkdown(p func(string, ...any)) {
 	}
 	p("**Pinning:** %s.", r.Config.Pin.Describe())
 	p("")
+	if r.Config.MemoryLimit != "" {
+		p("**Memory limit:** every collector runs with `GOMEMLIMIT=%s`, the gateway's container limit in distribution/kubernetes.", r.Config.MemoryLimit)
+		p("")
+	}
 	p("| build | sustained input rate (spans/s)%s | spans per collector CPU-second at the highest rate held | collector / sender CPU at that step (cores) | first failed step: what ran out |", map[bool]string{true: " on one collector core", false: ""}[r.Config.Pin.Enabled])
 	p("|---|---:|---:|---|---|")
 	for _, res := range r.Results {

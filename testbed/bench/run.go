@@ -59,6 +59,9 @@ type Config struct {
 	NoSearch bool
 	// Pin keeps the collector and the driver on CPUs of their own (pin.go); zero: not pinned.
 	Pin Pinning
+	// MemoryLimit, when set, is every collector's GOMEMLIMIT (as a deployment sets it from the
+	// container's memory limit), the same for every build so that their GC runs by one rule.
+	MemoryLimit string `json:",omitempty"`
 	// Curves are the cost curves measured after the fixed runs (curves.go); zero: none.
 	Curves CurveOptions
 
@@ -262,6 +265,9 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	}
 	for i := range cfg.Builds {
 		cfg.Builds[i] = cfg.Pin.apply(cfg.Builds[i])
+		if cfg.MemoryLimit != "" {
+			cfg.Builds[i].Env = append(slices.Clone(cfg.Builds[i].Env), "GOMEMLIMIT="+cfg.MemoryLimit)
+		}
 	}
 	rep = Report{Started: time.Now(), Config: cfg, Machine: machine(), LoadAvg: [2]string{loadAvg(), ""}}
 	self0, _ := ReadUsage(os.Getpid())

@@ -35,6 +35,7 @@ func main() {
 	svcBin := flag.String("svc-otelcol", filepath.Join(root, "bin", "svc-otelcol"), "the svc-otelcol binary (builds A and B)")
 	peerBin := flag.String("peer", bench.DefaultPeerBinary(), "the OTTL peer binary (build C), from testbed/peer/builder-config.yaml")
 	builds := flag.String("builds", "A,M,B,B1,C,C2", "builds to measure, in order (M: A with the exporter queue in memory, the cost of persistence; B1: B with gzip at A's level, best speed; C2: the contrib peer masking only content attributes)")
+	memoryLimit := flag.String("gomemlimit", "1GiB", "GOMEMLIMIT of every collector, as a deployment sets it from the container's memory limit (distribution/kubernetes: 1 GiB); empty: none")
 	pin := flag.Bool("pin", true, "run the collector on the last CPU alone (taskset, GOMAXPROCS=1) and the driver (sender and platform) on CPU 0")
 	curves := flag.Bool("curves", true, "measure the cost curves after the fixed runs (prompt size, traces open at once, scores, A's CPU by stage)")
 	out := flag.String("out", filepath.Join(root, "testbed", "results"), "directory for bench.md, bench.svg, bench.json")
@@ -115,6 +116,7 @@ func main() {
 		NoSearch:      !*search,
 		IdleWindow:    *idle,
 		Pin:           pinning,
+		MemoryLimit:   *memoryLimit,
 		Curves:        curveOpts,
 		Log:           os.Stderr,
 	}
