@@ -7,7 +7,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"go.opentelemetry.io/collector/extension/extensionmiddleware"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -38,9 +37,7 @@ func (g *guard) serveHTTP(w http.ResponseWriter, r *http.Request, next http.Hand
 		next.ServeHTTP(w, r) // the receiver answers what it answers to an unknown content type
 		return
 	}
-	buf := readBody(r)
-	defer putBody(buf) // the receiver copies the body it reads: nothing holds buf after next returns
-	body, err := buf.Bytes(), buf.err
+	body, err := readBody(r)
 	if err != nil {
 		// Too large, or the client went away: the receiver reads the same error and answers it.
 		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
@@ -98,38 +95,21 @@ func (g *guard) serveHTTP(w http.ResponseWriter, r *http.Request, next http.Hand
 	rec.copyTo(w, out)
 }
 
-// bodyBuffer is a request body read whole, with the error that ended the read (nil at EOF).
-type bodyBuffer struct {
-	bytes.Buffer
-	err error
-}
+// maxBodyAhead bounds the buffer made for a body before reading it, from its Content-Length: a
+// sender's claim is not trusted beyond it (the server's body limit still applies while reading).
+const maxBodyAhead = 32 << 20
 
-// bodyBuffers reuses the buffers of request bodies: reading every body into a new slice grown
-// from 512 bytes showed as a twentieth of a saturated gateway's CPU (allocation, zeroing, copies).
-var bodyBuffers = sync.Pool{New: func() any { return new(bodyBuffer) }}
-
-// maxPooledBody is the largest buffer kept for reuse; a larger one (a rare huge request) is left
-// to the garbage collector rather than held.
-const maxPooledBody = 8 << 20
-
-// readBody reads r's body whole into a pooled buffer, sized at once from Content-Length when the
-// sender gave it (at most maxPooledBody ahead: the server's body limit still applies while reading).
-func readBody(r *http.Request) *bodyBuffer {
-	buf := bodyBuffers.Get().(*bodyBuffer)
+// readBody reads r's body whole into one buffer sized from Content-Length when the sender gave it,
+// instead of io.ReadAll's slice grown from 512 bytes: the growth (allocations, zeroing, copies)
+// showed as a twelfth of a saturated gateway's CPU. The body is not pooled for reuse: bodies of
+// megabytes held between requests would show in the gateway's memory.
+func readBody(r *http.Request) ([]byte, error) {
+	var buf bytes.Buffer
 	if n := r.ContentLength; n > 0 {
-		buf.Grow(int(min(n, maxPooledBody)) + bytes.MinRead) // + MinRead: ReadFrom sees EOF without growing
+		buf.Grow(int(min(n, maxBodyAhead)) + bytes.MinRead) // + MinRead: ReadFrom meets EOF without growing
 	}
-	_, buf.err = buf.ReadFrom(r.Body)
-	return buf
-}
-
-func putBody(buf *bodyBuffer) {
-	if buf.Cap() > maxPooledBody {
-		return
-	}
-	buf.Reset()
-	buf.err = nil
-	bodyBuffers.Put(buf)
+	_, err := buf.ReadFrom(r.Body)
+	return buf.Bytes(), err
 }
 
 // withPartialSuccess adds the refused spans to the receiver's OTLP answer (in its encoding).
