@@ -43,7 +43,7 @@ func newSpanBodyCodec(compression configcompression.Type, params configcompressi
 	}
 	// Level 0 (not set) is the exporter's default, gzip.BestSpeed: compression is most of a
 	// saturated gateway's CPU, and the best-speed level costs a fraction of the default level's
-	// for a body about a fifth larger (bench: BenchmarkSpanBodyCompression).
+	// for a body about a sixth larger on prose (BenchmarkSpanBodyCompression).
 	if params.Level == 0 {
 		params.Level = defaultSpanCompressionLevel
 	}
