@@ -68,7 +68,7 @@ func (r Report) headlineMarkdown(p func(string, ...any)) {
 		st, _ := heldStep(res)
 		failed := ""
 		for _, s := range res.Steps {
-			if !s.Held {
+			if !s.Held && !s.Repeated {
 				failed = fmt.Sprintf("%.0f spans/s: %s", s.Rate, whatRanOut(s, r.Config.Pin.Enabled))
 				break
 			}
@@ -91,6 +91,9 @@ func (r Report) stepsCPUMarkdown(p func(string, ...any)) {
 			ranOut := ""
 			if !st.Held {
 				ranOut = whatRanOut(st, r.Config.Pin.Enabled) // from the figures, so that --render applies the current rule
+			}
+			if st.Repeated {
+				ranOut += " (crowded out: run again)"
 			}
 			p("| %s | %.0f | %.0f | %.2f | %.0f%% | %.2f | %.0f%% | %v | %s |", res.Build.Name, st.Rate, st.Accepted, st.CollectorCores, 100*st.CollectorCPUBusy, st.DriverCores, 100*st.DriverCPUBusy, st.Held, ranOut)
 		}

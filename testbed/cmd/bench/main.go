@@ -46,6 +46,7 @@ func main() {
 	startRate := flag.Float64("start-rate", 500, "first step of the rate search, spans/s")
 	maxRate := flag.Float64("max-rate", 64000, "highest step of the rate search, spans/s")
 	refinements := flag.Int("refinements", 2, "bisection steps after the first failed step (-1: none)")
+	repeats := flag.Int("repeats", 1, "how many times a step that failed only because other processes took a pinned CPU is run again (-1: never)")
 	drain := flag.Duration("drain", 10*time.Second, "how long after a step the platform may still be receiving its spans (A holds content-candidate spans up to content_join.wait, 5s)")
 	fixedRate := flag.Float64("fixed-rate", 0, "rate of the fixed run, spans/s (0: half the lowest sustained rate)")
 	fixedDuration := flag.Duration("fixed", 10*time.Second, "duration of each fixed run")
@@ -87,7 +88,7 @@ func main() {
 		return
 	}
 	if *quick {
-		*step, *refinements, *fixedDuration, *drain, *rounds = 3*time.Second, -1, 6*time.Second, 8*time.Second, 1
+		*step, *refinements, *repeats, *fixedDuration, *drain, *rounds = 3*time.Second, -1, -1, 6*time.Second, 8*time.Second, 1
 	}
 	curveOpts := bench.CurveOptions{Enabled: *curves, SVCOtelcol: *svcBin}
 	if *quick {
@@ -108,6 +109,7 @@ func main() {
 		MaxRate:       *maxRate,
 		StepDuration:  *step,
 		Refinements:   *refinements,
+		Repeats:       *repeats,
 		DrainTimeout:  *drain,
 		FixedRate:     *fixedRate,
 		FixedDuration: *fixedDuration,
