@@ -130,7 +130,8 @@ $(INSTRUMENTATION_DIR)/node_modules/.package-lock.json: $(INSTRUMENTATION_DIR)/p
 	touch $@
 
 ## bench: Go benchmarks of the components beside contrib, then the load runs of builds A (svc-otelcol),
-## M (A with nothing on disk), B (forwarding floor), C and C2 (contrib OTTL peers), collector and
+## M (A with nothing on disk), B and B1 (forwarding floor, gzip at otlphttp's default level and at
+## level 1, A's), C and C2 (contrib OTTL peers), collector and
 ## driver pinned to CPUs of their own, and the cost curves, into testbed/results/bench.{md,svg,json}
 ## and bench-*.svg. A short run to check the machinery (no Go benchmarks, about 4 minutes, results
 ## elsewhere): make bench GO_BENCH_COUNT=0 BENCH_ARGS='--quick --out /tmp/bench-quick'

@@ -95,6 +95,14 @@ func (cfg *Config) Validate() error {
 	if !supportedCompression(cfg.ClientConfig.Compression) {
 		errs = append(errs, fmt.Errorf("compression must be gzip or none (the platform accepts no other); got %q", string(cfg.ClientConfig.Compression)))
 	}
+	if cfg.ClientConfig.Compression == "" {
+		// Gzip unless the environment says none; confighttp checks the level only of a
+		// compression set in the config.
+		gz := configcompression.TypeGzip
+		if err := gz.ValidateParams(cfg.ClientConfig.CompressionParams); err != nil {
+			errs = append(errs, fmt.Errorf("compression_params: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 

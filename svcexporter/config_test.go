@@ -117,6 +117,13 @@ func TestLoadConfig(t *testing.T) {
 		{name: "missing_public_key", wantErr: []string{"public_key must be set"}},
 		{name: "missing_secret_key", wantErr: []string{"secret_key must be set"}},
 		{name: "bad_version_check", wantErr: []string{"server_version_check must be one of enforce, warn, off", `"strict"`}},
+		{
+			name: "compression_level",
+			check: func(t *testing.T, cfg *Config) {
+				assert.Equal(t, configcompression.Level(6), cfg.ClientConfig.CompressionParams.Level)
+			},
+		},
+		{name: "bad_compression_level", wantErr: []string{"compression_params", "unsupported parameters {Level:12}"}},
 		{name: "unsupported_compression", wantErr: []string{"compression must be gzip or none", `"zstd"`}},
 		{name: "unknown_compression", wantErr: []string{"brotli"}},
 		{name: "unknown_key", wantErr: []string{"secret"}},

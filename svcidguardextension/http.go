@@ -37,7 +37,7 @@ func (g *guard) serveHTTP(w http.ResponseWriter, r *http.Request, next http.Hand
 		next.ServeHTTP(w, r) // the receiver answers what it answers to an unknown content type
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		// Too large, or the client went away: the receiver reads the same error and answers it.
 		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
@@ -93,6 +93,23 @@ func (g *guard) serveHTTP(w http.ResponseWriter, r *http.Request, next http.Hand
 		out = rec.body.Bytes()
 	}
 	rec.copyTo(w, out)
+}
+
+// maxBodyAhead bounds the buffer made for a body before reading it, from its Content-Length: a
+// sender's claim is not trusted beyond it (the server's body limit still applies while reading).
+const maxBodyAhead = 32 << 20
+
+// readBody reads r's body whole into one buffer sized from Content-Length when the sender gave it,
+// instead of io.ReadAll's slice grown from 512 bytes: the growth (allocations, zeroing, copies)
+// showed as a twelfth of a saturated gateway's CPU. The body is not pooled for reuse: bodies of
+// megabytes held between requests would show in the gateway's memory.
+func readBody(r *http.Request) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 {
+		buf.Grow(int(min(n, maxBodyAhead)) + bytes.MinRead) // + MinRead: ReadFrom meets EOF without growing
+	}
+	_, err := buf.ReadFrom(r.Body)
+	return buf.Bytes(), err
 }
 
 // withPartialSuccess adds the refused spans to the receiver's OTLP answer (in its encoding).

@@ -11,7 +11,7 @@ import (
 )
 
 // buildColors are the builds' colours in every chart.
-var buildColors = map[string]string{"A": "#2b6cb0", "M": "#63b3ed", "B": "#718096", "C": "#dd6b20", "C2": "#38a169", "S": "#805ad5"}
+var buildColors = map[string]string{"A": "#2b6cb0", "M": "#63b3ed", "B": "#718096", "B1": "#a0aec0", "C": "#dd6b20", "C2": "#38a169", "S": "#805ad5"}
 
 // PerCore is the build's input spans per collector CPU-second at the highest rate that held:
 // what one core of the collector gets through, whatever the sender managed.
@@ -58,13 +58,17 @@ func (r Report) headlineMarkdown(p func(string, ...any)) {
 	}
 	p("**Pinning:** %s.", r.Config.Pin.Describe())
 	p("")
+	if r.Config.MemoryLimit != "" {
+		p("**Memory limit:** every collector runs with `GOMEMLIMIT=%s`, the gateway's container limit in distribution/kubernetes.", r.Config.MemoryLimit)
+		p("")
+	}
 	p("| build | sustained input rate (spans/s)%s | spans per collector CPU-second at the highest rate held | collector / sender CPU at that step (cores) | first failed step: what ran out |", map[bool]string{true: " on one collector core", false: ""}[r.Config.Pin.Enabled])
 	p("|---|---:|---:|---|---|")
 	for _, res := range r.Results {
 		st, _ := heldStep(res)
 		failed := ""
 		for _, s := range res.Steps {
-			if !s.Held {
+			if !s.Held && !s.Repeated {
 				failed = fmt.Sprintf("%.0f spans/s: %s", s.Rate, whatRanOut(s, r.Config.Pin.Enabled))
 				break
 			}
@@ -87,6 +91,9 @@ func (r Report) stepsCPUMarkdown(p func(string, ...any)) {
 			ranOut := ""
 			if !st.Held {
 				ranOut = whatRanOut(st, r.Config.Pin.Enabled) // from the figures, so that --render applies the current rule
+			}
+			if st.Repeated {
+				ranOut += " (crowded out: run again)"
 			}
 			p("| %s | %.0f | %.0f | %.2f | %.0f%% | %.2f | %.0f%% | %v | %s |", res.Build.Name, st.Rate, st.Accepted, st.CollectorCores, 100*st.CollectorCPUBusy, st.DriverCores, 100*st.DriverCPUBusy, st.Held, ranOut)
 		}

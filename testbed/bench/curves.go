@@ -26,7 +26,7 @@ import (
 type CurveOptions struct {
 	Enabled bool
 	// PromptSizes are the sizes of each LLM input and output for the CPU-per-span curve;
-	// default 1 KiB, 16 KiB, 128 KiB, 1 MiB. PromptBytes bounds what one point sends (default
+	// default 1, 4, 16 and 128 KiB and 1 MiB. PromptBytes bounds what one point sends (default
 	// 16 MiB) and PromptSpans its spans (default 8000).
 	PromptSizes              []int
 	PromptBytes, PromptSpans int
@@ -47,7 +47,7 @@ type CurveOptions struct {
 
 func (o CurveOptions) withDefaults() CurveOptions {
 	if len(o.PromptSizes) == 0 {
-		o.PromptSizes = []int{1 << 10, 16 << 10, 128 << 10, 1 << 20}
+		o.PromptSizes = []int{1 << 10, 4 << 10, 16 << 10, 128 << 10, 1 << 20}
 	}
 	if o.PromptBytes <= 0 {
 		o.PromptBytes = 16 << 20

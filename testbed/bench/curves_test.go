@@ -42,6 +42,32 @@ func TestWhatRanOut(t *testing.T) {
 	}
 }
 
+// A step is run again only when it failed because other processes took a pinned CPU, never when
+// the build itself refused, lost data or used its core.
+func TestCrowdedOut(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		step   Step
+		pinned bool
+		want   bool
+	}{
+		{"both CPUs taken by others", Step{Rate: 16000, Accepted: 10000, CollectorCores: 0.4, DriverCores: 0.2, CollectorCPUBusy: 0.99, DriverCPUBusy: 0.98}, true, true},
+		{"collector's CPU taken by others", Step{CollectorCores: 0.5, DriverCores: 0.3, CollectorCPUBusy: 0.99}, true, true},
+		{"held", Step{Held: true, CollectorCores: 0.4, CollectorCPUBusy: 0.99}, true, false},
+		{"collector saturated", Step{CollectorCores: 0.9, DriverCores: 0.3, CollectorCPUBusy: 1}, true, false},
+		{"refused", Step{Refused: 2, CollectorCores: 0.4, CollectorCPUBusy: 0.99}, true, false},
+		{"lost", Step{Lost: 5, CollectorCores: 0.4, CollectorCPUBusy: 0.99}, true, false},
+		{"CPUs not busy", Step{CollectorCores: 0.4, DriverCores: 0.3, CollectorCPUBusy: 0.5, DriverCPUBusy: 0.4}, true, false},
+		{"not pinned", Step{CollectorCores: 0.4, CollectorCPUBusy: 0.99}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CrowdedOut(tc.step, tc.pinned); got != tc.want {
+				t.Errorf("CrowdedOut = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // A pinned build starts through taskset on the collector CPU with GOMAXPROCS=1, keeping its
 // own arguments; pinning off leaves it as it is.
 func TestPinningApply(t *testing.T) {

@@ -188,6 +188,16 @@ func senderNeed(st Step) float64 {
 
 // whatRanOut says which side ran out when a step failed: the collector (its one CPU busy, or
 // refusing), the driver (its CPU busy), or neither (the machine's other load).
+// CrowdedOut says that a failed step failed only because other processes of the shared machine
+// took a pinned CPU: the collector refused, lost and dropped nothing, had less than a saturated
+// core, and its CPU or the sender's was busy with other work. Such a step says nothing about the
+// build; the search runs it again (Config.Repeats).
+func CrowdedOut(st Step, pinned bool) bool {
+	return pinned && !st.Held && st.Refused == 0 && st.Rejected+st.Failed == 0 && st.Lost == 0 &&
+		st.CollectorCores < saturated && st.DriverCores < saturated &&
+		(st.CollectorCPUBusy >= 0.95 || st.DriverCPUBusy >= 0.95)
+}
+
 func whatRanOut(st Step, pinned bool) string {
 	switch {
 	case st.Refused > 0 || st.Rejected+st.Failed > 0:

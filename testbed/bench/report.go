@@ -35,7 +35,7 @@ func (r Report) Ratios() []Ratio {
 		return nil
 	}
 	var out []Ratio
-	for _, other := range []string{"M", "B", "C", "C2"} {
+	for _, other := range []string{"M", "B", "B1", "C", "C2"} {
 		o, ok := r.Result(other)
 		if !ok {
 			continue
@@ -44,7 +44,7 @@ func (r Report) Ratios() []Ratio {
 		switch other {
 		case "M":
 			cpuTarget = fmt.Sprintf("≤ %.2f", targetCPUvsMemoryQueue)
-		case "B":
+		case "B", "B1":
 			cpuTarget = fmt.Sprintf("≤ %.1f", targetCPUvsFloor)
 		default:
 			cpuTarget = fmt.Sprintf("≤ %.1f", targetCPUvsPeer)
@@ -167,8 +167,8 @@ func (r Report) Markdown(chart string) string {
 		"C: an ocb build of contrib's filter, redaction and transform processors (`testbed/peer/builder-config.yaml`) with `testbed/peer/peer-config.yaml`, run with `--feature-gates=" + LambdaGate + "`; that file lists where C differs from A (no trace integrity, no scores, masks every attribute). " +
 		"C2: the same binary and filter with `testbed/peer/peer-c2-config.yaml`, the strongest hand-written peer: the transform processor masks only the content attributes of each instrumentation (svcmetadata's coverage list) with the six builtin rules' patterns, where A masks every attribute. " +
 		"All three have the same queue (1 GiB, `sizer: bytes`), retry and memory limiter settings.")
-	p("- **Sustained input rate.** Steps of %s from %.0f spans/s, doubling until a step fails, then %d bisection steps. A step holds when the collector refused no request (HTTP 429/503, gRPC RESOURCE_EXHAUSTED/UNAVAILABLE) and answered every request, the sender kept 95%% of the rate, and the platform held every span and score the step should deliver %s after its end. A failed step restarts the collector. The value is the highest rate that held, a lower bound within the last bisection interval.",
-		cfg.StepDuration, cfg.StartRate, cfg.Refinements, cfg.DrainTimeout)
+	p("- **Sustained input rate.** Steps of %s from %.0f spans/s, doubling until a step fails, then %d bisection steps. A step holds when the collector refused no request (HTTP 429/503, gRPC RESOURCE_EXHAUSTED/UNAVAILABLE) and answered every request, the sender kept 95%% of the rate, and the platform held every span and score the step should deliver %s after its end. A failed step restarts the collector; one that failed only because other processes took a pinned CPU (the collector refused, lost and dropped nothing and had less than %.2f cores, a pinned CPU was busy with other work) is run again, up to %d times, the same rule for every build. The value is the highest rate that held, a lower bound within the last bisection interval.",
+		cfg.StepDuration, cfg.StartRate, cfg.Refinements, cfg.DrainTimeout, saturated, cfg.Repeats)
 	p("- **CPU, memory, bytes.** Fixed runs, %d rounds in which the builds take turns, each run with a fresh collector, on the same traces (same sequence numbers) at %.0f spans/s (half the lowest sustained rate, so that every build keeps up) for about %s; the table gives the median of the rounds. CPU is utime+stime from `/proc/<pid>/stat` from the first request until the platform held everything; idle is the collector's CPU use per second measured for %s before the load, times the run's duration (the ratio \"idle use taken out\" compares the rest); peak RSS is `VmHWM` from `/proc/<pid>/status` at the end; bytes are the request bodies the platform received, as sent (gzip).",
 		cfg.Rounds, fixedRate(r), cfg.FixedDuration, cfg.IdleWindow)
 	p("- **Latency.** The sender notes when it starts each request; the platform notes when it has read each request and keeps, per span id, the time of its first arrival (stats-only: one number per span). A span's latency is the difference; every expected span of every accepted trace is measured, p50 and p99 by nearest rank. Requests carry whole traces, so no span waits in the collector for a parent: each is delivered directly, and the figure is the receive → export path (queue, batching, the journal and the exporter) plus loopback HTTP both ways.")

@@ -110,6 +110,16 @@ func Forwarder(svcOtelcol string) Build {
 	}
 }
 
+// ForwarderBestSpeed is build B1: build B with otlphttp's gzip at level 1 (best speed), the level
+// svc-otelcol's exporter compresses span batches at by default; B compresses at confighttp's
+// default level. A/B and A/B1 are the two readings of the floor.
+func ForwarderBestSpeed(svcOtelcol string) Build {
+	b := Forwarder(svcOtelcol)
+	b.Name, b.Title = "B1", "forwarding only, gzip level 1 (best speed): B with the gzip level of A"
+	b.Sets = []string{"exporters::otlphttp::compression_params::level=1"}
+	return b
+}
+
 // LambdaGate is the collector feature gate the peer's OTTL needs (Any, Filter, MapEach).
 const LambdaGate = "ottl.functions.enableLambda"
 

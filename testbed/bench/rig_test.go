@@ -18,7 +18,7 @@ func builds(t *testing.T) []Build {
 	t.Helper()
 	var out []Build
 	if bin := os.Getenv("SVC_OTELCOL_BIN"); bin != "" {
-		out = append(out, Gateway(bin), Forwarder(bin))
+		out = append(out, Gateway(bin), Forwarder(bin), ForwarderBestSpeed(bin))
 	}
 	peer := os.Getenv("SVC_PEER_BIN")
 	if peer == "" {

@@ -37,6 +37,10 @@ type Config struct {
 	StepDuration       time.Duration
 	Refinements        int
 	DrainTimeout       time.Duration
+	// Repeats is how many times a step is run again when it failed only because other processes
+	// of the machine took the pinned CPUs (CrowdedOut), the same rule for every build; default 1,
+	// negative: never.
+	Repeats int
 
 	// The fixed runs, the same for every build, measure CPU, memory and bytes: FixedDuration
 	// at FixedRate (default: half the lowest sustained rate, so that every build keeps up),
@@ -59,6 +63,9 @@ type Config struct {
 	NoSearch bool
 	// Pin keeps the collector and the driver on CPUs of their own (pin.go); zero: not pinned.
 	Pin Pinning
+	// MemoryLimit, when set, is every collector's GOMEMLIMIT (as a deployment sets it from the
+	// container's memory limit), the same for every build so that their GC runs by one rule.
+	MemoryLimit string `json:",omitempty"`
 	// Curves are the cost curves measured after the fixed runs (curves.go); zero: none.
 	Curves CurveOptions
 
@@ -86,6 +93,11 @@ func (c Config) withDefaults() Config {
 		c.Refinements = 0
 	} else if c.Refinements == 0 {
 		c.Refinements = 2
+	}
+	if c.Repeats < 0 {
+		c.Repeats = 0
+	} else if c.Repeats == 0 {
+		c.Repeats = 1
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 8 * time.Second
@@ -118,6 +130,9 @@ type Step struct {
 	Held   bool
 	// Why says why the step failed; RanOut which side ran out (pin.go's whatRanOut).
 	Why, RanOut string `json:",omitempty"`
+	// Repeated: the step failed crowded out (CrowdedOut) and was run again; the next step
+	// of the result is its repetition.
+	Repeated bool `json:",omitempty"`
 	// DriverCores and CollectorCores are the CPU the driver (sender and platform) and the
 	// collector used while the step sent, in cores; DriverCPUBusy and CollectorCPUBusy how
 	// busy their pinned CPUs were with anything (0 when not pinned).
@@ -262,6 +277,9 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	}
 	for i := range cfg.Builds {
 		cfg.Builds[i] = cfg.Pin.apply(cfg.Builds[i])
+		if cfg.MemoryLimit != "" {
+			cfg.Builds[i].Env = append(slices.Clone(cfg.Builds[i].Env), "GOMEMLIMIT="+cfg.MemoryLimit)
+		}
 	}
 	rep = Report{Started: time.Now(), Config: cfg, Machine: machine(), LoadAvg: [2]string{loadAvg(), ""}}
 	self0, _ := ReadUsage(os.Getpid())
@@ -405,9 +423,20 @@ func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (Resu
 		return st, nil
 	}
 
+	// stepRepeated runs a step, and again while it failed crowded out, up to cfg.Repeats times.
+	stepRepeated := func(rate float64) (Step, error) {
+		st, err := step(rate)
+		for i := 0; err == nil && i < cfg.Repeats && CrowdedOut(st, cfg.Pin.Enabled); i++ {
+			st.Repeated = true
+			res.Steps = append(res.Steps, st)
+			st, err = step(rate)
+		}
+		return st, err
+	}
+
 	held, failed := 0.0, 0.0
 	for rate := cfg.StartRate; rate <= cfg.MaxRate; rate *= 2 {
-		st, err := step(rate)
+		st, err := stepRepeated(rate)
 		if err != nil {
 			return res, err
 		}
@@ -420,7 +449,7 @@ func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (Resu
 	}
 	for i := 0; failed > 0 && i < cfg.Refinements; i++ {
 		rate := (held + failed) / 2
-		st, err := step(rate)
+		st, err := stepRepeated(rate)
 		if err != nil {
 			return res, err
 		}

@@ -12,14 +12,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/svc/svc-collector/testbed/bench"
 	"github.com/svc/svc-collector/testbed/collector"
@@ -30,7 +34,8 @@ func main() {
 	root := collector.RepoRoot()
 	svcBin := flag.String("svc-otelcol", filepath.Join(root, "bin", "svc-otelcol"), "the svc-otelcol binary (builds A and B)")
 	peerBin := flag.String("peer", bench.DefaultPeerBinary(), "the OTTL peer binary (build C), from testbed/peer/builder-config.yaml")
-	builds := flag.String("builds", "A,M,B,C,C2", "builds to measure, in order (M: A with the exporter queue in memory, the cost of persistence; C2: the contrib peer masking only content attributes)")
+	builds := flag.String("builds", "A,M,B,B1,C,C2", "builds to measure, in order (M: A with the exporter queue in memory, the cost of persistence; B1: B with gzip at A's level, best speed; C2: the contrib peer masking only content attributes)")
+	memoryLimit := flag.String("gomemlimit", "1GiB", "GOMEMLIMIT of every collector, as a deployment sets it from the container's memory limit (distribution/kubernetes: 1 GiB); empty: none")
 	pin := flag.Bool("pin", true, "run the collector on the last CPU alone (taskset, GOMAXPROCS=1) and the driver (sender and platform) on CPU 0")
 	curves := flag.Bool("curves", true, "measure the cost curves after the fixed runs (prompt size, traces open at once, scores, A's CPU by stage)")
 	out := flag.String("out", filepath.Join(root, "testbed", "results"), "directory for bench.md, bench.svg, bench.json")
@@ -41,6 +46,7 @@ func main() {
 	startRate := flag.Float64("start-rate", 500, "first step of the rate search, spans/s")
 	maxRate := flag.Float64("max-rate", 64000, "highest step of the rate search, spans/s")
 	refinements := flag.Int("refinements", 2, "bisection steps after the first failed step (-1: none)")
+	repeats := flag.Int("repeats", 1, "how many times a step that failed only because other processes took a pinned CPU is run again (-1: never)")
 	drain := flag.Duration("drain", 10*time.Second, "how long after a step the platform may still be receiving its spans (A holds content-candidate spans up to content_join.wait, 5s)")
 	fixedRate := flag.Float64("fixed-rate", 0, "rate of the fixed run, spans/s (0: half the lowest sustained rate)")
 	fixedDuration := flag.Duration("fixed", 10*time.Second, "duration of each fixed run")
@@ -52,7 +58,15 @@ func main() {
 	search := flag.Bool("search", true, "run the sustained-rate search (false: the fixed runs alone, at --fixed-rate)")
 	profile := flag.String("cpu-profile", "", "directory for a CPU profile of each fixed run (builds with the pprof extension: A, M, B); figures of such a run compare only with each other")
 	quick := flag.Bool("quick", false, "a short run to check the machinery: 3s steps, no refinement, one 6s fixed run, small curves")
+	stages := flag.Bool("stages", false, "print the CPU by stage of the CPU profiles named as arguments (e.g. those of --cpu-profile), without running anything")
 	flag.Parse()
+
+	if *stages {
+		if err := printStages(os.Stdout, flag.Args()); err != nil {
+			fail(err)
+		}
+		return
+	}
 
 	pinning := bench.Pinning{}
 	if *pin && *render == "" {
@@ -74,7 +88,7 @@ func main() {
 		return
 	}
 	if *quick {
-		*step, *refinements, *fixedDuration, *drain, *rounds = 3*time.Second, -1, 6*time.Second, 8*time.Second, 1
+		*step, *refinements, *repeats, *fixedDuration, *drain, *rounds = 3*time.Second, -1, -1, 6*time.Second, 8*time.Second, 1
 	}
 	curveOpts := bench.CurveOptions{Enabled: *curves, SVCOtelcol: *svcBin}
 	if *quick {
@@ -95,6 +109,7 @@ func main() {
 		MaxRate:       *maxRate,
 		StepDuration:  *step,
 		Refinements:   *refinements,
+		Repeats:       *repeats,
 		DrainTimeout:  *drain,
 		FixedRate:     *fixedRate,
 		FixedDuration: *fixedDuration,
@@ -103,6 +118,7 @@ func main() {
 		NoSearch:      !*search,
 		IdleWindow:    *idle,
 		Pin:           pinning,
+		MemoryLimit:   *memoryLimit,
 		Curves:        curveOpts,
 		Log:           os.Stderr,
 	}
@@ -114,6 +130,8 @@ func main() {
 			cfg.Builds = append(cfg.Builds, bench.GatewayMemoryQueue(*svcBin))
 		case "B":
 			cfg.Builds = append(cfg.Builds, bench.Forwarder(*svcBin))
+		case "B1":
+			cfg.Builds = append(cfg.Builds, bench.ForwarderBestSpeed(*svcBin))
 		case "C":
 			if _, err := os.Stat(*peerBin); err != nil {
 				fail(fmt.Errorf("peer binary: %w (build it: make peer)", err))
@@ -125,7 +143,7 @@ func main() {
 			}
 			cfg.Builds = append(cfg.Builds, bench.TargetedPeer(*peerBin))
 		default:
-			fail(fmt.Errorf("unknown build %q (A, M, B, C, C2)", name))
+			fail(fmt.Errorf("unknown build %q (A, M, B, B1, C, C2)", name))
 		}
 	}
 
@@ -149,6 +167,48 @@ func main() {
 	if runErr != nil {
 		fail(fmt.Errorf("the run did not finish; the report holds what was measured: %w", runErr))
 	}
+}
+
+// printStages prints one column per profile of the share of its CPU each stage took, and the
+// CPU the profile's samples add up to.
+func printStages(w io.Writer, files []string) error {
+	if len(files) == 0 {
+		return errors.New("--stages: name the CPU profiles to split")
+	}
+	shares := make([]map[string]float64, len(files))
+	totals := make([]time.Duration, len(files))
+	for i, file := range files {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		p, err := profile.ParseData(raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		total, split, err := bench.SplitByStage(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		totals[i], shares[i] = total, map[string]float64{}
+		for _, st := range split {
+			shares[i][st.Stage] = st.Share
+		}
+	}
+	fmt.Fprintf(w, "| stage | %s |\n|---|%s\n", strings.Join(files, " | "), strings.Repeat("---:|", len(files)))
+	for _, st := range bench.StageOrder {
+		fmt.Fprintf(w, "| %s |", st)
+		for i := range files {
+			fmt.Fprintf(w, " %.1f%% |", 100*shares[i][st])
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprint(w, "| CPU sampled |")
+	for _, t := range totals {
+		fmt.Fprintf(w, " %.2fs |", t.Seconds())
+	}
+	fmt.Fprintln(w)
+	return nil
 }
 
 func fail(err error) {
