@@ -96,8 +96,9 @@ func (g *guard) serveHTTP(w http.ResponseWriter, r *http.Request, next http.Hand
 }
 
 // maxBodyAhead bounds the buffer made for a body before reading it, from its Content-Length: a
-// sender's claim is not trusted beyond it (the server's body limit still applies while reading).
-const maxBodyAhead = 32 << 20
+// sender's claim is not trusted beyond it, so requests that claim large bodies and send nothing
+// hold little memory (larger bodies grow from there; the server's body limit applies while reading).
+const maxBodyAhead = 4 << 20
 
 // readBody reads r's body whole into one buffer sized from Content-Length when the sender gave it,
 // instead of io.ReadAll's slice grown from 512 bytes: the growth (allocations, zeroing, copies)
