@@ -118,7 +118,6 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 	return s, records, nil
 }
 
-// Append makes the record durable and returns its id.
 func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metadata map[string][]string, payload []byte) (uint64, error) {
 	value := encodeRecord(kind, heldAt, metadata, payload)
 	s.mu.Lock()

@@ -226,7 +226,6 @@ func trimBatch(td ptrace.Traces, refs []spanRef) bool {
 	return true
 }
 
-// admitScratch is the per-call working memory of admit, pooled.
 type admitScratch struct {
 	refs                        []spanRef
 	shardOf, start, fill, order []int32

@@ -113,7 +113,6 @@ func (f *fronts) scan(m *Memory) {
 	}
 }
 
-// read notes the front of shard i (under its lock) and returns it.
 func (f *fronts) read(i int, sh *shard) *trace {
 	t := sh.oldest(f.waiting)
 	if f.has[i] = t != nil; t != nil {

@@ -24,8 +24,7 @@ import (
 func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og *origins,
 	heldAt time.Time) error {
 	var local map[callKey]int32
-	var copies ptrace.Traces
-	under := newCopier()
+	copies, under := ptrace.NewTraces(), newCopier()
 	m.planVerdicts(refs)
 	for i := range refs {
 		r := &refs[i]
@@ -43,16 +42,13 @@ func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og
 		if !r.mayHold {
 			continue
 		}
-		if copies == (ptrace.Traces{}) {
-			copies = ptrace.NewTraces()
-		}
 		cp := under.spans(copies, og.get(r)).AppendEmpty()
 		r.span.CopyTo(cp)
 		if r.planned == Drop {
 			toConnector(cp)
 		}
 	}
-	if copies == (ptrace.Traces{}) {
+	if copies.ResourceSpans().Len() == 0 {
 		return nil
 	}
 	payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(copies)
@@ -113,7 +109,6 @@ func (m *Memory) planVerdicts(refs []spanRef) {
 
 func isExperiment(t *trace, _ pcommon.SpanID) bool { return t.experiment }
 
-// callKey is a span of one call.
 type callKey struct {
 	trace pcommon.TraceID
 	span  pcommon.SpanID
@@ -181,8 +176,7 @@ const (
 // refCost is what one journal record reference of a trace counts in the budget.
 const refCost = 16
 
-// entries are the entries of one KindOpenParents or KindDropped record to write (each its trace's id,
-// then its fields) and the trace of each.
+// entries are those of one KindOpenParents or KindDropped record to write, and the trace of each.
 type entries struct {
 	payload []byte
 	traces  []*trace
@@ -233,8 +227,7 @@ func (m *Memory) journalAfterApply(out *released) {
 	out.opened, out.dropped = entries{}, entries{}
 }
 
-// journalEntries appends a record of kind and attaches it to the traces of its entries, which keep
-// it until they are forgotten.
+// journalEntries appends a record of kind and attaches it to the traces of its entries.
 func (m *Memory) journalEntries(kind journal.Kind, e entries) error {
 	if len(e.traces) == 0 {
 		return nil
@@ -256,8 +249,7 @@ func (m *Memory) journalEntries(kind journal.Kind, e entries) error {
 	return nil
 }
 
-// attach makes ref one of the records t keeps until it is forgotten (once, for a record of many of
-// its spans).
+// attach makes ref one of the records t keeps until it is forgotten (once per record).
 func (t *trace) attach(m *Memory, ref *RecordRef) {
 	r := t.keepRefs()
 	if n := len(r.records); n > 0 && r.records[n-1] == ref {
@@ -268,7 +260,6 @@ func (t *trace) attach(m *Memory, ref *RecordRef) {
 	m.addBytes(t, refCost)
 }
 
-// recoverDropped restores the records of a KindDropped record's dropped spans.
 func (m *Memory) recoverDropped(rec journal.Record) error {
 	return m.recoverEntries(rec, droppedBytes, func(t *trace, entry []byte) {
 		st := stateDropped
@@ -280,7 +271,7 @@ func (m *Memory) recoverDropped(rec journal.Record) error {
 }
 
 // recoverOpen makes the parents of a KindOpenParents record open again, and their children known as
-// kept spans below them (unless known already, as a connector).
+// kept spans below them (unless known already).
 func (m *Memory) recoverOpen(rec journal.Record) error {
 	return m.recoverEntries(rec, openBytes, func(t *trace, entry []byte) {
 		id, child := pcommon.SpanID(entry[:8]), pcommon.SpanID(entry[8:16])
@@ -353,7 +344,6 @@ func (m *Memory) Recover(records []journal.Record) error {
 	return nil
 }
 
-// recoverSpans re-admits the spans of one KindSpans record.
 func (m *Memory) recoverSpans(rec journal.Record) error {
 	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(rec.Payload)
 	if err != nil {
@@ -366,10 +356,9 @@ func (m *Memory) recoverSpans(rec journal.Record) error {
 	}
 	adm := &Admission{ref: m.NewRecordRef(rec.ID, 1)}
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
-	_ = m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt, false) // nothing to write ahead
+	_ = m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt, false) // no write ahead: no error
 	if adm.Pass {
-		// Spans that resolve at once go on under the record too.
-		n := td.SpanCount()
+		n := td.SpanCount() // spans that resolve at once go on under the record too
 		adm.ref.add(n)
 		d := &Delivery{Info: info, Traces: td, Spans: n, refs: map[*RecordRef]int{adm.ref: n}}
 		adm.Deliveries = append(adm.Deliveries, d)

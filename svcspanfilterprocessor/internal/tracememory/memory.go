@@ -1,6 +1,7 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -91,16 +92,9 @@ func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, zap.NewNop())
 	cfg.LateParentWindow = max(cfg.LateParentWindow, cfg.RememberDuration)
-	if j == nil {
-		j = journal.Nop
-	}
-	if join == nil {
-		join = noJoin{}
-	}
+	j, join = cmp.Or(j, journal.Nop), cmp.Or[Join](join, noJoin{})
 	if observe == nil {
 		observe = func(*Stats) {}
 	}
@@ -146,7 +140,6 @@ func (l *traceList) pushBack(t *trace) {
 	l.tail = t
 }
 
-// remove takes t out of l, the list it is on.
 func (l *traceList) remove(t *trace) {
 	if t.prev != nil {
 		t.prev.next = t.next
@@ -161,7 +154,6 @@ func (l *traceList) remove(t *trace) {
 	t.list, t.prev, t.next = nil, nil, nil
 }
 
-// unlist takes t off the list it is on, if any.
 func (t *trace) unlist() {
 	if t.list != nil {
 		t.list.remove(t)
@@ -239,7 +231,6 @@ type Stats struct {
 	ContentWaits     []time.Duration // how long each span held for its content waited
 }
 
-// report hands the events of an operation to the observer, if it had any.
 func (m *Memory) report(s *Stats) {
 	if !s.empty() {
 		m.observe(s)

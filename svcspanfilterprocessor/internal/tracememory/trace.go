@@ -37,7 +37,6 @@ const (
 	contentCost = 64
 )
 
-// trace is the memory of one trace.
 type trace struct {
 	id      pcommon.TraceID
 	records map[pcommon.SpanID]record
@@ -70,7 +69,6 @@ type traceRefs struct {
 	joined map[pcommon.SpanID][]waitingContent
 }
 
-// joinedOf is the content joined onto span id.
 func (t *trace) joinedOf(id pcommon.SpanID) []waitingContent {
 	if t.refs == nil {
 		return nil
@@ -338,7 +336,6 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 	}
 }
 
-// release hands a settled item to out.
 func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
 	sh.joinHeldContent(m, t, it, out) // what it gathered, complete or not: its wait is over
 	sh.unhold(m, t, it)
