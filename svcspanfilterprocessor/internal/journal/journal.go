@@ -13,8 +13,7 @@ type Kind uint8
 const (
 	KindSpans   Kind = 1 // payload: ptrace proto (ptrace.ProtoMarshaler) of the held spans of one call
 	KindContent Kind = 2 // payload: plog proto of the content log records absorbed by one logs call
-	// KindOpen: open parents as v0.1.0 wrote them, read only: 24 bytes per parent, its trace id and
-	// its span id.
+	// KindOpen: open parents as v0.1.0 wrote them (read only): 24 bytes each, trace id and span id.
 	KindOpen Kind = 3
 	// KindDropped: dropped spans, so that a kept span arriving after a restart still finds its
 	// nearest kept ancestor. 33 bytes per span: its trace id, span id, parent span id (zero for a

@@ -57,8 +57,7 @@ type spanRef struct {
 	mayHold, connector bool
 }
 
-// origins creates the shared resource and scope copies of a batch on first use, and the held copies
-// of its spans.
+// origins makes a batch's shared resource and scope copies on first use, and its spans' held copies.
 type origins struct {
 	td                ptrace.Traces
 	request           *requestOrigin
@@ -117,8 +116,7 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 // afterPlan, when set (tests), runs between a call's write ahead and its apply.
 var afterPlan func()
 
-// admit is Admit with the held time given (recovery passes the original one); ahead: it writes
-// ahead first.
+// admit is Admit with the held time given (recovery passes the original one) and the write ahead.
 func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, decisions []Decision,
 	heldAt time.Time, ahead bool) error {
 	sc := m.scratch.Get().(*admitScratch)
@@ -157,14 +155,12 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	}
 	var out released
 	m.applyByShard(adm, sc, refs, shardOf, og, heldAt, &out)
-	m.journalAfterApply(&out)
 	adm.Kept = make([]bool, len(refs))
 	for i := range refs {
 		adm.Kept[i] = refs[i].kept
 	}
 	adm.Pass = trimBatch(td, refs)
-	adm.Deliveries = m.group(out.items)
-	m.report(&out.stats)
+	adm.Deliveries = m.settle(&out)
 	return nil
 }
 
@@ -196,7 +192,6 @@ func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, 
 		adm.unrefd = 0
 		sh.unlock(m)
 	}
-	out.finishRefs()
 }
 
 func (r *spanRef) goesOn() bool { return (r.kept || r.connector) && !r.held }

@@ -15,8 +15,7 @@ type Content interface {
 	Tenant() string // TenantOf its logs request: it joins only spans of that tenant
 }
 
-// Join is the content join's hook into the memory, called under a shard lock (all but
-// ScopeAwaitsContent): pure and quick (no I/O, no locks).
+// Join is the content join's hook, called under a shard lock (but ScopeAwaitsContent): pure and quick.
 type Join interface {
 	ScopeAwaitsContent(scope pcommon.InstrumentationScope) bool // spans of scope may wait for content
 	AwaitsContent(span ptrace.Span) bool                        // a kept span of such a scope waits
@@ -116,13 +115,9 @@ func (m *Memory) apply(t *trace, span ptrace.Span, cs, own []waitingContent, out
 	if len(own) == 0 {
 		return
 	}
-	r := t.keepRefs()
-	if r.joined == nil {
-		r.joined = map[pcommon.SpanID][]waitingContent{}
-	}
-	id := span.SpanID()
+	joined, id := made(&t.keepRefs().joined), span.SpanID()
 	for _, c := range own {
-		r.joined[id] = append(r.joined[id], waitingContent{content: c.content})
+		joined[id] = append(joined[id], waitingContent{content: c.content})
 		m.addBytes(t, c.bytes())
 	}
 }
@@ -179,10 +174,7 @@ func (sh *shard) returnHeldContent(t *trace, it *item) {
 
 // setContent makes cs the content waiting for span id of t (its bytes are the caller's to count).
 func (sh *shard) setContent(t *trace, id pcommon.SpanID, cs []waitingContent) {
-	if t.content == nil {
-		t.content = map[pcommon.SpanID][]waitingContent{}
-	}
-	t.content[id] = cs
+	made(&t.content)[id] = cs
 	sh.withContent[t] = struct{}{}
 }
 

@@ -62,12 +62,18 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	}
 }
 
-// finish hands what an operation released to the releaser and its events to the observer.
-func (m *Memory) finish(out *released) {
+// finish hands what an operation released to the releaser.
+func (m *Memory) finish(out *released) { m.queue(m.settle(out)) }
+
+// settle ends an operation, with no shard lock held: its records are done, its open parents and
+// dropped spans journaled before the spans that point at them go on, and its events observed.
+func (m *Memory) settle(out *released) []*Delivery {
 	out.finishRefs()
-	m.journalAfterApply(out) // before the spans that point at them go on
-	m.queue(m.group(out.items))
-	m.report(&out.stats)
+	m.journalAfterApply(out)
+	if !out.stats.empty() {
+		m.observe(&out.stats)
+	}
+	return m.group(out.items)
 }
 
 // overBudget reports which bound the memory exceeds, if any. Ready spans count but cannot be
@@ -179,8 +185,7 @@ func (sh *shard) oldest(waiting bool) *trace {
 	return oldest
 }
 
-// ContentRoom reports ErrContentOverloaded when content of size bytes does not fit in the memory
-// limit even after evicting what can go without loss.
+// ContentRoom: ErrContentOverloaded when size bytes do not fit even after evicting what can go without loss.
 func (m *Memory) ContentRoom(size int64) error {
 	if m.Bytes()+size > m.cfg.MemoryLimitBytes {
 		m.Enforce()

@@ -91,10 +91,7 @@ func (m *Memory) planVerdicts(refs []spanRef) {
 	var marked map[pcommon.TraceID]bool // made on first use: most calls mark no experiment
 	for i := range refs {
 		if refs[i].decision.MarksExperiment {
-			if marked == nil {
-				marked = map[pcommon.TraceID]bool{}
-			}
-			marked[refs[i].span.TraceID()] = true
+			made(&marked)[refs[i].span.TraceID()] = true
 		}
 	}
 	for i := range refs {
@@ -127,8 +124,7 @@ func (sc *admitScratch) indexCall(refs []spanRef) map[callKey]int32 {
 	return sc.local
 }
 
-// resolvesInCall reports whether the parent walk of r through the call's dropped spans ends at a
-// kept span of the call or at the root (a cycle ends there too).
+// resolvesInCall: the walk of r through the call's dropped spans ends at a kept span of it or a root.
 func resolvesInCall(refs []spanRef, local map[callKey]int32, r *spanRef) bool {
 	tid, self := r.span.TraceID(), r.span.SpanID()
 	p := r.span.ParentSpanID()
@@ -152,10 +148,7 @@ func resolvesInCall(refs []spanRef, local map[callKey]int32, r *spanRef) bool {
 func Metadata(info client.Info) map[string][]string {
 	var md map[string][]string
 	for k := range info.Metadata.Keys() {
-		if md == nil {
-			md = map[string][]string{}
-		}
-		md[k] = info.Metadata.Get(k)
+		made(&md)[k] = info.Metadata.Get(k)
 	}
 	return md
 }
@@ -270,8 +263,7 @@ func (m *Memory) recoverDropped(rec journal.Record) error {
 	})
 }
 
-// recoverOpen makes the parents of a KindOpenParents record open again, and their children known as
-// kept spans below them (unless known already).
+// recoverOpen makes a KindOpenParents record's parents open again, their children kept spans below.
 func (m *Memory) recoverOpen(rec journal.Record) error {
 	return m.recoverEntries(rec, openBytes, func(t *trace, entry []byte) {
 		id, child := pcommon.SpanID(entry[:8]), pcommon.SpanID(entry[8:16])

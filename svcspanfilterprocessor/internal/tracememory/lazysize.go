@@ -25,8 +25,7 @@ const (
 // sizedHook, when set (tests), is called with each span sized exactly while it is held.
 var sizedHook func(ptrace.Span)
 
-// spanEstimate is span's held size until sized: its fixed part, its name and the learned mean size
-// of an entry times its entries (no value is read).
+// spanEstimate is span's size until sized: fixed part, name, and entries times their learned mean size.
 func (sh *shard) spanEstimate(span ptrace.Span) int64 {
 	return itemCost + spanBase + int64(len(span.Name())) + entriesOf(span)*sh.perEntry/perEntryScale
 }

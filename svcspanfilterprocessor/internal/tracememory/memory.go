@@ -231,12 +231,6 @@ type Stats struct {
 	ContentWaits     []time.Duration // how long each span held for its content waited
 }
 
-func (m *Memory) report(s *Stats) {
-	if !s.empty() {
-		m.observe(s)
-	}
-}
-
 // empty reports whether s has no event (every field of Stats belongs here).
 func (s *Stats) empty() bool {
 	return s.Released == [NumReleaseReasons]int64{} && s.Reparented == [NumReparentReasons]int64{} &&

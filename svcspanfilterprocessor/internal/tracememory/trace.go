@@ -57,8 +57,7 @@ type trace struct {
 	prev, next   *trace     // its neighbours there
 }
 
-// traceRefs are the journal records a trace keeps until it is forgotten and the content joined
-// onto its spans.
+// traceRefs: the journal records a trace keeps until it is forgotten, and content joined onto its spans.
 type traceRefs struct {
 	records []*RecordRef // of its dropped spans and open parents (journaled.go)
 	// joinedRecs: of content joined onto spans that went on in their own call (a resend after a
@@ -74,6 +73,14 @@ func (t *trace) joinedOf(id pcommon.SpanID) []waitingContent {
 		return nil
 	}
 	return t.refs.joined[id]
+}
+
+// made is *m, made on first use: a remembered trace keeps no empty map (the GC marks each).
+func made[K comparable, V any](m *map[K]V) map[K]V {
+	if *m == nil {
+		*m = map[K]V{}
+	}
+	return *m
 }
 
 // keepRefs is t's traceRefs, made on first use.
@@ -180,11 +187,8 @@ func (out *released) open(m *Memory, t *trace, id, child pcommon.SpanID) {
 }
 
 func (t *trace) addOpen(m *Memory, id pcommon.SpanID) {
-	if t.open == nil {
-		t.open = map[pcommon.SpanID]struct{}{}
-	}
 	if _, ok := t.open[id]; !ok {
-		t.open[id] = struct{}{}
+		made(&t.open)[id] = struct{}{}
 		m.addBytes(t, openCost)
 	}
 }
@@ -202,17 +206,13 @@ func (t *trace) closeOpen(m *Memory, id pcommon.SpanID) bool {
 // setWaitingHead makes first the first item of the list waiting on on; nil removes the list.
 func (t *trace) setWaitingHead(on pcommon.SpanID, first *item) {
 	if first != nil {
-		if t.waitingOn == nil {
-			t.waitingOn = map[pcommon.SpanID]*item{}
-		}
-		t.waitingOn[on] = first
+		made(&t.waitingOn)[on] = first
 	} else if delete(t.waitingOn, on); len(t.waitingOn) == 0 {
 		t.waitingOn = nil // a remembered trace keeps no empty index
 	}
 }
 
-// removeWaiting takes it out of the waiting index, if it is in it, in constant time: the arrival of
-// a parent that many spans wait on settles them in linear time.
+// removeWaiting takes it out of the waiting index, if it is in, in constant time (settling n is linear).
 func (t *trace) removeWaiting(it *item) {
 	if !it.indexed {
 		return
@@ -239,8 +239,7 @@ func (t *trace) addWaiting(it *item, on pcommon.SpanID) {
 	t.setWaitingHead(on, it)
 }
 
-// takeWaiting takes the items waiting on id out of the index and returns the first; the rest
-// follow through item.waitNext.
+// takeWaiting takes the items waiting on id out of the index: the first, the rest through waitNext.
 func (t *trace) takeWaiting(id pcommon.SpanID) *item {
 	first := t.waitingOn[id]
 	if first == nil {
@@ -291,11 +290,8 @@ func (m *Memory) addBytes(t *trace, n int64) {
 
 // hold makes it a held item of t; the caller has taken any earlier copy out.
 func (sh *shard) hold(m *Memory, t *trace, it *item) {
-	if t.held == nil {
-		t.held = map[pcommon.SpanID]*item{}
-	}
 	it.held = true
-	t.held[it.span.SpanID()] = it
+	made(&t.held)[it.span.SpanID()] = it
 	if !it.sized {
 		sh.unsized.push(it)
 	}
@@ -344,8 +340,7 @@ func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *
 	out.stats.Released[why]++
 }
 
-// expireParent ends the parent wait of it by rule 1: it goes on pointing at the unknown span its
-// walk stopped at, which is now open.
+// expireParent ends its parent wait by rule 1: it points at the unknown span its walk stopped at, now open.
 func (sh *shard) expireParent(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
 	open := it.waitOn
 	out.open(m, t, open, it.span.SpanID())
@@ -383,10 +378,7 @@ func (sh *shard) compact(m *Memory, t *trace, out *released) {
 				continue
 			}
 		}
-		if bridges == nil {
-			bridges = map[pcommon.SpanID]record{}
-		}
-		bridges[id] = rec
+		made(&bridges)[id] = rec
 	}
 	m.addBytes(t, -int64(len(t.records)-len(bridges))*recordCost)
 	t.records = bridges        // a new map: a Go map does not shrink when entries are deleted
