@@ -38,7 +38,8 @@ type Admission struct {
 	Deliveries []*Delivery
 
 	ref    *RecordRef
-	unrefd int // items of the shard being admitted not yet counted in ref (one add per shard)
+	unrefd int      // items of the shard being admitted not yet counted in ref (one add per shard)
+	out    released // what the call released, in the Admission: observe takes its Stats' address
 }
 
 // spanRef is one span of the batch being admitted.
@@ -153,14 +154,13 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 			afterPlan()
 		}
 	}
-	var out released
-	m.applyByShard(adm, sc, refs, shardOf, og, heldAt, &out)
+	m.applyByShard(adm, sc, refs, shardOf, og, heldAt, &adm.out)
 	adm.Kept = make([]bool, len(refs))
 	for i := range refs {
 		adm.Kept[i] = refs[i].kept
 	}
 	adm.Pass = trimBatch(td, refs)
-	adm.Deliveries = m.settle(&out)
+	adm.Deliveries = m.settle(&adm.out)
 	return nil
 }
 

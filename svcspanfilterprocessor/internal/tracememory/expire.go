@@ -38,10 +38,11 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 		}
 	}
 	expired := func(c waitingContent) bool { return now.Sub(c.at) >= cfg.ContentWait }
+	waiting := func(c waitingContent) bool { return !expired(c) }
 	for t := range sh.withContent { // content that waited ContentWait for its span is discarded
 		for id, cs := range t.content {
 			if slices.ContainsFunc(cs, expired) {
-				gone := slices.DeleteFunc(slices.Clone(cs), func(c waitingContent) bool { return !expired(c) })
+				gone := slices.DeleteFunc(slices.Clone(cs), waiting)
 				sh.dropContent(m, t, id, gone, UnmatchedNoSpan, out)
 				if keep := slices.DeleteFunc(cs, expired); len(keep) > 0 {
 					sh.setContent(t, id, keep)

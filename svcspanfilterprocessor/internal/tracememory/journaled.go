@@ -24,7 +24,8 @@ import (
 func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og *origins,
 	heldAt time.Time) error {
 	var local map[callKey]int32
-	copies, under := ptrace.NewTraces(), newCopier()
+	var copies ptrace.Traces // made on first use: a call of whole traces allocates none
+	under := newCopier()
 	m.planVerdicts(refs)
 	for i := range refs {
 		r := &refs[i]
@@ -42,13 +43,16 @@ func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og
 		if !r.mayHold {
 			continue
 		}
+		if copies == (ptrace.Traces{}) {
+			copies = ptrace.NewTraces()
+		}
 		cp := under.spans(copies, og.get(r)).AppendEmpty()
 		r.span.CopyTo(cp)
 		if r.planned == Drop {
 			toConnector(cp)
 		}
 	}
-	if copies.ResourceSpans().Len() == 0 {
+	if copies == (ptrace.Traces{}) {
 		return nil
 	}
 	payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(copies)
