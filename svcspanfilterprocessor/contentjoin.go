@@ -179,7 +179,7 @@ func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) 
 	return keys, bySpan
 }
 
-// contentOutcomes counts spans by what the memory did with their content (tracememory.ContentOutcome).
+// contentOutcomes counts spans by what the memory did with their content.
 type contentOutcomes [tracememory.ContentDiscarded + 1]int
 
 // addContent makes one logs call's content records durable (one record in j), then gives them to m.
@@ -190,8 +190,7 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 		return out, nil
 	}
 	info := client.FromContext(ctx)
-	// Push back before anything is made durable when eviction cannot make room without loss.
-	var size int64
+	var size int64 // pushed back before anything is durable when eviction cannot make room
 	for _, c := range bySpan {
 		size += int64(c.Bytes())
 	}
@@ -204,8 +203,7 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 		if err != nil {
 			return out, consumererror.NewPermanent(fmt.Errorf("svcspanfilter: content records: %w", err))
 		}
-		// The request's metadata tells after a restart whose content it is (TenantOf); the content
-		// goes out on its span, with the span's own request metadata.
+		// The request's metadata tells after a restart whose content it is (TenantOf).
 		id, err := j.Append(ctx, journal.KindContent, now, tracememory.Metadata(info), payload)
 		if err != nil {
 			return out, fmt.Errorf("svcspanfilter: content records could not be made durable, retry: %w", err)
@@ -217,8 +215,7 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 }
 
 // recoverContent gives the memory the content records a previous process left; their wait restarts.
-// With the content join off now (it was on when they were written) they are discarded: a memory
-// without a join cannot join them onto their spans.
+// With the content join off now they are discarded: a memory without a join cannot join them.
 func recoverContent(m *tracememory.Memory, records []journal.Record, joinOn bool) (contentOutcomes, error) {
 	var out contentOutcomes
 	var errs []error

@@ -1,6 +1,5 @@
 // Package journal is the durable record of what the span filter acknowledged and still holds, so that
-// a restart (or SIGKILL) does not lose it. This file is the contract; the storage implementation sits
-// beside it.
+// a restart (or SIGKILL) does not lose it. This file is the contract; storage.go implements it.
 package journal // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 
 import (
@@ -14,19 +13,15 @@ type Kind uint8
 const (
 	KindSpans   Kind = 1 // payload: ptrace proto (ptrace.ProtoMarshaler) of the held spans of one call
 	KindContent Kind = 2 // payload: plog proto of the content log records absorbed by one logs call
-	// KindOpen: open parents as v0.1.0 wrote them, read only (a journal left by it is recovered):
-	// 24 bytes per parent, its trace id and its span id.
+	// KindOpen: open parents as v0.1.0 wrote them (read only): 24 bytes each, trace id and span id.
 	KindOpen Kind = 3
-	// KindDropped: the ids and parents of dropped spans, so that a kept span arriving after a
-	// restart below a dropped span that arrived before it still finds its nearest kept ancestor
-	// (or becomes a root). Payload: 33 bytes per span, its trace id, its span id, its parent span
-	// id (zero for a root), then 1 when it went on as a connector span (else 0); HeldAt is when
-	// they were written.
+	// KindDropped: dropped spans, so that a kept span arriving after a restart still finds its
+	// nearest kept ancestor. 33 bytes per span: its trace id, span id, parent span id (zero for a
+	// root), then 1 when it went on as a connector span (else 0).
 	KindDropped Kind = 4
-	// KindOpenParents: parents that delivered spans point at and that were not seen (open parents),
-	// so that a dropped parent ending after a restart is still bridged by a connector span, and a
-	// parent closing a cycle is cut. Payload: 32 bytes per parent, its trace id, its span id, then the
-	// id of the span that went on pointing at it; HeldAt is when they became open.
+	// KindOpenParents: parents that delivered spans point at and that were not seen, so that after a
+	// restart they are still bridged by a connector span, and a parent closing a cycle is cut. 32
+	// bytes per parent: its trace id, span id, then the id of a span that went on pointing at it.
 	KindOpenParents Kind = 5
 )
 
@@ -41,8 +36,8 @@ type Record struct {
 
 // Journal is where held data is made durable before the processor acknowledges it.
 type Journal interface {
-	// Append makes rec durable (ID assigned by the journal) and returns its id. A non-nil error means
-	// nothing was written: the caller must refuse the data with a retryable error.
+	// Append makes a record durable and returns its id. An error means nothing was written: the
+	// caller must refuse the data with a retryable error.
 	Append(ctx context.Context, kind Kind, heldAt time.Time, metadata map[string][]string, payload []byte) (uint64, error)
 	// Remove forgets records whose every item has been handed on (or deliberately discarded).
 	Remove(ctx context.Context, ids ...uint64) error

@@ -17,19 +17,15 @@ import (
 )
 
 // Layout in the storage client, which has no key listing: each record under "r/<id>", and an
-// index "journal/index" holding the range [first, next) of ids that may still be live. The index
-// is written in the same Batch as every record write and delete, so the two never disagree; ids
-// inside the range whose key is gone (removed out of order) are holes.
+// index "journal/index" holding the range [first, next) of ids that may still be live, written in
+// the same Batch as every record write and delete; ids in the range whose key is gone are holes.
 const (
-	recordPrefix = "r/"
-	indexKey     = "journal/index"
-	// indexVersion and recordVersion tag the encodings, so a later format can read older ones.
-	indexVersion  = 1
+	recordPrefix  = "r/"
+	indexKey      = "journal/index"
+	indexVersion  = 1 // the versions tag the encodings, so a later format can read older ones
 	recordVersion = 1
-	// recoverChunk is how many records one Batch of gets reads at recovery.
-	recoverChunk = 256
-	// recordHeader: version, kind, crc32 of what follows, held-at unix nanos.
-	recordHeader = 1 + 1 + 4 + 8
+	recoverChunk  = 256           // records one Batch of gets reads at recovery
+	recordHeader  = 1 + 1 + 4 + 8 // version, kind, crc32 of what follows, held-at unix nanos
 	// rangeSlack is how far the index range may exceed twice the live records before
 	// compactRange moves the oldest live records forward; maxMoves is how many it moves at once.
 	rangeSlack = 1024
@@ -53,12 +49,10 @@ type Storage struct {
 	owed map[uint64]struct{}
 }
 
-// liveRecord is a live record: the id its caller knows, and lazy for open parents and dropped spans.
-// Removing a lazy record gets no transaction of its own: its delete stays owed until the next
-// Append (or Flush, from the processor's tick, when no Append comes) carries it. A call that drops
-// spans then costs one transaction, not two, and a restart before the delete only restores the
-// records of traces already forgotten, which are forgotten again. A late delete of KindSpans (or
-// KindContent) would deliver again after a restart: those keep their own transaction.
+// liveRecord is a live record: the id its caller knows, and lazy for open parents and dropped spans,
+// whose delete stays owed until the next Append (or Flush) carries it: a call that drops spans
+// costs one transaction, not two, and a restart before the delete only restores traces already
+// forgotten. A late delete of KindSpans or KindContent would deliver again: they get their own.
 type liveRecord struct {
 	id   uint64
 	lazy bool
@@ -70,9 +64,8 @@ func newLive(id uint64, kind Kind) liveRecord {
 
 var _ Journal = (*Storage)(nil)
 
-// Open recovers the records a previous process left (oldest first) and returns the journal.
-// A record that cannot be decoded is logged, deleted and skipped: one bad record must not keep
-// the collector from starting. An unreadable index is an error.
+// Open recovers the records a previous process left (oldest first) and returns the journal. A
+// record that cannot be decoded is logged, deleted and skipped; an unreadable index is an error.
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
 	s := &Storage{client: client, first: 1, next: 1, live: map[uint64]liveRecord{}, moved: map[uint64]uint64{},
 		owed: map[uint64]struct{}{}}
@@ -125,7 +118,6 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 	return s, records, nil
 }
 
-// Append makes the record durable and returns its id.
 func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metadata map[string][]string, payload []byte) (uint64, error) {
 	value := encodeRecord(kind, heldAt, metadata, payload)
 	s.mu.Lock()
@@ -140,9 +132,8 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 	return id, nil
 }
 
-// Remove deletes the records; ids that are not live (0, unknown, already removed) are ignored.
-// The delete of lazy records is left owed; a failed delete is owed too: the records are no longer
-// live, and every later write retries the delete until it succeeds.
+// Remove deletes the records; ids that are not live are ignored. The delete of lazy records is left
+// owed, and so is a failed one: every later write retries it until it succeeds.
 func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -161,25 +152,21 @@ func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	if !now {
 		return nil
 	}
-	return s.flushOwed(ctx, "journal: remove")
+	return s.flushOwed(ctx)
 }
 
 // Flush writes the owed deletes, if any.
 func (s *Storage) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.flushOwed(ctx, "journal: remove")
+	return s.flushOwed(ctx)
 }
 
-// flushOwed deletes the owed records. Callers hold mu.
-func (s *Storage) flushOwed(ctx context.Context, what string) error {
+func (s *Storage) flushOwed(ctx context.Context) error {
 	if len(s.owed) == 0 {
 		return nil
 	}
-	if err := s.commit(ctx, s.next); err != nil {
-		return writeError(what, err)
-	}
-	return nil
+	return writeError("journal: remove", s.commit(ctx, s.next))
 }
 
 // commit runs ops, the owed deletes and the index range up to next in one transaction; the range
@@ -205,11 +192,10 @@ func (s *Storage) commit(ctx context.Context, next uint64, ops ...*storage.Opera
 	return nil
 }
 
-// compactRange keeps the ids a restart reads (the index range) within twice the live records
-// and rangeSlack: a record that stays live long (the dropped spans of a trace active for hours)
-// would otherwise keep the range from advancing, and Open would read every id written since. It
-// moves the oldest live records forward, each under a new id, in one transaction (the caller
-// still removes them by the id it knows); a failure leaves everything as it was. Callers hold mu.
+// compactRange keeps the ids a restart reads within twice the live records and rangeSlack (a record
+// live for hours would keep the range from advancing): it moves the oldest live records forward,
+// each under a new id, in one transaction (callers still remove them by the id they know); a
+// failure leaves everything as it was. Callers hold mu.
 func (s *Storage) compactRange(ctx context.Context) {
 	if s.next-s.first <= rangeSlack+2*uint64(len(s.live)) {
 		return
@@ -252,7 +238,10 @@ func (s *Storage) Close(ctx context.Context) error {
 
 // writeError keeps storage.ErrStorageFull recognizable (errors.Is) for the caller's refusal.
 func writeError(what string, err error) error {
-	if errors.Is(err, storage.ErrStorageFull) {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, storage.ErrStorageFull):
 		return fmt.Errorf("%s: storage full: %w", what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
@@ -319,20 +308,16 @@ func decodeRecord(b []byte) (Record, error) {
 		return Record{}, fmt.Errorf("unknown record kind %d", rec.Kind)
 	}
 	r := reader{b: b[recordHeader:]}
-	if n := r.uvarint(); n > 0 && r.err == nil {
-		rec.Metadata = make(map[string][]string, min(n, 64))
-		for range n {
-			k := r.string()
-			nv := r.uvarint()
-			vs := make([]string, 0, min(nv, 64))
-			for i := uint64(0); i < nv && r.err == nil; i++ {
-				vs = append(vs, r.string())
-			}
-			if r.err != nil {
-				break
-			}
-			rec.Metadata[k] = vs
+	for i, n := uint64(0), r.uvarint(); i < n && r.err == nil; i++ {
+		if rec.Metadata == nil {
+			rec.Metadata = make(map[string][]string, min(n, 64))
 		}
+		k, nv := r.string(), r.uvarint()
+		vs := make([]string, 0, min(nv, 64))
+		for j := uint64(0); j < nv && r.err == nil; j++ {
+			vs = append(vs, r.string())
+		}
+		rec.Metadata[k] = vs
 	}
 	if r.err != nil {
 		return Record{}, fmt.Errorf("metadata: %w", r.err)
@@ -362,11 +347,10 @@ func (r *reader) uvarint() uint64 {
 
 func (r *reader) string() string {
 	n := r.uvarint()
-	if r.err != nil {
-		return ""
-	}
-	if n > uint64(len(r.b)) {
+	if r.err == nil && n > uint64(len(r.b)) {
 		r.err = errTruncated
+	}
+	if r.err != nil {
 		return ""
 	}
 	s := string(r.b[:n])

@@ -15,20 +15,17 @@ type Verdict uint8
 const (
 	Drop Verdict = iota
 	Keep
-	// KeepIfExperiment: kept by the rules but sampled out, so kept only if its trace is an experiment.
-	KeepIfExperiment
+	KeepIfExperiment // kept by the rules but sampled out: kept only if its trace is an experiment
 )
 
 // Decision is the processor's input for one span of a batch.
 type Decision struct {
 	Verdict Verdict
-	// MarksExperiment: the span marks its trace as an experiment (svcattr.IsExperimentAttribute);
-	// from then on the trace's spans are never sampled out.
+	// MarksExperiment: the span marks its trace as an experiment, whose spans are never sampled out.
 	MarksExperiment bool
 }
 
-// ConnectorAttribute marks a connector span: a dropped span delivered stripped because delivered
-// spans point at it.
+// ConnectorAttribute marks a connector span: a dropped span delivered stripped, as spans point at it.
 const ConnectorAttribute = "svc.gateway.connector"
 
 // Admission is the outcome of Admit for one batch.
@@ -36,15 +33,12 @@ type Admission struct {
 	Kept []bool // the final decision per span of the batch, in batch order
 	Held int    // the spans of the batch the memory now holds
 	Pass bool   // spans are left in the batch for the next consumer
-	// Deliveries are spans that this batch released (of earlier calls, or its own), one per
-	// request client context; the caller delivers them and reports back with Delivered, Requeue
-	// or Discard.
+	// Deliveries: spans this batch released (of earlier calls or its own), one per request client
+	// context; the caller reports back on each with Delivered, Requeue or Discard.
 	Deliveries []*Delivery
-	Stats      Stats
 
-	ref *RecordRef
-	// unrefd are the items of the shard being admitted not yet counted in ref (one add per shard).
-	unrefd int
+	ref    *RecordRef
+	unrefd int // items of the shard being admitted not yet counted in ref (one add per shard)
 }
 
 // spanRef is one span of the batch being admitted.
@@ -52,35 +46,25 @@ type spanRef struct {
 	span            ptrace.Span
 	trace           *trace
 	resource, scope int32
-	// scopeAt numbers the span's ScopeSpans across the batch (origins.get).
-	scopeAt  int32
-	decision Decision
-	// planned is the verdict writeAhead plans with (planVerdicts); without a plan, the decision's.
-	planned Verdict
-	kept    bool
-	held    bool
-	// fresh: the batch made the span known to its trace (no record before): only then may held
-	// spans wait on it (a parent walk waits only at a span its trace does not know).
-	fresh bool
-	// scopeAwaits: spans of its scope may wait for content (Join.ScopeAwaitsContent, asked once per
-	// scope).
-	scopeAwaits bool
-	// mayHold: written ahead, so the memory may hold it (writeAhead); connector: it goes on as a
-	// connector span in its place.
+	scopeAt         int32 // the span's ScopeSpans, numbered across the batch (origins.get)
+	decision        Decision
+	planned         Verdict // what writeAhead plans with (planVerdicts); without a plan, the decision's
+	kept, held      bool
+	// fresh: the batch made the span known to its trace: only then may held spans wait on it.
+	fresh       bool
+	scopeAwaits bool // spans of its scope may wait for content (asked once per scope)
+	// mayHold: written ahead, so the memory may hold it; connector: it goes on as a connector span.
 	mayHold, connector bool
 }
 
-// origins creates the shared resource and scope copies of a batch once, on first use (a batch of
-// which nothing is held or delivered from the memory needs none), and the held copies of its spans.
+// origins makes a batch's shared resource and scope copies on first use, and its spans' held copies.
 type origins struct {
-	td      ptrace.Traces
-	request *requestOrigin
-	// By resource index and by spanRef.scopeAt (a batch has few of each).
+	td                ptrace.Traces
+	request           *requestOrigin
 	resources, scopes int32
-	resource          []*resourceOrigin
-	scope             []*scopeOrigin
-	// held has the batch's held spans: one pdata state for all of them, not one per span.
-	held ptrace.SpanSlice
+	resource          []*resourceOrigin // by resource index
+	scope             []*scopeOrigin    // by spanRef.scopeAt
+	held              ptrace.SpanSlice  // the batch's held spans: one pdata state for all of them
 }
 
 func (o *origins) get(r *spanRef) *scopeOrigin {
@@ -111,13 +95,11 @@ func (o *origins) newHeld() ptrace.Span {
 	return o.held.AppendEmpty()
 }
 
-// Admit records every span of td in its trace's memory and settles each kept span: it goes on in
-// td unchanged or re-parented, or it is moved out of td to be held; a dropped span goes on as a
-// connector span when delivered spans point at it, and is removed from td otherwise. decisions
-// has one entry per span of td in order. It returns ErrOverloaded, admitting nothing, when
-// released spans refused by the next consumer fill the memory limit. With a journal it writes
-// ahead, then applies (doc.go): a failed write ahead returns the error with nothing changed; a
-// failed write of the open parents and dropped spans after apply is only logged.
+// Admit records every span of td (decisions: one per span, in order) and settles each kept span:
+// it goes on in td, unchanged or re-parented, or is moved out of td to be held; a dropped span goes
+// on as a connector span when delivered spans point at it, else it is removed. It returns
+// ErrOverloaded, admitting nothing, when refused released spans fill the memory limit. With a
+// journal it writes ahead, then applies (doc.go): a failed write ahead changes nothing.
 func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision) (*Admission, error) {
 	if m.readyBytes.Load() > m.cfg.MemoryLimitBytes {
 		return nil, ErrOverloaded
@@ -127,19 +109,14 @@ func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision)
 		return nil, fmt.Errorf("svcspanfilter: recording held spans: %w", err)
 	}
 	adm.ref.Done(1) // the guard: the record goes when its last held span is handed on
-	if !adm.Stats.empty() {
-		m.observe(&adm.Stats)
-	}
 	m.Enforce()
 	return adm, nil
 }
 
-// afterPlan, when set (tests), runs between a call's write ahead and its apply: another call
-// staged in that window.
+// afterPlan, when set (tests), runs between a call's write ahead and its apply.
 var afterPlan func()
 
-// admit is Admit with the held time given (recovery passes the original one); ahead: it writes
-// ahead before anything changes, and a failed write admits nothing.
+// admit is Admit with the held time given (recovery passes the original one) and the write ahead.
 func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, decisions []Decision,
 	heldAt time.Time, ahead bool) error {
 	sc := m.scratch.Get().(*admitScratch)
@@ -151,7 +128,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	for i := 0; i < rss.Len(); i++ {
 		sss := rss.At(i).ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
-			awaits := m.joins && m.join.ScopeAwaitsContent(sss.At(j).Scope())
+			awaits := m.join.ScopeAwaitsContent(sss.At(j).Scope())
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
@@ -178,25 +155,12 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	}
 	var out released
 	m.applyByShard(adm, sc, refs, shardOf, og, heldAt, &out)
-	m.journalAfterApply(&out)
 	adm.Kept = make([]bool, len(refs))
-	goesOn := 0
 	for i := range refs {
 		adm.Kept[i] = refs[i].kept
-		if (refs[i].kept || refs[i].connector) && !refs[i].held {
-			goesOn++
-		}
 	}
-	if goesOn == 0 {
-		// Nothing of the batch goes on (all dropped or held, as when children come first): no
-		// pass span by span.
-		td.ResourceSpans().RemoveIf(func(ptrace.ResourceSpans) bool { return true })
-	} else {
-		removeGone(td, refs)
-	}
-	adm.Pass = goesOn > 0
-	adm.Deliveries = m.group(out.items)
-	adm.Stats = out.stats
+	adm.Pass = trimBatch(td, refs)
+	adm.Deliveries = m.settle(&out)
 	return nil
 }
 
@@ -228,27 +192,35 @@ func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, 
 		adm.unrefd = 0
 		sh.unlock(m)
 	}
-	out.finishRefs()
 }
 
-// removeGone removes from td the spans that do not go on in it (dropped or held; refs has td's
-// spans in order), and the scopes and resources left empty.
-func removeGone(td ptrace.Traces, refs []spanRef) {
+func (r *spanRef) goesOn() bool { return (r.kept || r.connector) && !r.held }
+
+// trimBatch removes from td the spans that do not go on in it (dropped or held; refs has td's spans
+// in order) and what they leave empty; false when nothing goes on.
+func trimBatch(td ptrace.Traces, refs []spanRef) bool {
 	i := 0
+	for i < len(refs) && !refs[i].goesOn() {
+		i++
+	}
+	if i == len(refs) { // as when children come first: no pass span by span
+		td.ResourceSpans().RemoveIf(func(ptrace.ResourceSpans) bool { return true })
+		return false
+	}
+	i = 0
 	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
 		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
 			ss.Spans().RemoveIf(func(ptrace.Span) bool {
-				r := &refs[i]
 				i++
-				return r.held || !(r.kept || r.connector)
+				return !refs[i-1].goesOn()
 			})
 			return ss.Spans().Len() == 0
 		})
 		return rs.ScopeSpans().Len() == 0
 	})
+	return true
 }
 
-// admitScratch is the per-call working memory of admit, pooled.
 type admitScratch struct {
 	refs                        []spanRef
 	shardOf, start, fill, order []int32
@@ -263,9 +235,7 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		r := &refs[i]
 		if id := r.span.TraceID(); last == nil || last.id != id {
 			last = sh.touch(m, id, now)
-			if last.records == nil {
-				// Sized for the spans of the trace that follow in the batch: no growth while they
-				// are recorded.
+			if last.records == nil { // sized for the trace's spans that follow: no growth
 				last.records = make(map[pcommon.SpanID]record, max(8, sameTraceRun(refs, idx[n:], id)))
 			}
 		}
@@ -290,22 +260,18 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		r := &refs[i]
 		id := r.span.SpanID() // admitKept may move the span out of r.span
 		if r.kept {
-			if r.planned == Drop {
-				// Kept in an experiment marked since the plan, which wrote at most a connector
-				// copy of it: never held (rule 1).
+			if r.planned == Drop { // kept in an experiment marked since the plan: never held (rule 1)
 				r.mayHold = false
 			}
 			old := r.trace.held[id]
 			if old != nil && old.tenant() != og.request.tenant {
-				// Another tenant's span with the ids of a span held for its own tenant (pass-through
-				// gateways: a trace crossing teams, or copied ids). It is no resend of the held one:
-				// it goes on as it came, in its own request, and the held span stays held.
+				// Another tenant's span with the ids of a held one (a trace crossing teams, copied
+				// ids): no resend of it. It goes on as it came; the held span stays held.
 				continue
 			}
 			if !r.mayHold {
-				// Held since this call's plan (another call's, acknowledged and written ahead): it
-				// stays held, to go on under its own record; this copy goes on at once (rule 1), so
-				// at worst the span is delivered twice, never lost.
+				// Held since this call's plan (by another call, written ahead): it stays held under
+				// its own record; this copy goes on at once (rule 1): twice at worst, never lost.
 				old = nil
 			}
 			sh.admitKept(m, adm, r, old, og, now, out)
@@ -322,7 +288,6 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 	sh.sizeIfMany(m)
 }
 
-// sameTraceRun is how many spans at the start of idx belong to trace id.
 func sameTraceRun(refs []spanRef, idx []int32, id pcommon.TraceID) int {
 	n := 0
 	for _, i := range idx {
@@ -340,8 +305,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	id := span.SpanID()
 	var contentRefs []*RecordRef
 	if old != nil {
-		// Sent again: this copy, written ahead, takes its place and carries the old copy's records
-		// (its call was acknowledged for it), done once this copy is handed on.
+		// Sent again: this copy, written ahead, takes its place and carries the old copy's records.
 		sh.unhold(m, t, old)
 		contentRefs = append(old.contentRefs, old.ref)
 	}
@@ -350,22 +314,16 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	if joined != nil {
 		contentRefs = append(contentRefs, joined...)
 	}
-	if reason != 0 && !r.mayHold {
-		// Not written ahead (its trace changed between the plan and now): it goes on at once, as
-		// when its wait ends (rule 1: pointing at the unknown span, which becomes open).
+	if reason != 0 && !r.mayHold { // not written ahead (its trace changed since the plan): rule 1
 		if reason&WaitParent != 0 {
 			out.open(m, t, at, id)
-			if at != span.ParentSpanID() {
-				setParent(span, at)
-				out.stats.Reparented[ReparentOpenAncestor]++
-			}
+			out.reparent(span, at, ReparentOpenAncestor)
 		}
 		reason = 0
 	}
 	if reason == 0 && ((joined == nil && old == nil) || !r.mayHold) {
-		// It goes on in td. The records it carries when its write ahead did not expect that (the
-		// content or the held copy came since) stay journaled until its trace is forgotten: a
-		// resend after a refusal of td joins that content again.
+		// It goes on in td. Records it carries that its plan did not expect stay journaled until
+		// its trace is forgotten: a resend after a refusal of td joins that content again.
 		if len(contentRefs) > 0 {
 			t.keepRefs().joinedRecs = append(t.keepRefs().joinedRecs, contentRefs...)
 		}
@@ -376,8 +334,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	r.held = true // out of the batch
 	adm.unrefd++
 	if reason == 0 {
-		// It carries joined content or replaces a held copy: it goes on as a delivery of this
-		// call, journaled with it, so that the records it carries go only once it was handed on.
+		// It carries joined content or replaces a held copy: a delivery of this call.
 		it.bytes, it.sized = itemSize(it.span), true
 		out.items = append(out.items, it)
 		return
@@ -388,9 +345,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 
 // holdNew holds it, a span of the call that waits; sized: it carries content joined just now.
 func (sh *shard) holdNew(m *Memory, it *item, sized, gather bool, at pcommon.SpanID, out *released) {
-	if sized {
-		// The joined content left the budget's content count: sized exactly, so that the budget
-		// keeps counting that content.
+	if sized { // the joined content left the content count: the exact size keeps counting it
 		it.bytes, it.sized = itemSize(it.span), true
 	} else {
 		it.bytes = sh.spanEstimate(it.span) // sized exactly only if still held later (lazysize.go)
@@ -404,16 +359,14 @@ func (sh *shard) holdNew(m *Memory, it *item, sized, gather bool, at pcommon.Spa
 	}
 }
 
-// settleKept joins the content waiting for kept span r (or joined onto an earlier copy of it) and
-// walks up from its parent: it returns what the span waits for, the unknown span the walk stopped
-// at, the records of the content joined (not nil when content was joined), and whether it gathers
-// content while it waits for more.
+// settleKept joins the content waiting for kept span r (or joined onto an earlier copy) and walks
+// up from its parent: it returns what the span waits for, the unknown span the walk stopped at, the
+// records of the content joined (not nil when joined), and whether it gathers content meanwhile.
 func (sh *shard) settleKept(m *Memory, r *spanRef, tenant string, out *released) (HeldReason, pcommon.SpanID, []*RecordRef, bool) {
 	t, span := r.trace, r.span
 	id := span.SpanID()
-	// Content that waits for this span is joined at once when it is complete or the span expects
-	// no more; a candidate with part of its content waits for the rest, gathering what came. A
-	// copy of a span whose content was joined before (sent again) gets that content at once.
+	// Waiting content is joined at once when complete or no more is expected (or onto a copy sent
+	// again); a candidate with part of its content waits for the rest, gathering what came.
 	awaits := r.scopeAwaits && m.join.AwaitsContent(span)
 	_, waiting := t.content[id]
 	again := len(ownContent(t.joinedOf(id), tenant, nil)) > 0
@@ -431,9 +384,9 @@ func (sh *shard) settleKept(m *Memory, r *spanRef, tenant string, out *released)
 	end, at := t.walk(id, span.ParentSpanID())
 	if end == endUnknown {
 		reason |= WaitParent
-	} else if parent, why := t.settledAt(id, end, at); parent != span.ParentSpanID() {
-		setParent(span, parent)
-		out.stats.Reparented[why]++
+	} else {
+		parent, why := t.settledAt(id, end, at)
+		out.reparent(span, parent, why)
 	}
 	if awaits {
 		reason |= WaitContent
@@ -441,9 +394,8 @@ func (sh *shard) settleKept(m *Memory, r *spanRef, tenant string, out *released)
 	return reason, at, joined, gather
 }
 
-// admitDropped settles dropped span r: its waiting content is discarded, and when delivered
-// spans point at it (an open parent), or it went on as a connector before (sent again), it goes
-// on as a connector span.
+// admitDropped settles dropped span r: its waiting content is discarded; when delivered spans point
+// at it (an open parent), or it went on as a connector before, it goes on as a connector span.
 func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins, out *released) {
 	t, span := r.trace, r.span
 	id := span.SpanID()
@@ -464,22 +416,19 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 		span.SetParentSpanID(parent)
 	}
 	out.stats.Connectors++
-	if !r.mayHold {
-		// Not written ahead (it became an open parent since): it goes on in td, in its place.
+	if !r.mayHold { // not written ahead (it became an open parent since): it goes on in td
 		toConnector(span)
 		r.connector = true
 		return
 	}
-	// Written ahead: it goes on as a delivery of this call, journaled with it until handed on.
-	conn := ptrace.NewSpan()
+	conn := ptrace.NewSpan() // written ahead: a delivery of this call
 	span.CopyTo(conn)
 	toConnector(conn)
 	out.items = append(out.items, &item{span: conn, origin: og.get(r), trace: t, ref: adm.ref, bytes: itemSize(conn), sized: true})
 	adm.unrefd++
 }
 
-// toConnector strips span to a connector: its ids, name, kind, times and status code, and the
-// single connector attribute.
+// toConnector strips span to its ids, name, kind, times, status code and the connector attribute.
 func toConnector(span ptrace.Span) {
 	span.TraceState().FromRaw("")
 	span.Attributes().Clear()
@@ -495,8 +444,7 @@ func toConnector(span ptrace.Span) {
 
 // arrived settles the held spans whose parent walk stopped at id, now that id is known.
 func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) {
-	// The items waiting on id leave the index together (one lookup, not three per item); each is
-	// settled, or waits on the unknown span further up (never id, which is known now).
+	// The items waiting on id leave the index together; each is settled, or waits further up.
 	for it := t.takeWaiting(id); it != nil; {
 		next := it.waitNext
 		it.waitNext = nil
@@ -511,13 +459,4 @@ func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) 
 		}
 		it = next
 	}
-}
-
-func (r *RecordRef) add(n int) {
-	if n == 0 {
-		return
-	}
-	r.mu.Lock()
-	r.left += n
-	r.mu.Unlock()
 }

@@ -10,21 +10,16 @@ import (
 
 // Content is GenAI content waiting for its span; the content join defines the concrete type.
 type Content interface {
-	Size() int64  // estimated memory, counted in the budget
-	Records() int // log records it holds (what the unmatched count counts)
-	// Tenant is TenantOf the logs request the content came in: it joins only spans of that tenant.
-	Tenant() string
+	Size() int64    // estimated memory, counted in the budget
+	Records() int   // log records it holds (what the unmatched count counts)
+	Tenant() string // TenantOf its logs request: it joins only spans of that tenant
 }
 
-// Join is the content join's hook into the memory, called under a shard lock (all but
-// ScopeAwaitsContent) on every batch: pure and quick (no I/O, no locks).
+// Join is the content join's hook, called under a shard lock (but ScopeAwaitsContent): pure and quick.
 type Join interface {
-	// ScopeAwaitsContent: spans of scope may wait for content (asked once per scope of a batch).
-	ScopeAwaitsContent(scope pcommon.InstrumentationScope) bool
-	// AwaitsContent: a kept span of such a scope, with no content waiting, is held for its content.
-	AwaitsContent(span ptrace.Span) bool
-	// Complete: the pieces that arrived for one span are all it needs (the call's output arrived).
-	Complete(content []Content) bool
+	ScopeAwaitsContent(scope pcommon.InstrumentationScope) bool // spans of scope may wait for content
+	AwaitsContent(span ptrace.Span) bool                        // a kept span of such a scope waits
+	Complete(content []Content) bool                            // the pieces are all a span needs
 	// Apply joins every piece gathered for span, once; false when the span keeps its own (precedence).
 	Apply(span ptrace.Span, content []Content) bool
 }
@@ -51,8 +46,8 @@ const (
 	ContentDiscarded                       // its span was dropped or already went on
 )
 
-// AddContent gives content for span (traceID, spanID) to the memory; ref (may be nil), the journal
-// record it came in, is done when the content is joined or discarded.
+// AddContent gives content for span (traceID, spanID) to the memory; ref (may be nil), its journal
+// record, is done when the content is joined or discarded.
 func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Content, ref *RecordRef) ContentOutcome {
 	now := m.cfg.Now()
 	var out released
@@ -76,12 +71,8 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 			sh.endContentWait(m, t, it, now, ReleaseContent, &out)
 		}
 	case it == nil && !seen:
-		if t.content == nil {
-			t.content = map[pcommon.SpanID][]waitingContent{}
-		}
-		t.content[spanID] = append(t.content[spanID], wc)
+		sh.setContent(t, spanID, append(t.content[spanID], wc))
 		m.addBytes(t, wc.bytes())
-		sh.withContent[t] = struct{}{}
 	default: // held for another tenant, dropped (also gone on as a connector), or gone on: discarded
 		outcome = ContentDiscarded
 		why := UnmatchedSpanDropped
@@ -113,8 +104,8 @@ func (sh *shard) endContentWait(m *Memory, t *trace, it *item, now time.Time, wh
 	return it.reason == 0
 }
 
-// apply joins cs onto span and remembers own for a copy of the span sent again (in the budget until
-// the trace is forgotten or compacted); when the span keeps its own content, own counts unmatched.
+// apply joins cs onto span and remembers own for a copy of it sent again (in the budget until the
+// trace is forgotten or compacted); when the span keeps its own content, own counts unmatched.
 func (m *Memory) apply(t *trace, span ptrace.Span, cs, own []waitingContent, out *released) {
 	if !m.join.Apply(span, contentsOf(cs)) {
 		out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(own)
@@ -124,19 +115,15 @@ func (m *Memory) apply(t *trace, span ptrace.Span, cs, own []waitingContent, out
 	if len(own) == 0 {
 		return
 	}
-	r := t.keepRefs()
-	if r.joined == nil {
-		r.joined = map[pcommon.SpanID][]waitingContent{}
-	}
-	id := span.SpanID()
+	joined, id := made(&t.keepRefs().joined), span.SpanID()
 	for _, c := range own {
-		r.joined[id] = append(r.joined[id], waitingContent{content: c.content})
+		joined[id] = append(joined[id], waitingContent{content: c.content})
 		m.addBytes(t, c.bytes())
 	}
 }
 
-// joinWaitingContent joins the content waiting for a kept span that just arrived, and that joined
-// onto an earlier copy of it; it returns the waiting content's records, done when it is handed on.
+// joinWaitingContent joins onto a kept span that just arrived the content waiting for it and that
+// joined onto an earlier copy; it returns the waiting content's records, done when it is handed on.
 func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, tenant string, out *released,
 ) []*RecordRef {
 	id := span.SpanID()
@@ -148,16 +135,6 @@ func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, tenan
 		m.apply(t, span, all, own, out)
 	}
 	return refsOf(cs)
-}
-
-// forgetJoined forgets the content remembered as joined onto span id (its trace is compacted).
-func (sh *shard) forgetJoined(m *Memory, t *trace, id pcommon.SpanID) {
-	m.addBytes(t, -bytesOf(t.joinedOf(id)))
-	if t.refs != nil {
-		if delete(t.refs.joined, id); len(t.refs.joined) == 0 {
-			t.refs.joined = nil
-		}
-	}
 }
 
 // takeWaitingContent moves the content waiting for it into it (another tenant's is discarded).
@@ -188,16 +165,17 @@ func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
 
 // returnHeldContent puts the content a discarded held copy gathered back to wait for a resend.
 func (sh *shard) returnHeldContent(t *trace, it *item) {
-	if len(it.content) == 0 {
-		return
+	if len(it.content) > 0 {
+		id := it.span.SpanID()
+		sh.setContent(t, id, append(it.content, t.content[id]...))
+		it.content = nil
 	}
-	if t.content == nil {
-		t.content = map[pcommon.SpanID][]waitingContent{}
-	}
-	id := it.span.SpanID()
-	t.content[id] = append(it.content, t.content[id]...)
+}
+
+// setContent makes cs the content waiting for span id of t (its bytes are the caller's to count).
+func (sh *shard) setContent(t *trace, id pcommon.SpanID, cs []waitingContent) {
+	made(&t.content)[id] = cs
 	sh.withContent[t] = struct{}{}
-	it.content = nil
 }
 
 // ownContent is cs's content with tenant's credentials (usually cs); the rest counts unmatched in out.

@@ -5,15 +5,15 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Delivery is released spans of one request client context, for one next.ConsumeTraces call. Its
-// bytes stay in the budget until it is Delivered (or Discarded); Requeue puts a refused one back.
+// Delivery is released spans of one request client context, for one next.ConsumeTraces call, in
+// the budget until it is Delivered (or Discarded); Requeue puts a refused one back.
 type Delivery struct {
 	Info   client.Info
 	Traces ptrace.Traces
 	Spans  int
 	bytes  int64
 	refs   map[*RecordRef]int
-	sized  bool // bytes were counted exactly (sizeDeliveries), not from estimates
+	sized  bool // bytes were counted exactly (sizeDeliveries)
 }
 
 // group builds one delivery per request, spans under copies of their own resource and scope.
@@ -117,18 +117,4 @@ func (m *Memory) TakeReady() []*Delivery {
 	m.ready = nil
 	m.readyMu.Unlock()
 	return ds
-}
-
-// heldCopy collects copies of held spans for the journal, under their resource and scope.
-type heldCopy struct {
-	td    ptrace.Traces
-	under copier
-}
-
-func newHeldCopy() *heldCopy { return &heldCopy{td: ptrace.NewTraces(), under: newCopier()} }
-
-func (c *heldCopy) add(o *scopeOrigin, span ptrace.Span) ptrace.Span {
-	cp := c.under.spans(c.td, o).AppendEmpty()
-	span.CopyTo(cp)
-	return cp
 }

@@ -12,9 +12,9 @@
 //	           and waiting content are kept
 //	forgotten  not in memory (never seen, or forgotten)
 //
-// and carries, whatever its state: open parents (ids delivered spans point at and that it has not
-// seen), content waiting for its span, content joined onto its spans (for copies sent again), and
-// the journal records of its open parents and dropped spans (kept until it is forgotten).
+// and carries in any state: open parents (ids delivered spans point at that it has not seen), content
+// waiting for its span, content joined onto its spans (for copies sent again), and the journal
+// records of its open parents and dropped spans (kept until it is forgotten).
 //
 // A kept span is, in turn:
 //
@@ -23,24 +23,21 @@
 //	           for its content (WaitContent), or both
 //	ready      released (or a delivery of its own call: carrying content joined on arrival, or a
 //	           connector), in a Delivery counted in ReadyBytes until the next component takes it
-//	handed on  Delivered (or Discarded): its journal record is done when its last span is (a
-//	           record of content joined onto it stays until its trace is forgotten: a resend
-//	           after a refusal joins that content again)
+//	handed on  Delivered (or Discarded): its journal record is done when its last span is (a record
+//	           of content joined onto it stays until its trace is forgotten: a resend after a
+//	           refusal joins that content again)
 //
 // With a journal every call runs: plan (read only: which spans may be held, or go on as deliveries
 // of the call) -> write ahead (one KindSpans record of copies of those spans) -> apply (the events
-// below, under the shard locks) -> write the open parents and dropped spans it made known (a resend
-// writes them again) -> answer. A failed write ahead refuses the call before anything changed;
-// nothing is ever undone. A failed write after apply cannot refuse the call (its resend would
-// deliver twice what went on): it is logged, and only where late spans hang after a crash depends
-// on it. A span the plan did not expect to hold (its trace changed since) goes on at once by rule 1.
+// below, under the shard locks) -> write the open parents and dropped spans it made known -> answer.
+// A failed write ahead refuses the call before anything changed; nothing is ever undone. A failed
+// write after apply is logged (a resend would deliver twice what went on): only where late spans
+// hang after a crash depends on it. A span the plan did not expect to hold goes on by rule 1.
 //
-// Why: the plan looks at the call itself (a span whose walk ends inside the call can hold nothing)
-// and asks the memory read-only questions per span (is content waiting for it or a copy of it held,
-// is it an open parent, and for a span kept only in an experiment, is its trace one), so calls of
-// whole traces write no held span and the plan adds no state. Planning from a copy of the memory,
-// or applying and undoing, would each add states; what the plan cannot foresee ends in rule 1,
-// which is always safe. Without a journal there is no plan (the benchmarks).
+// Why: the plan looks at the call itself (a span whose walk ends inside it can hold nothing) and asks
+// the memory read-only questions per span, so calls of whole traces write no held span and the plan
+// adds no state. Planning from a copy of the memory, or applying and undoing, would each add states;
+// what the plan cannot foresee ends in rule 1, which is always safe. Without a journal, no plan.
 //
 // # Events
 //
@@ -61,9 +58,8 @@
 //	                          journaled); permanent: counted undeliverable, its records done
 //	shutdown                  Drain releases every held span by rule 1 (on_shutdown: keep leaves
 //	                          them journaled)
-//	recovery                  content (its wait restarts), then dropped records, then open parents
-//	                          with the spans pointing at them, then held spans are restored from the
-//	                          journal, records and held spans with their original time
+//	recovery                  content (its wait restarts), dropped records, open parents with the
+//	                          spans pointing at them, then held spans, all with their original time
 //	remember_duration idle    an idle trace is forgotten, or compacted to late when it has open
 //	                          parents or waiting content; late_parent_window ends a late trace
 //

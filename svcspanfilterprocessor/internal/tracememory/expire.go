@@ -1,6 +1,9 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Expire ends the waits that are over and forgets idle and late traces (doc.go, "wait ends").
 func (m *Memory) Expire() {
@@ -34,22 +37,14 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 			}
 		}
 	}
+	expired := func(c waitingContent) bool { return now.Sub(c.at) >= cfg.ContentWait }
 	for t := range sh.withContent { // content that waited ContentWait for its span is discarded
 		for id, cs := range t.content {
-			keep := cs[:0]
-			var gone []waitingContent
-			for _, c := range cs {
-				if now.Sub(c.at) >= cfg.ContentWait {
-					gone = append(gone, c)
-				} else {
-					keep = append(keep, c)
-				}
-			}
-			if len(gone) > 0 {
+			if slices.ContainsFunc(cs, expired) {
+				gone := slices.DeleteFunc(slices.Clone(cs), func(c waitingContent) bool { return !expired(c) })
 				sh.dropContent(m, t, id, gone, UnmatchedNoSpan, out)
-				if len(keep) > 0 {
-					t.content[id] = keep
-					sh.withContent[t] = struct{}{}
+				if keep := slices.DeleteFunc(cs, expired); len(keep) > 0 {
+					sh.setContent(t, id, keep)
 				}
 			}
 		}
@@ -67,18 +62,22 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	}
 }
 
-// finish hands what an operation released to the releaser and its events to the observer.
-func (m *Memory) finish(out *released) {
+// finish hands what an operation released to the releaser.
+func (m *Memory) finish(out *released) { m.queue(m.settle(out)) }
+
+// settle ends an operation, with no shard lock held: its records are done, its open parents and
+// dropped spans journaled before the spans that point at them go on, and its events observed.
+func (m *Memory) settle(out *released) []*Delivery {
 	out.finishRefs()
-	m.journalAfterApply(out) // before the spans that point at them go on
-	m.queue(m.group(out.items))
+	m.journalAfterApply(out)
 	if !out.stats.empty() {
 		m.observe(&out.stats)
 	}
+	return m.group(out.items)
 }
 
-// overBudget reports which bound the memory exceeds, if any. Ready spans count against the memory
-// limit but cannot be evicted: when they alone fill it, Admit pushes back instead.
+// overBudget reports which bound the memory exceeds, if any. Ready spans count but cannot be
+// evicted: when they alone fill the limit, Admit pushes back instead.
 func (m *Memory) overBudget() (EvictReason, bool) {
 	if m.bytes.Load()+m.readyBytes.Load() > m.cfg.MemoryLimitBytes && m.bytes.Load() > 0 {
 		return EvictMemoryLimit, true
@@ -102,8 +101,7 @@ func (m *Memory) Enforce() {
 }
 
 // fronts are the activity times of the shards' oldest traces of one kind (idle or waiting), read
-// once per Enforce, not per eviction (a full memory evicts about as many traces as a batch brings).
-// A front can only become newer (traces join at the back): the order stays oldest first.
+// once per Enforce, not per eviction; a front only becomes newer, so the order stays oldest first.
 type fronts struct {
 	waiting bool
 	at      []time.Time
@@ -121,7 +119,6 @@ func (f *fronts) scan(m *Memory) {
 	}
 }
 
-// read notes the front of shard i (under its lock) and returns it.
 func (f *fronts) read(i int, sh *shard) *trace {
 	t := sh.oldest(f.waiting)
 	if f.has[i] = t != nil; t != nil {
@@ -170,7 +167,7 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 	return true
 }
 
-// oldest is the shard's next to evict: its oldest waiting trace, or oldest idle or late one without content.
+// oldest is the shard's next to evict: its oldest waiting trace, or idle or late one without content.
 func (sh *shard) oldest(waiting bool) *trace {
 	if waiting {
 		return sh.waiting.head
@@ -188,8 +185,7 @@ func (sh *shard) oldest(waiting bool) *trace {
 	return oldest
 }
 
-// ContentRoom reports ErrContentOverloaded when content of size bytes does not fit in the memory
-// limit even after evicting what can go without loss (not waiting content, not refused spans).
+// ContentRoom: ErrContentOverloaded when size bytes do not fit even after evicting what can go without loss.
 func (m *Memory) ContentRoom(size int64) error {
 	if m.Bytes()+size > m.cfg.MemoryLimitBytes {
 		m.Enforce()

@@ -8,16 +8,13 @@ import (
 // Held spans are sized lazily: most are released by the next request, and sizing a span exactly
 // (spanSize) reads every string value behind its own pointer, cache misses that were a sixth of the
 // held path's CPU. A span is held with an estimate that reads no value (spanEstimate), sized at the
-// releaser's next tick (Expire) or once its shard holds over unsizedCap estimates; a released span
-// keeps its estimate in the ready bytes until handed on (a refused delivery is sized at Requeue).
-
-// unsizedCap bounds the estimated held spans of a shard: 2,048 over the default 32 shards, one large
-// request's, while most requests hold about 5 per shard (480 spans of 20 agent traces).
+// next Expire or once its shard holds over unsizedCap estimates (2,048 over 32 shards, one large
+// request's); a released span keeps its estimate until handed on (or sized at Requeue).
 const unsizedCap = 64
 
-// perEntryScale is the fixed point of the mean bytes per attribute, event or link: a map entry (56)
-// and a short key and value before any sizing. maxPerEntry caps what one sizing pass teaches, or a
-// few prompts in attributes would make every later span count as large (and evict early).
+// perEntryScale is the fixed point of the mean bytes per attribute, event or link (a map entry and a
+// short key and value before any sizing). maxPerEntry caps what one sizing pass teaches, or a few
+// prompts in attributes would make every later span count as large.
 const (
 	perEntryScale   = 16
 	initialPerEntry = 104 * perEntryScale
@@ -28,8 +25,7 @@ const (
 // sizedHook, when set (tests), is called with each span sized exactly while it is held.
 var sizedHook func(ptrace.Span)
 
-// spanEstimate is span's held size until sized: its fixed part, its name and the learned mean size
-// of an entry times its entries (lengths stored in the span: no value is read). Under the shard's lock.
+// spanEstimate is span's size until sized: fixed part, name, and entries times their learned mean size.
 func (sh *shard) spanEstimate(span ptrace.Span) int64 {
 	return itemCost + spanBase + int64(len(span.Name())) + entriesOf(span)*sh.perEntry/perEntryScale
 }
@@ -65,9 +61,9 @@ func (sh *shard) resize(m *Memory, it *item, exact int64) {
 	it.bytes, it.sized = exact, true
 }
 
-// sizeHeld sizes the shard's estimated held spans exactly (under its lock) and moves the memory's
-// mean bytes per entry 1/8 toward theirs (a lost update only delays it by a pass). The shard keeps a
-// copy to read per held span: the memory's shares a cache line other cores write at every lock.
+// sizeHeld sizes the shard's estimated held spans exactly and moves the memory's mean bytes per
+// entry 1/8 toward theirs (a lost update only delays it); the shard keeps a copy to read per span
+// (the memory's shares a cache line other cores write at every lock).
 func (sh *shard) sizeHeld(m *Memory) {
 	var extra, entries int64
 	for len(sh.unsized) > 0 {

@@ -1,14 +1,20 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"cmp"
+	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/svc/svc-collector/pkg/credentials"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
@@ -39,17 +45,15 @@ type Memory struct {
 	cfg     Config
 	journal journal.Journal
 	join    Join
-	joins   bool         // join is not noJoin
 	observe func(*Stats) // the Stats of every operation that had events
 	shards  []*shard
-	// bytes: records, held spans and waiting content; heldBytes the held spans alone.
-	bytes, heldBytes, heldSpans, traces, readyBytes atomic.Int64
-	// perEntry: the learned mean size of an attribute, event or link (lazysize.go).
-	perEntry atomic.Int64
-	scratch  sync.Pool
-	readyMu  sync.Mutex
-	ready    []*Delivery
-	wake     chan struct{}
+	// bytes: records, held spans and waiting content; heldBytes the held spans alone; perEntry the
+	// learned mean size of an attribute, event or link (lazysize.go).
+	bytes, heldBytes, heldSpans, traces, readyBytes, perEntry atomic.Int64
+	scratch                                                   sync.Pool
+	readyMu                                                   sync.Mutex
+	ready                                                     []*Delivery
+	wake                                                      chan struct{}
 }
 
 type shard struct {
@@ -58,8 +62,8 @@ type shard struct {
 	// idle (no held span), waiting (held spans) and late (compacted) traces, oldest activity first.
 	idle, waiting, late *traceList
 	withContent         map[*trace]struct{} // traces with content waiting for its span
-	// pending are the count changes made under the lock, published once per locked section
-	// (unlock): shards would otherwise contend span by span for the counters' cache line.
+	// pending are the count changes made under the lock, published at unlock: shards would
+	// otherwise contend span by span for the counters' cache line.
 	pending counts
 	// unsized: held items counted by their estimate; perEntry: the memory's at the last sizing (lazysize.go).
 	unsized  unsizedList
@@ -88,21 +92,13 @@ func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, zap.NewNop())
 	cfg.LateParentWindow = max(cfg.LateParentWindow, cfg.RememberDuration)
-	if j == nil {
-		j = journal.Nop
-	}
-	joins := join != nil
-	if join == nil {
-		join = noJoin{}
-	}
+	j, join = cmp.Or(j, journal.Nop), cmp.Or[Join](join, noJoin{})
 	if observe == nil {
 		observe = func(*Stats) {}
 	}
-	m := &Memory{cfg: cfg, journal: j, join: join, joins: joins, observe: observe, wake: make(chan struct{}, 1)}
+	m := &Memory{cfg: cfg, journal: j, join: join, observe: observe, wake: make(chan struct{}, 1)}
 	m.scratch.New = func() any { return &admitScratch{} }
 	m.perEntry.Store(initialPerEntry)
 	m.shards = make([]*shard, cfg.Shards)
@@ -129,8 +125,8 @@ func (m *Memory) Bytes() int64          { return m.bytes.Load() + m.readyBytes.L
 func (m *Memory) Traces() int64         { return m.traces.Load() }
 func (m *Memory) Wake() <-chan struct{} { return m.wake }
 
-// traceList is a shard's list of traces linked through the traces themselves: a trace moves
-// between lists on every hold and release, and an element allocated per move showed in profiles.
+// traceList is a shard's list of traces linked through the traces themselves (a trace moves
+// between lists on every hold and release: an element allocated per move showed in profiles).
 type traceList struct{ head, tail *trace }
 
 // pushBack appends t, which is on no list.
@@ -144,7 +140,6 @@ func (l *traceList) pushBack(t *trace) {
 	l.tail = t
 }
 
-// remove takes t out of l, the list it is on.
 func (l *traceList) remove(t *trace) {
 	if t.prev != nil {
 		t.prev.next = t.next
@@ -157,4 +152,182 @@ func (l *traceList) remove(t *trace) {
 		l.tail = t.prev
 	}
 	t.list, t.prev, t.next = nil, nil, nil
+}
+
+func (t *trace) unlist() {
+	if t.list != nil {
+		t.list.remove(t)
+	}
+}
+
+// ReleaseReason is why held spans went on.
+type ReleaseReason uint8
+
+const (
+	ReleaseParentArrived ReleaseReason = iota // the parent (or, through dropped spans, an ancestor) arrived
+	ReleaseWaitExpired                        // the trace was idle for wait_duration
+	ReleaseMaxWait                            // the span waited max_wait_duration
+	ReleaseEvicted                            // the memory limit or max_traces was reached
+	ReleaseShutdown                           // the collector stopped
+	ReleaseContent                            // its content arrived or its content wait ended
+	NumReleaseReasons
+)
+
+func (r ReleaseReason) String() string {
+	return [...]string{"parent_arrived", "wait_expired", "max_wait", "evicted", "shutdown", "content"}[r]
+}
+
+// EvictReason is the bound that made the memory evict a trace.
+type EvictReason uint8
+
+const (
+	EvictMemoryLimit EvictReason = iota
+	EvictMaxTraces
+	NumEvictReasons
+)
+
+func (r EvictReason) String() string { return [...]string{"memory_limit", "max_traces"}[r] }
+
+// ReparentReason is why a kept span's parent id was changed.
+type ReparentReason uint8
+
+const (
+	ReparentDroppedParent  ReparentReason = iota // moved to the nearest kept (or connector) ancestor
+	ReparentNoKeptAncestor                       // every ancestor is known dropped: made a root
+	ReparentOpenAncestor                         // the wait ended at an unknown ancestor above a dropped parent
+	ReparentCycle                                // its parent chain led back to it (a hostile tree): made a root
+	NumReparentReasons
+)
+
+func (r ReparentReason) String() string {
+	return [...]string{"dropped_parent", "no_kept_ancestor", "open_ancestor", "cycle"}[r]
+}
+
+// UnmatchedReason is why content records were not joined onto their span.
+type UnmatchedReason uint8
+
+const (
+	UnmatchedSpanDropped    UnmatchedReason = iota // the filter dropped its span
+	UnmatchedSpanGone                              // its span had already gone on
+	UnmatchedNoSpan                                // it waited ContentWait (or its trace was forgotten) without its span
+	UnmatchedSpanHasContent                        // the span carried its own content, which takes precedence
+	UnmatchedOtherTenant                           // its span came with another tenant's credentials
+	NumUnmatchedReasons
+)
+
+func (r UnmatchedReason) String() string {
+	return [...]string{"span_dropped", "span_gone", "no_span", "span_has_content", "other_tenant"}[r]
+}
+
+// Stats are the events of one memory operation, handed to the observer outside the locks.
+type Stats struct {
+	Released         [NumReleaseReasons]int64
+	Reparented       [NumReparentReasons]int64
+	Evicted          [NumEvictReasons]int64
+	EvictedWaiting   int64 // evicted traces that held spans (released early)
+	Connectors       int64
+	ContentJoined    int64 // spans that received joined content
+	ContentUnmatched [NumUnmatchedReasons]int64
+	ContentWaits     []time.Duration // how long each span held for its content waited
+}
+
+// empty reports whether s has no event (every field of Stats belongs here).
+func (s *Stats) empty() bool {
+	return s.Released == [NumReleaseReasons]int64{} && s.Reparented == [NumReparentReasons]int64{} &&
+		s.Evicted == [NumEvictReasons]int64{} && s.EvictedWaiting == 0 && s.Connectors == 0 &&
+		s.ContentJoined == 0 && s.ContentUnmatched == [NumUnmatchedReasons]int64{} && len(s.ContentWaits) == 0
+}
+
+// HeldReason is what a held span waits for: a bitmask, released when it is zero.
+type HeldReason uint8
+
+const (
+	WaitParent  HeldReason = 1 << iota // the walk to its nearest kept ancestor reached an unknown span
+	WaitContent                        // a content candidate whose content has not arrived
+)
+
+// requestOrigin is the client context of a request: released spans go on with their own request's.
+type requestOrigin struct {
+	info   client.Info
+	tenant string
+}
+
+func newRequestOrigin(info client.Info) *requestOrigin {
+	return &requestOrigin{info: info, tenant: TenantOf(info)}
+}
+
+// TenantOf is whom a request speaks for: its svc credentials (forwarded by a pass-through gateway),
+// or empty. Content joins only its tenant's spans: no tenant's prompts reach another's project.
+func TenantOf(info client.Info) string {
+	return strings.Join(info.Metadata.Get(credentials.MetadataKey), "\n")
+}
+
+// resourceOrigin and scopeOrigin are shared by every span taken from one ResourceSpans / ScopeSpans.
+type resourceOrigin struct {
+	request   *requestOrigin
+	resource  pcommon.Resource
+	schemaURL string
+}
+
+type scopeOrigin struct {
+	resource  *resourceOrigin
+	scope     pcommon.InstrumentationScope
+	schemaURL string
+}
+
+// item is a kept span the memory holds (or has released and not yet handed on).
+type item struct {
+	span   ptrace.Span
+	origin *scopeOrigin
+	trace  *trace
+	heldAt time.Time // starts the max wait and the content wait; recovery restores it
+	reason HeldReason
+	// waitOn is the unknown span the parent walk stopped at; waitPrev and waitNext link the items
+	// waiting on it (trace.waitingOn), taken out in constant time with no allocation per span.
+	waitOn             pcommon.SpanID
+	waitPrev, waitNext *item
+	ref                *RecordRef // the journal record of the call that held it
+	// bytes is what it counts in the budget: an estimate until sized (lazysize.go); unsizedAt its
+	// place in shard.unsized until then. indexed: in trace.waitingOn.
+	bytes                int64
+	unsizedAt            int32
+	held, indexed, sized bool
+	content              []waitingContent // gathered while it waits for the rest (WaitContent)
+	contentRefs          []*RecordRef     // records of the content joined onto it, done when it is handed on
+}
+
+func (it *item) tenant() string { return it.origin.resource.request.tenant }
+
+// RecordRef counts the items of a journal record not yet handed on; the last removes the record.
+type RecordRef struct {
+	mu   sync.Mutex
+	id   uint64
+	left int
+	m    *Memory
+}
+
+// NewRecordRef is the reference of journal record id with items still to hand on.
+func (m *Memory) NewRecordRef(id uint64, items int) *RecordRef {
+	return &RecordRef{id: id, left: items, m: m}
+}
+
+// Done marks n items of the record handed on or discarded.
+func (r *RecordRef) Done(n int) { r.add(-n) }
+
+// add counts n more items of the record (fewer when n < 0); the record is removed when none is left.
+func (r *RecordRef) add(n int) {
+	if r == nil || n == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.left += n
+	id, last := r.id, r.left == 0
+	r.mu.Unlock()
+	if last && id != 0 {
+		if err := r.m.journal.Remove(context.Background(), id); err != nil {
+			r.m.cfg.Logger.Warn("Could not remove a delivered journal record; the journal retries with its "+
+				"next write (a restart before that delivers it again)",
+				zap.Uint64("record", id), zap.Error(err))
+		}
+	}
 }

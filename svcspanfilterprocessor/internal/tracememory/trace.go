@@ -1,9 +1,13 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"encoding/hex"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/pkg/svcattr"
 )
 
 // spanState is what the memory knows of a span it has seen.
@@ -33,20 +37,15 @@ const (
 	contentCost = 64
 )
 
-// trace is the memory of one trace.
 type trace struct {
 	id      pcommon.TraceID
 	records map[pcommon.SpanID]record
-	// held are the held items by their own span id (a span sent twice replaces its held copy).
-	held map[pcommon.SpanID]*item
-	// waitingOn indexes held items by the unknown span their parent walk stopped at, so the arrival
-	// of that span resolves exactly them: the first of a list linked through item.waitNext. Change
-	// it through setWaitingHead, addWaiting, removeWaiting and takeWaiting.
+	held    map[pcommon.SpanID]*item // by their own span id (a copy sent again replaces the held one)
+	// waitingOn indexes held items by the unknown span their parent walk stopped at (the first of a
+	// list linked through item.waitNext), so the arrival of that span resolves exactly them.
 	waitingOn map[pcommon.SpanID]*item
-	// open are parents that delivered spans point at and that were not seen when they were delivered.
-	open map[pcommon.SpanID]struct{}
-	// content waits for its span (issue 18), by span id.
-	content map[pcommon.SpanID][]waitingContent
+	open      map[pcommon.SpanID]struct{}         // open parents (below)
+	content   map[pcommon.SpanID][]waitingContent // waiting for its span, by span id
 	// refs holds what few traces need (nil until then): a remembered trace stays 128 bytes, the
 	// heap per remembered trace that BenchmarkRememberedTraces measures.
 	refs       *traceRefs
@@ -54,27 +53,21 @@ type trace struct {
 
 	lastActivity time.Time
 	bytes        int64
-	// list is the shard list the trace is on (idle, waiting or late), prev and next its neighbours
-	// there.
-	list       *traceList
-	prev, next *trace
+	list         *traceList // the shard list it is on (idle, waiting or late)
+	prev, next   *trace     // its neighbours there
 }
 
-// traceRefs are the journal records a trace keeps until it is forgotten and the content joined
-// onto its spans.
+// traceRefs: the journal records a trace keeps until it is forgotten, and content joined onto its spans.
 type traceRefs struct {
-	// records are those of its dropped spans and open parents (dropped.go).
-	records []*RecordRef
-	// joinedRecs are the records of content joined onto spans that went on in their own call (a
-	// resend after a refusal of that call joins the content again).
+	records []*RecordRef // of its dropped spans and open parents (journaled.go)
+	// joinedRecs: of content joined onto spans that went on in their own call (a resend after a
+	// refusal of that call joins the content again).
 	joinedRecs []*RecordRef
-	// joined is the content joined onto spans that went on (or are held carrying it), by span id:
-	// a copy of such a span sent again (a client retrying) gets it too, for as long as the trace
-	// is remembered, so that the copy the platform keeps last is never one without it.
+	// joined is the content joined onto spans that went on (or are held carrying it), by span id: a
+	// copy sent again gets it too, so that the copy the platform keeps last is never one without it.
 	joined map[pcommon.SpanID][]waitingContent
 }
 
-// joinedOf is the content joined onto span id; joinedMap all of it, by span id.
 func (t *trace) joinedOf(id pcommon.SpanID) []waitingContent {
 	if t.refs == nil {
 		return nil
@@ -82,11 +75,12 @@ func (t *trace) joinedOf(id pcommon.SpanID) []waitingContent {
 	return t.refs.joined[id]
 }
 
-func (t *trace) joinedMap() map[pcommon.SpanID][]waitingContent {
-	if t.refs == nil {
-		return nil
+// made is *m, made on first use: a remembered trace keeps no empty map (the GC marks each).
+func made[K comparable, V any](m *map[K]V) map[K]V {
+	if *m == nil {
+		*m = map[K]V{}
 	}
-	return t.refs.joined
+	return *m
 }
 
 // keepRefs is t's traceRefs, made on first use.
@@ -95,10 +89,6 @@ func (t *trace) keepRefs() *traceRefs {
 		t.refs = &traceRefs{}
 	}
 	return t.refs
-}
-
-func newTrace(id pcommon.TraceID) *trace {
-	return &trace{id: id, bytes: traceCost}
 }
 
 // walkEnd is where a parent walk through known-dropped spans ends.
@@ -110,11 +100,10 @@ const (
 	endUnknown                  // a span the trace has not seen
 )
 
-// walk goes up from parent through spans known to be dropped and returns where it ends and the id
-// there (empty for endRoot). A malformed cycle ends as a root.
-func (t *trace) walk(self, parent pcommon.SpanID) (walkEnd, pcommon.SpanID) {
-	p := parent
-	for steps := 0; steps <= len(t.records); steps++ {
+// walk goes up from p through spans known to be dropped and returns where it ends and the id there
+// (empty for endRoot). A malformed cycle ends as a root.
+func (t *trace) walk(self, p pcommon.SpanID) (walkEnd, pcommon.SpanID) {
+	for range len(t.records) + 1 {
 		if p.IsEmpty() || p == self {
 			return endRoot, pcommon.SpanID{}
 		}
@@ -130,13 +119,11 @@ func (t *trace) walk(self, parent pcommon.SpanID) (walkEnd, pcommon.SpanID) {
 	return endRoot, pcommon.SpanID{}
 }
 
-// cutsCycle is asked before span id goes on below at, a span in the delivered tree: when the
-// chain of parents from at, through every span the trace knows, leads back to id, the two would
-// form a cycle (a span that is its own ancestor: a hostile or broken tree, within a request or
-// across requests). It then reports true, and id's record forgets its parent, so that id goes on
-// as a root and no later walk follows the cycle.
-func (t *trace) cutsCycle(id, at pcommon.SpanID) bool {
-	p := at
+// cutsCycle is asked before span id goes on below at, a span in the delivered tree: when the chain
+// of parents from at, through every span the trace knows, leads back to id (a hostile or broken
+// tree), it reports true and id's record forgets its parent: id goes on as a root, and no later walk
+// follows the cycle.
+func (t *trace) cutsCycle(id, p pcommon.SpanID) bool {
 	for steps := 0; steps <= len(t.records) && !p.IsEmpty(); steps++ {
 		if p == id {
 			if rec, ok := t.records[id]; ok {
@@ -186,15 +173,12 @@ func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
 }
 
 // Open parents are ids that delivered spans point at and that the memory has not seen: a dropped
-// span with such an id, arriving within late_parent_window, goes on as a connector span so that
-// the tree stays whole. They are journaled (KindOpenParents, dropped.go) before the spans pointing at
-// them go on, so that a restart still bridges them; each with a span that went on pointing at it,
-// so that the parent arriving after the restart with that span as its own parent is cut as a cycle
-// (trace.cutsCycle).
+// span with such an id goes on as a connector span. They are journaled (KindOpenParents) before the
+// spans pointing at them go on, each with such a span, so that after a restart they are still
+// bridged, and a parent closing a cycle is still cut.
 
-// open makes id an open parent of t (under the shard lock), child going on pointing at it; it is
-// journaled with what the operation released (journalAfterApply), for every child (any may be the
-// parent's own parent).
+// open makes id an open parent of t, child going on pointing at it; journalAfterApply writes it
+// (for every child: any may be the parent's own parent).
 func (out *released) open(m *Memory, t *trace, id, child pcommon.SpanID) {
 	t.addOpen(m, id)
 	if m.cfg.Journaled {
@@ -203,11 +187,8 @@ func (out *released) open(m *Memory, t *trace, id, child pcommon.SpanID) {
 }
 
 func (t *trace) addOpen(m *Memory, id pcommon.SpanID) {
-	if t.open == nil {
-		t.open = map[pcommon.SpanID]struct{}{}
-	}
 	if _, ok := t.open[id]; !ok {
-		t.open[id] = struct{}{}
+		made(&t.open)[id] = struct{}{}
 		m.addBytes(t, openCost)
 	}
 }
@@ -225,18 +206,13 @@ func (t *trace) closeOpen(m *Memory, id pcommon.SpanID) bool {
 // setWaitingHead makes first the first item of the list waiting on on; nil removes the list.
 func (t *trace) setWaitingHead(on pcommon.SpanID, first *item) {
 	if first != nil {
-		if t.waitingOn == nil {
-			t.waitingOn = map[pcommon.SpanID]*item{}
-		}
-		t.waitingOn[on] = first
+		made(&t.waitingOn)[on] = first
 	} else if delete(t.waitingOn, on); len(t.waitingOn) == 0 {
 		t.waitingOn = nil // a remembered trace keeps no empty index
 	}
 }
 
-// removeWaiting takes it out of the waiting index in constant time, so that the arrival of a
-// parent that many spans wait on settles them in linear time. It does nothing when it is not in
-// the index (indexed, so that this costs no lookup).
+// removeWaiting takes it out of the waiting index, if it is in, in constant time (settling n is linear).
 func (t *trace) removeWaiting(it *item) {
 	if !it.indexed {
 		return
@@ -263,8 +239,7 @@ func (t *trace) addWaiting(it *item, on pcommon.SpanID) {
 	t.setWaitingHead(on, it)
 }
 
-// takeWaiting takes the items waiting on id out of the index, all at once, and returns the first;
-// the rest follow through item.waitNext, still linked for the caller to walk.
+// takeWaiting takes the items waiting on id out of the index: the first, the rest through waitNext.
 func (t *trace) takeWaiting(id pcommon.SpanID) *item {
 	first := t.waitingOn[id]
 	if first == nil {
@@ -275,4 +250,188 @@ func (t *trace) takeWaiting(id pcommon.SpanID) *item {
 		it.indexed = false
 	}
 	return first
+}
+
+// The methods below run under the shard's lock.
+
+// touch returns the trace of id (created on first sight) marked active at now.
+func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
+	t, ok := sh.traces[id]
+	if !ok {
+		t = &trace{id: id, bytes: traceCost, lastActivity: now}
+		sh.traces[id] = t
+		sh.pending.traces++
+		sh.pending.bytes += t.bytes
+	} else if now.After(t.lastActivity) {
+		t.lastActivity = now
+	}
+	sh.place(t)
+	return t
+}
+
+// place puts t at the back of the list its state belongs to, also when its activity lies in the
+// past (recovery): the idle list is then only roughly ordered, which only delays forgetting it.
+func (sh *shard) place(t *trace) {
+	want := sh.idle
+	if len(t.held) > 0 {
+		want = sh.waiting
+	}
+	if t.list != want || want.tail != t {
+		t.unlist()
+		want.pushBack(t)
+	}
+}
+
+// addBytes changes the size of t and of the memory (under t's shard lock).
+func (m *Memory) addBytes(t *trace, n int64) {
+	t.bytes += n
+	m.shards[m.shardOf(t.id)].pending.bytes += n
+}
+
+// hold makes it a held item of t; the caller has taken any earlier copy out.
+func (sh *shard) hold(m *Memory, t *trace, it *item) {
+	it.held = true
+	made(&t.held)[it.span.SpanID()] = it
+	if !it.sized {
+		sh.unsized.push(it)
+	}
+	m.addBytes(t, it.bytes)
+	sh.pending.heldBytes += it.bytes
+	sh.pending.heldSpans++
+	if len(t.held) == 1 {
+		sh.place(t)
+	}
+}
+
+// unhold takes it out of t's held spans; content it gathered and did not join waits again.
+func (sh *shard) unhold(m *Memory, t *trace, it *item) {
+	sh.returnHeldContent(t, it)
+	t.removeWaiting(it)
+	delete(t.held, it.span.SpanID())
+	if !it.sized {
+		sh.unsized.remove(it) // never sized: it keeps its estimate
+	}
+	it.held = false
+	m.addBytes(t, -it.bytes)
+	sh.pending.heldBytes -= it.bytes
+	sh.pending.heldSpans--
+	if len(t.held) == 0 {
+		t.held = nil // a remembered trace keeps no empty index (the GC marks it in every cycle)
+		sh.place(t)
+	}
+}
+
+// settleParent gives held item it its parent; it is released unless it still waits for content.
+func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.SpanID, reparent ReparentReason, why ReleaseReason, out *released) {
+	t.removeWaiting(it)
+	it.reason &^= WaitParent
+	it.waitOn = pcommon.SpanID{}
+	out.reparent(it.span, parent, reparent)
+	if it.reason == 0 {
+		sh.release(m, t, it, why, out)
+	}
+}
+
+func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
+	sh.joinHeldContent(m, t, it, out) // what it gathered, complete or not: its wait is over
+	sh.unhold(m, t, it)
+	it.reason = 0
+	out.items = append(out.items, it)
+	out.stats.Released[why]++
+}
+
+// expireParent ends its parent wait by rule 1: it points at the unknown span its walk stopped at, now open.
+func (sh *shard) expireParent(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
+	open := it.waitOn
+	out.open(m, t, open, it.span.SpanID())
+	sh.settleParent(m, t, it, open, ReparentOpenAncestor, why, out)
+}
+
+// forget removes a trace that holds nothing.
+func (sh *shard) forget(m *Memory, t *trace, out *released) {
+	for id, cs := range t.content {
+		sh.dropContent(m, t, id, cs, UnmatchedNoSpan, out)
+	}
+	delete(sh.withContent, t)
+	if t.refs != nil {
+		out.done = append(append(out.done, t.refs.records...), t.refs.joinedRecs...)
+	}
+	t.unlist()
+	delete(sh.traces, t.id)
+	sh.pending.traces--
+	sh.pending.bytes -= t.bytes
+	t.bytes = 0
+}
+
+// compact forgets the records of the kept spans of an idle trace but keeps, for the late parent
+// window, its open parents, its experiment flag and the records of its dropped spans and
+// connectors: a late span whose parent walk passes through spans dropped long ago still reaches
+// its nearest kept ancestor. A walk reaching a forgotten kept span waits as at an unknown one, then
+// goes on pointing at it (it is in the delivered tree). Kept spans pointing at an open parent stay
+// too: that parent arriving with one of them as its own parent is a cycle to cut.
+func (sh *shard) compact(m *Memory, t *trace, out *released) {
+	var bridges map[pcommon.SpanID]record
+	for id, rec := range t.records {
+		if rec.state == stateKept {
+			end, at := t.walk(id, rec.parent)
+			if _, open := t.open[at]; end != endUnknown || !open {
+				continue
+			}
+		}
+		made(&bridges)[id] = rec
+	}
+	m.addBytes(t, -int64(len(t.records)-len(bridges))*recordCost)
+	t.records = bridges        // a new map: a Go map does not shrink when entries are deleted
+	if r := t.refs; r != nil { // its kept spans are forgotten: no copy of them is recognised
+		for _, cs := range r.joined {
+			m.addBytes(t, -bytesOf(cs))
+		}
+		out.done = append(out.done, r.joinedRecs...)
+		r.joined, r.joinedRecs = nil, nil
+	}
+	t.unlist()
+	sh.late.pushBack(t)
+}
+
+// reparent points span at parent, counted for why, unless that is its parent already.
+func (out *released) reparent(span ptrace.Span, parent pcommon.SpanID, why ReparentReason) {
+	if parent != span.ParentSpanID() {
+		setParent(span, parent)
+		out.stats.Reparented[why]++
+	}
+}
+
+// setParent points span at parent and records the parent it had, once: a span re-parented by an
+// earlier gateway keeps its true original parent (and its attributes are not copied for nothing).
+func setParent(span ptrace.Span, parent pcommon.SpanID) {
+	if original := span.ParentSpanID(); !original.IsEmpty() {
+		attrs := span.Attributes()
+		if _, had := attrs.Get(svcattr.OriginalParentSpanID); !had {
+			// Room for a few more (the next processors may add some): an append would double the
+			// slice, which a span's attributes usually fill.
+			attrs.EnsureCapacity(attrs.Len() + 4)
+			var buf [2 * len(original)]byte
+			hex.Encode(buf[:], original[:])
+			attrs.PutStr(svcattr.OriginalParentSpanID, string(buf[:]))
+		}
+	}
+	span.SetParentSpanID(parent)
+}
+
+// released collects what one operation released, and its events.
+type released struct {
+	items []*item
+	stats Stats
+	// done are journal records to mark done once the shard locks are released (no I/O under them).
+	done []*RecordRef
+	// opened are the parents that became open and dropped the dropped spans, to journal.
+	opened, dropped entries
+}
+
+// finishRefs marks the collected records done; call it with no shard lock held.
+func (out *released) finishRefs() {
+	for _, r := range out.done {
+		r.Done(1)
+	}
+	out.done = nil
 }

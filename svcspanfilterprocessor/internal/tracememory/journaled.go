@@ -1,0 +1,361 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+)
+
+// writeAhead marks the spans of a call that the memory may hold or release as deliveries of the
+// call (spanRef.mayHold) and writes copies of them, one KindSpans record whose id ref takes, before
+// the call changes anything. A kept span may be held when it may wait for content or its parent
+// walk leaves the call, and goes on as a delivery carrying waiting content or replacing a held
+// copy; a dropped span goes on as a connector when delivered spans point at it. A call of whole
+// traces with no content waiting writes nothing.
+func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og *origins,
+	heldAt time.Time) error {
+	var local map[callKey]int32
+	copies, under := ptrace.NewTraces(), newCopier()
+	m.planVerdicts(refs)
+	for i := range refs {
+		r := &refs[i]
+		switch {
+		case r.planned == Drop:
+			r.mayHold = m.cfg.ConnectorSpans && m.known(r.span, mayConnect)
+		case r.scopeAwaits && m.join.AwaitsContent(r.span):
+			r.mayHold = true
+		default:
+			if local == nil {
+				local = sc.indexCall(refs)
+			}
+			r.mayHold = !resolvesInCall(refs, local, r) || m.known(r.span, waitedForOrHeld)
+		}
+		if !r.mayHold {
+			continue
+		}
+		cp := under.spans(copies, og.get(r)).AppendEmpty()
+		r.span.CopyTo(cp)
+		if r.planned == Drop {
+			toConnector(cp)
+		}
+	}
+	if copies.ResourceSpans().Len() == 0 {
+		return nil
+	}
+	payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(copies)
+	if err != nil {
+		return err
+	}
+	md := Metadata(og.request.info)
+	id, err := m.journal.Append(context.Background(), journal.KindSpans, heldAt, md, payload)
+	ref.id = id
+	return err
+}
+
+// mayConnect and waitedForOrHeld are what writeAhead asks the memory of a span (under its shard's
+// lock): delivered spans point at it, or it went on as a connector before; content waits for it, or
+// a copy of it is held (this call releases it, so it must carry it durably).
+func mayConnect(t *trace, id pcommon.SpanID) bool {
+	_, open := t.open[id]
+	return open || t.records[id].state == stateConnector
+}
+
+func waitedForOrHeld(t *trace, id pcommon.SpanID) bool {
+	_, waited := t.content[id]
+	return waited || t.held[id] != nil
+}
+
+// known asks what of span's trace, if the memory has it.
+func (m *Memory) known(span ptrace.Span, what func(*trace, pcommon.SpanID) bool) bool {
+	sh := m.shards[m.shardOf(span.TraceID())]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := sh.traces[span.TraceID()]
+	return t != nil && what(t, span.SpanID())
+}
+
+// planVerdicts plans the spans kept only in an experiment: kept when a span of the call marks its
+// trace or the memory knows the trace as one, else dropped, so that no copy of it is written ahead
+// (and recovered as kept) unless its trace is an experiment. Marked between the plan and apply, the
+// trace keeps the span, which then goes on at once (rule 1).
+func (m *Memory) planVerdicts(refs []spanRef) {
+	var marked map[pcommon.TraceID]bool // made on first use: most calls mark no experiment
+	for i := range refs {
+		if refs[i].decision.MarksExperiment {
+			made(&marked)[refs[i].span.TraceID()] = true
+		}
+	}
+	for i := range refs {
+		if r := &refs[i]; r.planned == KeepIfExperiment {
+			r.planned = Drop
+			if marked[r.span.TraceID()] || m.known(r.span, isExperiment) {
+				r.planned = Keep
+			}
+		}
+	}
+}
+
+func isExperiment(t *trace, _ pcommon.SpanID) bool { return t.experiment }
+
+type callKey struct {
+	trace pcommon.TraceID
+	span  pcommon.SpanID
+}
+
+// indexCall indexes the call's spans in the scratch's map, kept from call to call (made per call,
+// it was half the plan's CPU), unless one much larger call left it to clear at every later one.
+func (sc *admitScratch) indexCall(refs []spanRef) map[callKey]int32 {
+	if sc.local == nil || len(sc.local) > 2*len(refs)+1024 {
+		sc.local = make(map[callKey]int32, len(refs))
+	}
+	clear(sc.local)
+	for i := range refs {
+		sc.local[callKey{refs[i].span.TraceID(), refs[i].span.SpanID()}] = int32(i)
+	}
+	return sc.local
+}
+
+// resolvesInCall: the walk of r through the call's dropped spans ends at a kept span of it or a root.
+func resolvesInCall(refs []spanRef, local map[callKey]int32, r *spanRef) bool {
+	tid, self := r.span.TraceID(), r.span.SpanID()
+	p := r.span.ParentSpanID()
+	for range len(refs) + 1 {
+		if p.IsEmpty() || p == self {
+			return true
+		}
+		j, ok := local[callKey{tid, p}]
+		if !ok {
+			return false
+		}
+		if refs[j].planned == Keep {
+			return true
+		}
+		p = refs[j].span.ParentSpanID()
+	}
+	return true
+}
+
+// Metadata is the client metadata of a request, as the journal keeps it.
+func Metadata(info client.Info) map[string][]string {
+	var md map[string][]string
+	for k := range info.Metadata.Keys() {
+		made(&md)[k] = info.Metadata.Get(k)
+	}
+	return md
+}
+
+// Trees survive a crash: a call's dropped spans are journaled (KindDropped) before it is
+// acknowledged and stay until their trace is forgotten (in the byte budget), so a kept span arriving
+// after a restart still walks through them to its nearest kept ancestor. That costs one transaction
+// per call that drops spans: their removal rides on the next write (journal.Storage's lazy
+// records). A failed write is logged: only where late spans hang after a crash depends on it.
+
+// The sizes of one entry of a KindDropped, KindOpenParents and KindOpen payload (journal.go).
+const (
+	droppedBytes = 16 + 8 + 8 + 1
+	openBytes    = 16 + 8 + 8
+	openBytesV1  = 16 + 8
+)
+
+// refCost is what one journal record reference of a trace counts in the budget.
+const refCost = 16
+
+// entries are those of one KindOpenParents or KindDropped record to write, and the trace of each.
+type entries struct {
+	payload []byte
+	traces  []*trace
+}
+
+func (e *entries) add(t *trace, fields ...[]byte) {
+	e.payload = append(e.payload, t.id[:]...)
+	for _, f := range fields {
+		e.payload = append(e.payload, f...)
+	}
+	e.traces = append(e.traces, t)
+}
+
+// pickDropped adds to out the call's dropped spans in one shard (idx into refs, admitted).
+func pickDropped(refs []spanRef, idx []int32, out *released) {
+	n := 0
+	for _, i := range idx {
+		if !refs[i].kept {
+			n++
+		}
+	}
+	out.dropped.payload = slices.Grow(out.dropped.payload, droppedBytes*n) // grown once, not by doubling
+	out.dropped.traces = slices.Grow(out.dropped.traces, n)
+	for _, i := range idx {
+		r := &refs[i]
+		if id := r.span.SpanID(); !r.kept && !id.IsEmpty() {
+			rec := r.trace.records[id]
+			connector := []byte{0}
+			if rec.state == stateConnector {
+				connector[0] = 1
+			}
+			out.dropped.add(r.trace, id[:], rec.parent[:], connector)
+		}
+	}
+}
+
+// journalAfterApply writes the open parents and dropped spans an operation made known, with no shard
+// lock held, before the spans pointing at them go on. A failure is logged, not returned: a call
+// refused after apply would be sent again and what went on would reach the platform twice.
+func (m *Memory) journalAfterApply(out *released) {
+	err := errors.Join(m.journalEntries(journal.KindOpenParents, out.opened),
+		m.journalEntries(journal.KindDropped, out.dropped))
+	if err != nil {
+		m.cfg.Logger.Warn("Could not journal open parents or dropped spans; a span arriving after a restart "+
+			"below one of them may not find its nearest kept ancestor", zap.Int("parents", len(out.opened.traces)),
+			zap.Int("dropped", len(out.dropped.traces)), zap.Error(err))
+	}
+	out.opened, out.dropped = entries{}, entries{}
+}
+
+// journalEntries appends a record of kind and attaches it to the traces of its entries.
+func (m *Memory) journalEntries(kind journal.Kind, e entries) error {
+	if len(e.traces) == 0 {
+		return nil
+	}
+	id, err := m.journal.Append(context.Background(), kind, m.cfg.Now(), nil, e.payload)
+	if err != nil {
+		return fmt.Errorf("record of kind %d: %w", kind, err)
+	}
+	ref := m.NewRecordRef(id, 1) // a guard until every trace holds it
+	for _, t := range e.traces {
+		sh := m.shards[m.shardOf(t.id)]
+		sh.mu.Lock()
+		if sh.traces[t.id] == t { // not forgotten while the record was written
+			t.attach(m, ref)
+		}
+		sh.unlock(m)
+	}
+	ref.Done(1)
+	return nil
+}
+
+// attach makes ref one of the records t keeps until it is forgotten (once per record).
+func (t *trace) attach(m *Memory, ref *RecordRef) {
+	r := t.keepRefs()
+	if n := len(r.records); n > 0 && r.records[n-1] == ref {
+		return
+	}
+	r.records = append(r.records, ref)
+	ref.add(1)
+	m.addBytes(t, refCost)
+}
+
+func (m *Memory) recoverDropped(rec journal.Record) error {
+	return m.recoverEntries(rec, droppedBytes, func(t *trace, entry []byte) {
+		st := stateDropped
+		if entry[16] == 1 {
+			st = stateConnector
+		}
+		m.addBytes(t, t.setRecord(pcommon.SpanID(entry[:8]), pcommon.SpanID(entry[8:16]), st))
+	})
+}
+
+// recoverOpen makes a KindOpenParents record's parents open again, their children kept spans below.
+func (m *Memory) recoverOpen(rec journal.Record) error {
+	return m.recoverEntries(rec, openBytes, func(t *trace, entry []byte) {
+		id, child := pcommon.SpanID(entry[:8]), pcommon.SpanID(entry[8:16])
+		if _, known := t.records[child]; !known {
+			m.addBytes(t, t.setRecord(child, id, stateKept))
+		}
+		t.addOpen(m, id)
+	})
+}
+
+// recoverOpenV1 makes the parents of a KindOpen record (v0.1.0: no child ids) open again.
+func (m *Memory) recoverOpenV1(rec journal.Record) error {
+	return m.recoverEntries(rec, openBytesV1, func(t *trace, entry []byte) {
+		t.addOpen(m, pcommon.SpanID(entry[:8]))
+	})
+}
+
+// recoverEntries restores the entries of a KindDropped or open parents record (size bytes each: a
+// trace id, then what restore reads) and attaches the record to their traces, active since its time
+// (a restart neither lengthens nor shortens late_parent_window).
+func (m *Memory) recoverEntries(rec journal.Record, size int, restore func(t *trace, entry []byte)) error {
+	if len(rec.Payload) == 0 || len(rec.Payload)%size != 0 {
+		m.NewRecordRef(rec.ID, 1).Done(1)
+		return fmt.Errorf("journal record %d: %d bytes, not entries of %d", rec.ID, len(rec.Payload), size)
+	}
+	ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
+	for p := rec.Payload; len(p) > 0; p = p[size:] {
+		traceID := pcommon.TraceID(p[:16])
+		sh := m.shards[m.shardOf(traceID)]
+		sh.mu.Lock()
+		t := sh.touch(m, traceID, rec.HeldAt)
+		restore(t, p[16:size])
+		t.attach(m, ref)
+		sh.unlock(m)
+	}
+	ref.Done(1)
+	return nil
+}
+
+// Recover restores the dropped spans, then the open parents, so that the spans recovered after them
+// walk through the ones and point at the others, then re-admits the held spans of the KindSpans
+// records, oldest first, with their original held time and request metadata (spans that resolve
+// among themselves are queued for the releaser at once). Other kinds are left to their owners.
+func (m *Memory) Recover(records []journal.Record) error {
+	var errs []error
+	for _, pass := range []struct {
+		kind    journal.Kind
+		recover func(journal.Record) error
+	}{
+		{journal.KindDropped, m.recoverDropped},
+		{journal.KindOpen, m.recoverOpenV1},
+		{journal.KindOpenParents, m.recoverOpen},
+		{journal.KindSpans, m.recoverSpans},
+	} {
+		for _, rec := range records {
+			if rec.Kind == pass.kind {
+				errs = append(errs, pass.recover(rec))
+			}
+		}
+	}
+	for _, sh := range m.shards {
+		sh.mu.Lock()
+		sh.sizeHeld(m)
+		sh.unlock(m)
+	}
+	m.Enforce()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("tracememory: journal records could not be read: %w", err)
+	}
+	return nil
+}
+
+func (m *Memory) recoverSpans(rec journal.Record) error {
+	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(rec.Payload)
+	if err != nil {
+		m.NewRecordRef(rec.ID, 1).Done(1) // unreadable: nothing to deliver from it
+		return fmt.Errorf("journal record %d: %w", rec.ID, err)
+	}
+	decisions := make([]Decision, td.SpanCount())
+	for i := range decisions {
+		decisions[i].Verdict = Keep
+	}
+	adm := &Admission{ref: m.NewRecordRef(rec.ID, 1)}
+	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
+	_ = m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt, false) // no write ahead: no error
+	if adm.Pass {
+		n := td.SpanCount() // spans that resolve at once go on under the record too
+		adm.ref.add(n)
+		d := &Delivery{Info: info, Traces: td, Spans: n, refs: map[*RecordRef]int{adm.ref: n}}
+		adm.Deliveries = append(adm.Deliveries, d)
+	}
+	m.queue(adm.Deliveries)
+	adm.ref.Done(1) // the guard: the record goes when its last span is handed on
+	return nil
+}
