@@ -33,6 +33,8 @@ func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og
 			r.mayHold = m.cfg.ConnectorSpans && m.known(r.span, mayConnect)
 		case r.scopeAwaits && m.join.AwaitsContent(r.span):
 			r.mayHold = true
+		case m.cfg.Outcome != nil && !m.known(r.span, isDecided):
+			r.mayHold = true // it waits for its trace's decision
 		default:
 			if local == nil {
 				local = sc.indexCall(refs)

@@ -65,7 +65,8 @@ type traceRefs struct {
 	joinedRecs []*RecordRef
 	// joined is the content joined onto spans that went on (or are held carrying it), by span id: a
 	// copy sent again gets it too, so that the copy the platform keeps last is never one without it.
-	joined map[pcommon.SpanID][]waitingContent
+	joined   map[pcommon.SpanID][]waitingContent
+	decision *traceDecision // outcome sampling only (decide.go)
 }
 
 func (t *trace) joinedOf(id pcommon.SpanID) []waitingContent {
@@ -298,6 +299,9 @@ func (sh *shard) hold(m *Memory, t *trace, it *item) {
 	m.addBytes(t, it.bytes)
 	sh.pending.heldBytes += it.bytes
 	sh.pending.heldSpans++
+	if it.reason&WaitDecision != 0 {
+		sh.pending.decisionBytes += it.bytes
+	}
 	if len(t.held) == 1 {
 		sh.place(t)
 	}
@@ -311,6 +315,7 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 	if !it.sized {
 		sh.unsized.remove(it) // never sized: it keeps its estimate
 	}
+	sh.decisionWaitOver(it)
 	it.held = false
 	m.addBytes(t, -it.bytes)
 	sh.pending.heldBytes -= it.bytes

@@ -1,0 +1,228 @@
+package tracememory
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/svc/svc-collector/pkg/sampling"
+)
+
+const (
+	testDecisionWait = time.Minute
+	testSettle       = 5 * time.Second
+)
+
+// withOutcome is outcome sampling "errors + rate of the rest", decided per trace.
+func withOutcome(t testing.TB, rate float64, more ...func(*Config)) func(*Config) {
+	cfg := sampling.DefaultOutcomeConfig()
+	cfg.Rules = []sampling.OutcomeRule{{Name: "errors", Kind: sampling.RuleError}}
+	cfg.DecisionWait, cfg.SettleDuration = testDecisionWait, testSettle
+	o, err := sampling.NewOutcome(cfg, sampling.NewRatio(rate))
+	require.NoError(t, err)
+	return func(c *Config) {
+		c.Outcome = o
+		for _, f := range more {
+			f(c)
+		}
+	}
+}
+
+// decisions are the decisions the driver observed, by trace.
+func (d *driver) decisions() map[pcommon.TraceID]Decided {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[pcommon.TraceID]Decided{}
+	for _, dc := range d.stats.Decided {
+		out[dc.Trace] = dc
+	}
+	return out
+}
+
+// reasonOf is the reason attribute the delivered span carries, "" for none.
+func (d *driver) reasonOf(name string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, s := range d.delivered {
+		if s.Name() == name {
+			if v, ok := s.Attributes().Get(ReasonAttribute); ok {
+				return v.Str()
+			}
+		}
+	}
+	return ""
+}
+
+// Each trigger decides the trace: a rule at once, the settled root, decision_wait, shutdown.
+func TestDecisionTriggers(t *testing.T) {
+	t.Run("a rule matched: kept at once", func(t *testing.T) {
+		d := newDriver(t, withOutcome(t, 0))
+		require.NoError(t, d.send(sp{name: "llm", parent: "agent", kept: true}))
+		require.Empty(t, d.tree(), "an undecided trace's spans wait")
+		require.NoError(t, d.send(sp{name: "agent", kept: true, err: true}))
+		assert.Equal(t, map[string]string{"agent": "", "llm": "agent"}, d.tree(), "decided by the rule: whole, at once")
+		assert.Equal(t, "errors", d.reasonOf("agent"), "the root carries the reason")
+		assert.Empty(t, d.reasonOf("llm"))
+		assert.Equal(t, Decided{Trace: testTrace, Keep: true, Reason: "errors"}, d.decisions()[testTrace])
+		d.shutdown()
+		d.checkInvariants(t, true, false)
+		assert.Empty(t, d.journal.records())
+	})
+	t.Run("root arrived, settled: dropped by the rate, nothing delivered", func(t *testing.T) {
+		d := newDriver(t, withOutcome(t, 0))
+		require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "llm", parent: "agent", kept: true}, sp{name: "http", parent: "agent"}))
+		require.NotEmpty(t, d.journal.spanRecords(), "held for the decision: written ahead")
+		d.advance(testSettle - time.Second)
+		assert.Empty(t, d.decisions(), "not settled yet")
+		d.advance(time.Second)
+		assert.Equal(t, Decided{Trace: testTrace, Keep: false, Reason: "dropped", Wait: testSettle}, d.decisions()[testTrace])
+		assert.Empty(t, d.tree())
+		assert.EqualValues(t, 2, d.stats.Discarded)
+		assert.Empty(t, d.journal.spanRecords(), "the dropped spans' record is done")
+		require.NoError(t, d.send(sp{name: "late", parent: "agent", kept: true, err: true}))
+		d.shutdown()
+		assert.Empty(t, d.tree(), "later spans follow the decision, even one a rule would match")
+		d.checkInvariants(t, true, false)
+	})
+	t.Run("root arrived, settled: kept by the rate", func(t *testing.T) {
+		d := newDriver(t, withOutcome(t, 1))
+		require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "llm", parent: "agent", kept: true}))
+		d.advance(testSettle)
+		assert.Equal(t, map[string]string{"agent": "", "llm": "agent"}, d.tree())
+		assert.Equal(t, "sample", d.reasonOf("agent"))
+		d.shutdown()
+		d.checkInvariants(t, true, false)
+	})
+	t.Run("no root: spans keep arriving; decision_wait decides", func(t *testing.T) {
+		d := newDriver(t, withOutcome(t, 0))
+		for i := range int(testDecisionWait/testSettle) + 2 {
+			require.NoError(t, d.send(sp{name: "llm" + string(rune('a'+i)), parent: "agent", kept: true}))
+			if len(d.decisions()) > 0 {
+				break
+			}
+			d.advance(testSettle)
+		}
+		require.Equal(t, Decided{Trace: testTrace, Keep: false, Reason: "dropped", Wait: testDecisionWait}, d.decisions()[testTrace])
+		d.shutdown()
+		d.checkInvariants(t, true, false)
+	})
+	t.Run("shutdown: decided on what arrived, kept spans delivered", func(t *testing.T) {
+		d := newDriver(t, withOutcome(t, 1))
+		require.NoError(t, d.send(sp{name: "llm", parent: "agent", kept: true}))
+		d.shutdown()
+		assert.Equal(t, map[string]string{"llm": "<?>"}, d.tree(), "rule 1 once kept: it points at its open parent")
+		assert.Equal(t, "sample", d.decisions()[testTrace].Reason)
+		d.checkInvariants(t, true, false)
+	})
+	t.Run("experiment: kept whatever the rate", func(t *testing.T) {
+		d := newDriver(t, withOutcome(t, 0))
+		require.NoError(t, d.send(sp{name: "agent", kept: true, experiment: true}))
+		d.advance(testSettle)
+		assert.Equal(t, "experiment", d.reasonOf("agent"))
+		d.shutdown()
+		d.checkInvariants(t, true, false)
+	})
+}
+
+// An agent run longer than decision_wait is decided on its beginning; its later spans follow, and
+// the delivered trace is one tree.
+func TestLongAgentRunFollowsItsDecision(t *testing.T) {
+	for _, rate := range []float64{0, 1} {
+		d := newDriver(t, withOutcome(t, rate))
+		require.NoError(t, d.send(sp{name: "step 1", parent: "agent", kept: true}, sp{name: "tool 1", parent: "step 1", kept: true}))
+		d.advance(testDecisionWait)
+		require.Len(t, d.decisions(), 1, "decided on its beginning")
+		require.NoError(t, d.send(sp{name: "step 2", parent: "agent", kept: true, err: true},
+			sp{name: "http", parent: "step 2"}, sp{name: "tool 2", parent: "http", kept: true}))
+		d.advance(2 * time.Second)
+		require.NoError(t, d.send(sp{name: "agent", kept: true}))
+		d.shutdown()
+		if rate == 1 {
+			assert.Equal(t, map[string]string{"agent": "", "step 1": "agent", "tool 1": "step 1",
+				"step 2": "agent", "tool 2": "step 2"}, d.tree(), "kept: every span below its nearest kept ancestor")
+			assert.Equal(t, "sample", d.reasonOf("agent"), "the root, arriving last, carries the reason")
+		} else {
+			assert.Empty(t, d.tree(), "dropped: no later span goes on, not even the failing one")
+		}
+		d.checkInvariants(t, true, false)
+		assert.Empty(t, d.journal.spanRecords())
+	}
+}
+
+// Over max_held bytes, the oldest undecided trace is decided on what arrived, never dropped undecided.
+func TestDecisionBudgetDecidesTheOldest(t *testing.T) {
+	old, young := pcommon.TraceID{0xb1, 15: 1}, pcommon.TraceID{0xb1, 15: 2}
+	d := newDriver(t, withOutcome(t, 1, func(c *Config) { c.MaxHeldBytes = 3000 }))
+	require.NoError(t, d.send(sp{name: "old", kept: true, trace: old, big: 2000}))
+	d.advance(time.Second)
+	assert.Empty(t, d.decisions())
+	require.NoError(t, d.send(sp{name: "young", kept: true, trace: young, big: 2000}))
+	d.deliver(d.m.TakeReady()) // the releaser runs
+	assert.Equal(t, map[string]string{"old": ""}, d.tree(), "the oldest decided early, kept by the rate")
+	assert.EqualValues(t, 1, d.stats.DecidedEarly)
+	assert.LessOrEqual(t, d.m.DecisionBytes(), int64(3000))
+	d.shutdown()
+	d.checkInvariants(t, true, false)
+}
+
+// A SIGKILL while traces wait for their decision: recovery re-observes the held spans and decides
+// as the run without the kill does, with the original times.
+func TestRestartMidWaitDecidesTheSame(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 2))
+	var traces [][]sp
+	for i := range 40 {
+		var id pcommon.TraceID
+		for j := range id {
+			id[j] = byte(rng.IntN(256))
+		}
+		n := "t" + string(rune('A'+i%26)) + string(rune('a'+i/26))
+		spans := []sp{{name: n + " llm", parent: n + " agent", kept: true, trace: id, err: i%7 == 0}}
+		if i%3 != 0 { // a third have no root yet: decided by decision_wait
+			spans = append(spans, sp{name: n + " agent", kept: true, trace: id}, sp{name: n + " http", parent: n + " agent", trace: id})
+		}
+		traces = append(traces, spans)
+	}
+	run := func(kill bool) (map[pcommon.TraceID]Decided, map[string]string) {
+		d := newDriver(t, withOutcome(t, 0.5))
+		for _, spans := range traces {
+			require.NoError(t, d.send(spans...))
+		}
+		d.advance(2 * time.Second)
+		if kill {
+			d.kill()
+		}
+		d.advance(testDecisionWait)
+		d.shutdown()
+		d.checkInvariants(t, true, false)
+		assert.Empty(t, d.journal.spanRecords())
+		return d.decisions(), d.tree()
+	}
+	wantDecided, wantTree := run(false)
+	gotDecided, gotTree := run(true)
+	require.Len(t, wantDecided, len(traces))
+	kept := 0
+	for id, want := range wantDecided {
+		got := gotDecided[id]
+		assert.Equal(t, want.Keep, got.Keep)
+		assert.Equal(t, want.Reason, got.Reason)
+		if want.Keep {
+			kept++
+		}
+	}
+	assert.Equal(t, wantTree, gotTree, "the same spans delivered, in the same trees")
+	assert.Greater(t, kept, 5)
+	assert.Less(t, kept, len(traces)-5)
+}
+
+// Without an outcome section nothing waits for a decision (the existing tests show the rest).
+func TestWithoutOutcomeNothingWaitsForADecision(t *testing.T) {
+	d := newDriver(t, nil)
+	require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "llm", parent: "agent", kept: true}))
+	assert.Equal(t, map[string]string{"agent": "", "llm": "agent"}, d.tree())
+	assert.Empty(t, d.journal.spanRecords())
+	assert.Empty(t, d.decisions())
+}
