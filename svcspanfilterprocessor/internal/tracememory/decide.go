@@ -1,12 +1,18 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/svc/svc-collector/pkg/sampling"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
 // Outcome sampling (docs/outcome-sampling.md): with Config.Outcome, a kept span of a trace not yet
@@ -115,6 +121,16 @@ func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 	if now.After(t.lastActivity) { // the decision lives remember_duration from now
 		t.lastActivity = now
 	}
+	if d.keep && m.cfg.Journaled {
+		// Its spans go on: re-observation after a restart could not decide its later spans alike.
+		reason := d.reason[:min(len(d.reason), 255)]
+		out.decided.add(t, []byte{byte(len(reason))}, []byte(reason))
+		if k, ok := d.state.Session(); ok && m.cfg.Outcome.Config().DecidePer == sampling.DecidePerSession {
+			if _, rule := m.cfg.Outcome.Matched(&d.state); rule {
+				out.sessions = append(out.sessions, keptSession{key: k, reason: reason, at: now})
+			}
+		}
+	}
 	out.stats.Decided = append(out.stats.Decided, Decided{Trace: t.id, Keep: d.keep, Reason: d.reason, Wait: now.Sub(d.firstAt)})
 	for _, it := range t.held { // only it leaves t.held
 		if it.reason&WaitDecision == 0 {
@@ -216,4 +232,104 @@ func (sh *shard) oldestUndecided() *trace {
 // SetOutcome turns outcome sampling on, before the first span (the processor's Start).
 func (m *Memory) SetOutcome(o *sampling.Outcome, maxHeldBytes int64) {
 	m.cfg.Outcome, m.cfg.MaxHeldBytes = o, maxHeldBytes
+}
+
+// keptSession is a session a rule kept, journaled (KindSession) until session_keep_duration ends.
+type keptSession struct {
+	key    sampling.SessionKey
+	reason string
+	at     time.Time
+	ref    *RecordRef
+}
+
+// journalSessions writes the sessions an operation kept, with no shard lock held.
+func (m *Memory) journalSessions(ss []keptSession) error {
+	var errs []error
+	for _, s := range ss {
+		payload := binary.BigEndian.AppendUint64(nil, uint64(s.key))
+		id, err := m.journal.Append(context.Background(), journal.KindSession, s.at, nil, append(payload, s.reason...))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("record of kind %d: %w", journal.KindSession, err))
+			continue
+		}
+		s.ref = m.NewRecordRef(id, 1)
+		m.sessionsMu.Lock()
+		m.sessions = append(m.sessions, s)
+		m.sessionsMu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// expireSessions removes the records of the kept sessions whose session_keep_duration is over.
+func (m *Memory) expireSessions(now time.Time) {
+	if m.cfg.Outcome == nil {
+		return
+	}
+	keep := m.cfg.Outcome.Config().SessionKeepDuration
+	m.sessionsMu.Lock()
+	var over []*RecordRef
+	m.sessions = slices.DeleteFunc(m.sessions, func(s keptSession) bool {
+		if now.Sub(s.at) < keep {
+			return false
+		}
+		over = append(over, s.ref)
+		return true
+	})
+	m.sessionsMu.Unlock()
+	for _, r := range over {
+		r.Done(1)
+	}
+}
+
+// recoverDecided restores the decisions of a KindDecided record: the traces' later spans follow them.
+func (m *Memory) recoverDecided(rec journal.Record) error {
+	if m.cfg.Outcome == nil { // outcome sampling is off now: spans are no longer decided by trace
+		m.NewRecordRef(rec.ID, 1).Done(1)
+		return nil
+	}
+	type entry struct {
+		trace  pcommon.TraceID
+		reason string
+	}
+	var es []entry
+	for p := rec.Payload; len(p) > 0; {
+		if len(p) < 17 || len(p) < 17+int(p[16]) {
+			m.NewRecordRef(rec.ID, 1).Done(1)
+			return fmt.Errorf("journal record %d: a truncated decided trace", rec.ID)
+		}
+		n := 17 + int(p[16])
+		es = append(es, entry{pcommon.TraceID(p[:16]), string(p[17:n])})
+		p = p[n:]
+	}
+	ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
+	for _, e := range es {
+		sh := m.shards[m.shardOf(e.trace)]
+		sh.mu.Lock()
+		t := sh.touch(m, e.trace, rec.HeldAt)
+		d := m.decisionState(t)
+		d.decided, d.keep, d.reason = true, true, e.reason
+		t.attach(m, ref)
+		sh.unlock(m)
+	}
+	ref.Done(1)
+	return nil
+}
+
+// recoverSession keeps a KindSession record's session again from the time it was kept.
+func (m *Memory) recoverSession(rec journal.Record) error {
+	ref := m.NewRecordRef(rec.ID, 1)
+	if m.cfg.Outcome == nil {
+		ref.Done(1)
+		return nil
+	}
+	if len(rec.Payload) < 8 {
+		ref.Done(1)
+		return fmt.Errorf("journal record %d: a truncated kept session", rec.ID)
+	}
+	s := keptSession{key: sampling.SessionKey(binary.BigEndian.Uint64(rec.Payload)), reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: ref}
+	m.cfg.Outcome.KeepSession(s.key, s.reason, s.at)
+	m.sessionsMu.Lock()
+	m.sessions = append(m.sessions, s)
+	m.sessionsMu.Unlock()
+	return nil
 }

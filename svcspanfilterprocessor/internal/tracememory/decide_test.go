@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/svc/svc-collector/pkg/sampling"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
 const (
@@ -19,7 +20,12 @@ const (
 
 // withOutcome is outcome sampling "errors + rate of the rest", decided per trace.
 func withOutcome(t testing.TB, rate float64, more ...func(*Config)) func(*Config) {
+	return withOutcomePer(t, sampling.DecidePerTrace, rate, more...)
+}
+
+func withOutcomePer(t testing.TB, per string, rate float64, more ...func(*Config)) func(*Config) {
 	cfg := sampling.DefaultOutcomeConfig()
+	cfg.DecidePer = per
 	cfg.Rules = []sampling.OutcomeRule{{Name: "errors", Kind: sampling.RuleError}}
 	cfg.DecisionWait, cfg.SettleDuration = testDecisionWait, testSettle
 	o, err := sampling.NewOutcome(cfg, sampling.NewRatio(rate))
@@ -70,7 +76,7 @@ func TestDecisionTriggers(t *testing.T) {
 		assert.Equal(t, Decided{Trace: testTrace, Keep: true, Reason: "errors"}, d.decisions()[testTrace])
 		d.shutdown()
 		d.checkInvariants(t, true, false)
-		assert.Empty(t, d.journal.records())
+		assert.Empty(t, d.journal.spanRecords())
 	})
 	t.Run("root arrived, settled: dropped by the rate, nothing delivered", func(t *testing.T) {
 		d := newDriver(t, withOutcome(t, 0))
@@ -225,4 +231,39 @@ func TestWithoutOutcomeNothingWaitsForADecision(t *testing.T) {
 	assert.Equal(t, map[string]string{"agent": "", "llm": "agent"}, d.tree())
 	assert.Empty(t, d.journal.spanRecords())
 	assert.Empty(t, d.decisions())
+}
+
+// A trace decided kept whose spans went on is journaled (KindDecided): after a SIGKILL its later
+// spans follow the decision, though the rate alone would drop them; the record goes with the trace.
+func TestKeptDecisionSurvivesRestart(t *testing.T) {
+	d := newDriver(t, withOutcome(t, 0))
+	require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "step 1", parent: "agent", kept: true, err: true}))
+	require.Equal(t, map[string]string{"agent": "", "step 1": "agent"}, d.tree())
+	require.Equal(t, 1, d.journal.kinds()[journal.KindDecided])
+	d.kill()
+	require.NoError(t, d.send(sp{name: "step 2", parent: "agent", kept: true}))
+	d.advance(testDecisionWait)
+	assert.Equal(t, map[string]string{"agent": "", "step 1": "agent", "step 2": "agent"}, d.tree(), "the later span follows the kept decision")
+	d.shutdown()
+	d.checkInvariants(t, true, false)
+	d.advance(testConfig(d.clock).LateParentWindow + time.Second) // "agent" is an open parent of step 2
+	assert.Zero(t, d.journal.kinds()[journal.KindDecided], "forgotten with its trace")
+}
+
+// Session mode: a rule keeps its session's later traces, also after a SIGKILL (KindSession).
+func TestKeptSessionSurvivesRestart(t *testing.T) {
+	first, second, other := pcommon.TraceID{0xc1, 15: 1}, pcommon.TraceID{0xc1, 15: 2}, pcommon.TraceID{0xc1, 15: 3}
+	d := newDriver(t, withOutcomePer(t, sampling.DecidePerSession, 0))
+	require.NoError(t, d.send(sp{name: "turn 1", kept: true, err: true, session: "conv-1", trace: first}))
+	require.Equal(t, 1, d.journal.kinds()[journal.KindSession])
+	d.kill()
+	require.NoError(t, d.send(sp{name: "turn 2", kept: true, session: "conv-1", trace: second},
+		sp{name: "elsewhere", kept: true, session: "conv-2", trace: other}))
+	d.advance(testSettle)
+	assert.Equal(t, map[string]string{"turn 1": "", "turn 2": ""}, d.tree(), "the flagged session's later turn is kept, another session is not")
+	assert.Equal(t, "session", d.decisions()[second].Reason)
+	d.advance(time.Hour + time.Second) // session_keep_duration
+	assert.Zero(t, d.journal.kinds()[journal.KindSession], "the session's record goes when its keep ends")
+	d.shutdown()
+	d.checkInvariants(t, true, false)
 }

@@ -16,6 +16,7 @@ func (m *Memory) Expire() {
 		sh.unlock(m)
 	}
 	m.finish(&out)
+	m.expireSessions(now)
 	m.Enforce()
 }
 

@@ -36,9 +36,10 @@ type sp struct {
 	experiment   bool
 	trace        pcommon.TraceID
 	// big: the length of an extra string attribute (a prompt), 0 for none.
-	big  int
-	kind ptrace.SpanKind
-	err  bool // status ERROR (an outcome rule keeps its trace)
+	big     int
+	kind    ptrace.SpanKind
+	err     bool   // status ERROR (an outcome rule keeps its trace)
+	session string // session.id
 }
 
 func (s sp) traceID() pcommon.TraceID {
@@ -175,6 +176,9 @@ func buildBatch(spans []sp) (ptrace.Traces, []Decision) {
 		span.Attributes().PutStr("payload", s.name)
 		if s.err {
 			span.Status().SetCode(ptrace.StatusCodeError)
+		}
+		if s.session != "" {
+			span.Attributes().PutStr("session.id", s.session)
 		}
 		if s.big > 0 {
 			span.Attributes().PutStr("gen_ai.prompt", strings.Repeat("x", s.big))

@@ -213,13 +213,14 @@ func pickDropped(refs []spanRef, idx []int32, out *released) {
 // refused after apply would be sent again and what went on would reach the platform twice.
 func (m *Memory) journalAfterApply(out *released) {
 	err := errors.Join(m.journalEntries(journal.KindOpenParents, out.opened),
-		m.journalEntries(journal.KindDropped, out.dropped))
+		m.journalEntries(journal.KindDropped, out.dropped), m.journalEntries(journal.KindDecided, out.decided),
+		m.journalSessions(out.sessions))
 	if err != nil {
 		m.cfg.Logger.Warn("Could not journal open parents or dropped spans; a span arriving after a restart "+
 			"below one of them may not find its nearest kept ancestor", zap.Int("parents", len(out.opened.traces)),
 			zap.Int("dropped", len(out.dropped.traces)), zap.Error(err))
 	}
-	out.opened, out.dropped = entries{}, entries{}
+	out.opened, out.dropped, out.decided, out.sessions = entries{}, entries{}, entries{}, nil
 }
 
 // journalEntries appends a record of kind and attaches it to the traces of its entries.
@@ -318,6 +319,8 @@ func (m *Memory) Recover(records []journal.Record) error {
 		{journal.KindDropped, m.recoverDropped},
 		{journal.KindOpen, m.recoverOpenV1},
 		{journal.KindOpenParents, m.recoverOpen},
+		{journal.KindDecided, m.recoverDecided},
+		{journal.KindSession, m.recoverSession},
 		{journal.KindSpans, m.recoverSpans},
 	} {
 		for _, rec := range records {

@@ -60,6 +60,8 @@ type Memory struct {
 	readyMu                                                   sync.Mutex
 	ready                                                     []*Delivery
 	wake                                                      chan struct{}
+	sessionsMu                                                sync.Mutex
+	sessions                                                  []keptSession // journaled kept sessions (decide.go)
 }
 
 type shard struct {

@@ -429,8 +429,10 @@ type released struct {
 	stats Stats
 	// done are journal records to mark done once the shard locks are released (no I/O under them).
 	done []*RecordRef
-	// opened are the parents that became open and dropped the dropped spans, to journal.
-	opened, dropped entries
+	// opened are the parents that became open and dropped the dropped spans, decided the traces
+	// decided kept and sessions the sessions kept (outcome sampling), to journal.
+	opened, dropped, decided entries
+	sessions                 []keptSession
 }
 
 // finishRefs marks the collected records done; call it with no shard lock held.
