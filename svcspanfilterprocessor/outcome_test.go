@@ -1,17 +1,26 @@
 package svcspanfilterprocessor
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/processor/processorhelper"
+	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/pkg/sampling"
+	"github.com/svc/svc-collector/pkg/scorerecord"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadatatest"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
@@ -88,4 +97,58 @@ func TestOutcomeMaxHeldWithinTheMemoryLimit(t *testing.T) {
 	h.p.cfg.Sampling = &id
 	err = h.p.startOutcome(extensionsHost{id: &outcomeExtension{decider: sampling.NewDecider(sampling.NewRatio(0.1), nil), outcome: o}})
 	require.ErrorContains(t, err, "max_held_mib")
+}
+
+// scoreRecord is a score record as the svcscore connector writes it.
+func scoreRecords(traces ...pcommon.TraceID) plog.Logs {
+	ld := plog.NewLogs()
+	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	for i, tr := range traces {
+		lr := sl.LogRecords().AppendEmpty()
+		lr.SetEventName(scorerecord.EventName)
+		lr.SetTraceID(tr)
+		lr.Attributes().PutStr(scorerecord.AttrID, fmt.Sprintf("score-%d-%s", i, tr))
+		lr.Attributes().PutStr(scorerecord.AttrName, "helpful")
+		lr.Attributes().PutDouble(scorerecord.AttrValue, 1)
+	}
+	// A record of no trace (a run-level score) and an application log pass as they are.
+	sl.LogRecords().AppendEmpty().Body().SetStr("an application log")
+	return ld
+}
+
+// The logs side of the same component: score records of undecided traces wait, then follow
+// their trace; records of decided traces pass or drop at once; other records pass.
+func TestScoresFollowTheirTraceThroughTheLogsSide(t *testing.T) {
+	failing, other := pcommon.TraceID{0xf2, 8: 0xff, 15: 1}, pcommon.TraceID{0xf2, 8: 0xff, 15: 2}
+	h := newHarness(t, createDefaultConfig().(*Config))
+	startWithOutcome(t, h, 0.0001, 64)
+	sink := new(consumertest.LogsSink)
+	lp := &contentLogsProcessor{logger: zap.NewNop(), sink: func() contentSink { return h.p }}
+	lp.scores = &scoreSide{logger: zap.NewNop(), next: sink, sink: lp}
+	lp.scores.start(h.p)
+	defer func() { require.NoError(t, lp.scores.shutdown(context.Background())) }()
+	logs, err := processorhelper.NewLogs(context.Background(), processortest.NewNopSettings(metadata.Type), h.p.cfg, sink, lp.processLogs)
+	require.NoError(t, err)
+
+	require.NoError(t, logs.ConsumeLogs(context.Background(), scoreRecords(failing, other)))
+	require.Equal(t, 1, sink.LogRecordCount(), "the application log passes; the scores wait")
+	h.consume(testSpan{name: "agent", scope: scopeSDK, trace: failing, failed: true}, testSpan{name: "agent 2", scope: scopeSDK, trace: other})
+	require.Eventually(t, func() bool { return sink.LogRecordCount() == 2 }, 5*time.Second, time.Millisecond,
+		"the failing trace is kept at once: its score goes on")
+	h.advance(6 * time.Second) // the other trace settles: dropped by the rate, with its score
+	require.NoError(t, logs.ConsumeLogs(context.Background(), scoreRecords(failing, other)))
+	assert.Equal(t, 4, sink.LogRecordCount(), "later: the kept trace's score passes, the dropped one's not (and the log)")
+	var traces []pcommon.TraceID
+	for _, ld := range sink.AllLogs() {
+		for _, rl := range ld.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					if !lr.TraceID().IsEmpty() {
+						traces = append(traces, lr.TraceID())
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, []pcommon.TraceID{failing, failing}, traces, "no score of the dropped trace")
 }

@@ -30,6 +30,9 @@ const (
 	// KindSession: a session an outcome rule kept (decide_per: session). Its session key (8 bytes,
 	// big endian), then the reason; HeldAt: when it was kept (session_keep_duration runs from it).
 	KindSession Kind = 7
+	// KindScores: payload: plog proto of the score records of one logs call held for their
+	// trace's outcome sampling decision.
+	KindScores Kind = 8
 )
 
 // Record is one durable record.

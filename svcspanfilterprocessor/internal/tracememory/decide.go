@@ -132,6 +132,7 @@ func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 		}
 	}
 	out.stats.Decided = append(out.stats.Decided, Decided{Trace: t.id, Keep: d.keep, Reason: d.reason, Wait: now.Sub(d.firstAt)})
+	sh.decideScores(m, t, d.keep, out)
 	for _, it := range t.held { // only it leaves t.held
 		if it.reason&WaitDecision == 0 {
 			continue

@@ -26,7 +26,9 @@ func withOutcome(t testing.TB, rate float64, more ...func(*Config)) func(*Config
 func withOutcomePer(t testing.TB, per string, rate float64, more ...func(*Config)) func(*Config) {
 	cfg := sampling.DefaultOutcomeConfig()
 	cfg.DecidePer = per
-	cfg.Rules = []sampling.OutcomeRule{{Name: "errors", Kind: sampling.RuleError}}
+	no := false
+	cfg.Rules = []sampling.OutcomeRule{{Name: "errors", Kind: sampling.RuleError},
+		{Name: "flagged", Kind: sampling.RuleScore, ScoreName: "helpful", Boolean: &no}}
 	cfg.DecisionWait, cfg.SettleDuration = testDecisionWait, testSettle
 	o, err := sampling.NewOutcome(cfg, sampling.NewRatio(rate))
 	require.NoError(t, err)

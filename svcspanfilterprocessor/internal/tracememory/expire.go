@@ -79,6 +79,8 @@ func (m *Memory) finish(out *released) { m.queue(m.settle(out)) }
 func (m *Memory) settle(out *released) []*Delivery {
 	out.finishRefs()
 	m.journalAfterApply(out)
+	m.queueScores(m.groupScores(out.scores))
+	out.scores = nil
 	if !out.stats.empty() {
 		m.observe(&out.stats)
 	}

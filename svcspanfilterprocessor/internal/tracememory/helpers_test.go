@@ -436,6 +436,12 @@ func checkCounts(t *testing.T, m *Memory) {
 		unsized := 0
 		for _, tr := range sh.traces {
 			bytes += tr.bytes
+			if tr.refs != nil {
+				for _, hs := range tr.refs.scores {
+					decisionBytes += hs.bytes
+					require.False(t, isDecided(tr, pcommon.SpanID{}), "a score record waits for the decision of a decided trace")
+				}
+			}
 			for on := range tr.waitingOn {
 				// Admit settles the spans waiting on a span only when the span becomes known.
 				_, known := tr.records[on]

@@ -322,6 +322,7 @@ func (m *Memory) Recover(records []journal.Record) error {
 		{journal.KindDecided, m.recoverDecided},
 		{journal.KindSession, m.recoverSession},
 		{journal.KindSpans, m.recoverSpans},
+		{journal.KindScores, m.recoverScores},
 	} {
 		for _, rec := range records {
 			if rec.Kind == pass.kind {

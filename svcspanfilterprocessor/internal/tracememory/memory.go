@@ -60,6 +60,8 @@ type Memory struct {
 	readyMu                                                   sync.Mutex
 	ready                                                     []*Delivery
 	wake                                                      chan struct{}
+	readyScores                                               []*ScoreDelivery // under readyMu
+	scoreWake                                                 chan struct{}
 	sessionsMu                                                sync.Mutex
 	sessions                                                  []keptSession // journaled kept sessions (decide.go)
 }
@@ -109,7 +111,7 @@ func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory
 	if observe == nil {
 		observe = func(*Stats) {}
 	}
-	m := &Memory{cfg: cfg, journal: j, join: join, observe: observe, wake: make(chan struct{}, 1)}
+	m := &Memory{cfg: cfg, journal: j, join: join, observe: observe, wake: make(chan struct{}, 1), scoreWake: make(chan struct{}, 1)}
 	m.scratch.New = func() any { return &admitScratch{} }
 	m.perEntry.Store(initialPerEntry)
 	m.shards = make([]*shard, cfg.Shards)
@@ -244,6 +246,7 @@ type Stats struct {
 	Decided          []Decided       // traces decided (outcome sampling)
 	DecidedEarly     int64           // of them, decided because the decision budget was exceeded
 	Discarded        int64           // held spans of traces decided dropped
+	ScoresDropped    int64           // score records of traces decided dropped
 }
 
 // empty reports whether s has no event (every field of Stats belongs here).
@@ -251,7 +254,7 @@ func (s *Stats) empty() bool {
 	return s.Released == [NumReleaseReasons]int64{} && s.Reparented == [NumReparentReasons]int64{} &&
 		s.Evicted == [NumEvictReasons]int64{} && s.EvictedWaiting == 0 && s.Connectors == 0 &&
 		s.ContentJoined == 0 && s.ContentUnmatched == [NumUnmatchedReasons]int64{} && len(s.ContentWaits) == 0 &&
-		len(s.Decided) == 0 && s.DecidedEarly == 0 && s.Discarded == 0
+		len(s.Decided) == 0 && s.DecidedEarly == 0 && s.Discarded == 0 && s.ScoresDropped == 0
 }
 
 // HeldReason is what a held span waits for: a bitmask, released when it is zero.

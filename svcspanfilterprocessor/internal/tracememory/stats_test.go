@@ -21,4 +21,5 @@ func (s *Stats) add(o *Stats) {
 	s.Decided = append(s.Decided, o.Decided...)
 	s.DecidedEarly += o.DecidedEarly
 	s.Discarded += o.Discarded
+	s.ScoresDropped += o.ScoresDropped
 }

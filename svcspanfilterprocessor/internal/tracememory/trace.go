@@ -67,6 +67,7 @@ type traceRefs struct {
 	// copy sent again gets it too, so that the copy the platform keeps last is never one without it.
 	joined   map[pcommon.SpanID][]waitingContent
 	decision *traceDecision // outcome sampling only (decide.go)
+	scores   []*heldScore   // score records waiting for the decision (scores.go)
 }
 
 func (t *trace) joinedOf(id pcommon.SpanID) []waitingContent {
@@ -274,7 +275,7 @@ func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 // past (recovery): the idle list is then only roughly ordered, which only delays forgetting it.
 func (sh *shard) place(t *trace) {
 	want := sh.idle
-	if len(t.held) > 0 {
+	if len(t.held) > 0 || (t.refs != nil && len(t.refs.scores) > 0) {
 		want = sh.waiting
 	}
 	if t.list != want || want.tail != t {
@@ -433,6 +434,7 @@ type released struct {
 	// decided kept and sessions the sessions kept (outcome sampling), to journal.
 	opened, dropped, decided entries
 	sessions                 []keptSession
+	scores                   []*heldScore // score records released by a decision
 }
 
 // finishRefs marks the collected records done; call it with no shard lock held.
