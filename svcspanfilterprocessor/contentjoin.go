@@ -36,7 +36,7 @@ type contentLogsProcessor struct {
 	enabled   bool
 	sink      func() contentSink
 	telemetry *metadata.TelemetryBuilder
-	scores    *scoreSide // nil: score records pass (outcome sampling decides in the memory: scores.go)
+	scores    *scoreSide // score records follow their trace with outcome sampling (scores.go)
 }
 
 func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
@@ -44,7 +44,7 @@ func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (p
 	if err != nil || p.scores == nil {
 		return ld, err
 	}
-	if err := p.scores.hold(ctx, ld); err != nil {
+	if held, err := p.scores.hold(ctx, ld); err != nil || !held {
 		return ld, err
 	}
 	if ld.LogRecordCount() == 0 {

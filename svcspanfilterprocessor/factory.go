@@ -58,19 +58,12 @@ func createLogs(ctx context.Context, set processor.Settings, cfg component.Confi
 		sink:      inst.contentSink,
 		telemetry: tb,
 	}
-	scores := &scoreSide{logger: set.Logger, next: next, sink: lp}
+	lp.scores = &scoreSide{logger: set.Logger, next: next, sink: lp, traces: inst.tracesProcessor}
 	return processorhelper.NewLogs(ctx, set, cfg, next, lp.processLogs,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
-		processorhelper.WithStart(func(context.Context, component.Host) error {
-			if p := inst.tracesProcessor(); p != nil && p.mem.ScoresFollow() {
-				scores.start(p)
-				lp.scores = scores // before any data: the collector starts receivers last
-			}
-			return nil
-		}),
 		processorhelper.WithShutdown(func(ctx context.Context) error {
 			defer release()
-			return scores.shutdown(ctx)
+			return lp.scores.shutdown(ctx)
 		}),
 	)
 }

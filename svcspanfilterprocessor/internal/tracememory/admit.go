@@ -328,7 +328,8 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	t.closeOpen(m, id)
 	reason, at, joined, gather := sh.settleKept(m, r, og.request.tenant, out)
 	if reason&WaitParent == 0 && m.cfg.Outcome != nil {
-		markRoot(t, span)
+		rs := og.td.ResourceSpans().At(int(r.resource))
+		markRoot(t, span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
 	}
 	if r.awaitsDecision {
 		reason |= WaitDecision

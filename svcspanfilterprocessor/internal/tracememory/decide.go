@@ -11,7 +11,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/svc/svc-collector/pkg/jsontext"
 	"github.com/svc/svc-collector/pkg/sampling"
+	"github.com/svc/svc-collector/pkg/svcattr"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
@@ -99,14 +101,24 @@ func (sh *shard) observeKept(m *Memory, r *spanRef, og *origins, now time.Time, 
 	return true
 }
 
-// markRoot notes that kept span it (settled, not waiting for a parent) is its trace's root.
-func markRoot(t *trace, span ptrace.Span) {
+// markRoot notes that kept span (settled, not waiting for a parent) is its trace's root.
+func markRoot(t *trace, span ptrace.Span, resource pcommon.Resource, scope pcommon.InstrumentationScope) {
 	if d := t.decisionOf(); d != nil && span.ParentSpanID().IsEmpty() {
 		d.root = true
 		if d.decided && d.keep {
-			span.Attributes().PutStr(ReasonAttribute, d.reason)
+			putReason(span, resource, scope, d.reason)
 		}
 	}
+}
+
+// putReason puts the reason on the root of a kept trace as the platform reads that span's
+// metadata: JSON text on a span of the new svc SDKs (it decodes their values), else the string.
+func putReason(span ptrace.Span, resource pcommon.Resource, scope pcommon.InstrumentationScope, reason string) {
+	if svcattr.IsNewSDKEncoding(resource, scope) {
+		span.Attributes().PutStr(ReasonAttribute, string(jsontext.AppendString(nil, reason)))
+		return
+	}
+	span.Attributes().PutStr(ReasonAttribute, reason)
 }
 
 // decide decides t on what it observed: kept, its held spans stop waiting for the decision (and go
@@ -143,7 +155,7 @@ func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 		}
 		sh.decisionWaitOver(it)
 		if it.span.ParentSpanID().IsEmpty() && it.reason&WaitParent == 0 {
-			it.span.Attributes().PutStr(ReasonAttribute, d.reason)
+			putReason(it.span, it.origin.resource.resource, it.origin.scope, d.reason)
 		}
 		if it.reason == 0 {
 			sh.release(m, t, it, ReleaseDecided, out)

@@ -7,9 +7,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/svc/svc-collector/pkg/sampling"
+	"github.com/svc/svc-collector/pkg/svcattr"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
@@ -266,6 +268,47 @@ func TestKeptSessionSurvivesRestart(t *testing.T) {
 	assert.Equal(t, "session", d.decisions()[second].Reason)
 	d.advance(time.Hour + time.Second) // session_keep_duration
 	assert.Zero(t, d.journal.kinds()[journal.KindSession], "the session's record goes when its keep ends")
+	d.shutdown()
+	d.checkInvariants(t, true, false)
+}
+
+// The reason on the root of a kept trace is read as the platform reads that span's metadata: on a
+// span of the new svc SDKs every value is JSON text, so the reason is a JSON string there.
+func TestReasonEncodedForNewSDKSpans(t *testing.T) {
+	for _, tc := range []struct {
+		name, scope, version, want string
+	}{
+		{name: "svc-sdk python 5", scope: svcattr.SDKScopeName, version: "5.1.0", want: `"errors"`},
+		{name: "svc-sdk python 4", scope: svcattr.SDKScopeName, version: "4.2.0", want: "errors"},
+		{name: "other instrumentation", scope: "openinference.instrumentation.openai", version: "0.1.30", want: "errors"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDriver(t, withOutcome(t, 0))
+			td, decisions := buildBatch([]sp{{name: "agent", kept: true, err: true}})
+			rs := td.ResourceSpans().At(0)
+			rs.Resource().Attributes().PutStr(svcattr.TelemetrySDKLanguage, "python")
+			rs.ScopeSpans().At(0).Scope().SetName(tc.scope)
+			rs.ScopeSpans().At(0).Scope().SetVersion(tc.version)
+			adm, err := d.m.Admit(client.Info{}, td, decisions)
+			require.NoError(t, err)
+			require.True(t, adm.Pass)
+			v, ok := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().Get(ReasonAttribute)
+			require.True(t, ok)
+			assert.Equal(t, tc.want, v.Str())
+		})
+	}
+}
+
+// A root whose dropped parent arrives after it (it waited for that parent) is the trace's root
+// too: the trace settles without waiting for decision_wait.
+func TestRootSettledByItsDroppedParentSettlesTheTrace(t *testing.T) {
+	d := newDriver(t, withOutcome(t, 1))
+	require.NoError(t, d.send(sp{name: "llm", parent: "agent", kept: true}, sp{name: "agent", parent: "POST /chat", kept: true}))
+	require.NoError(t, d.send(sp{name: "POST /chat"}))
+	d.advance(testSettle)
+	assert.Equal(t, map[string]string{"agent": "", "llm": "agent"}, d.tree())
+	assert.Equal(t, "sample", d.reasonOf("agent"))
+	assert.Equal(t, testSettle, d.decisions()[testTrace].Wait)
 	d.shutdown()
 	d.checkInvariants(t, true, false)
 }
