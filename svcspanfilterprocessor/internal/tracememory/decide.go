@@ -86,10 +86,11 @@ func (m *Memory) decisionState(t *trace) *traceDecision {
 func (sh *shard) observeKept(m *Memory, r *spanRef, og *origins, now time.Time, out *released) (waits bool) {
 	t := r.trace
 	d := m.decisionState(t)
+	rs := og.td.ResourceSpans().At(int(r.resource))
 	if d.decided {
+		sh.learnSession(m, t, d, r, rs, now, out)
 		return false
 	}
-	rs := og.td.ResourceSpans().At(int(r.resource))
 	m.cfg.Outcome.ObserveSpan(&d.state, r.span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
 	if d.firstAt.IsZero() || now.Before(d.firstAt) {
 		d.firstAt = now
@@ -345,4 +346,28 @@ func (m *Memory) recoverSession(rec journal.Record) error {
 	m.sessions = append(m.sessions, s)
 	m.sessionsMu.Unlock()
 	return nil
+}
+
+// learnSession: in session mode, a trace a rule kept before any of its spans named its session
+// (a failing call ends, and is exported, before the agent span that carries the session) keeps
+// the session once a later span names it.
+func (sh *shard) learnSession(m *Memory, t *trace, d *traceDecision, r *spanRef, rs ptrace.ResourceSpans, now time.Time, out *released) {
+	o := m.cfg.Outcome
+	if !d.keep || o.Config().DecidePer != sampling.DecidePerSession {
+		return
+	}
+	if _, known := d.state.Session(); known {
+		return
+	}
+	rule, matched := o.Matched(&d.state)
+	if !matched {
+		return
+	}
+	o.ObserveSpan(&d.state, r.span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
+	if k, ok := d.state.Session(); ok {
+		o.KeepSession(k, rule, now)
+		if m.cfg.Journaled {
+			out.sessions = append(out.sessions, keptSession{key: k, reason: rule, at: now})
+		}
+	}
 }

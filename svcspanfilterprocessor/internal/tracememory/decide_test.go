@@ -312,3 +312,19 @@ func TestRootSettledByItsDroppedParentSettlesTheTrace(t *testing.T) {
 	d.shutdown()
 	d.checkInvariants(t, true, false)
 }
+
+// Session mode: a failing call decides its trace before the agent span that names the session
+// arrives; the session is kept once it does, and its other turns follow.
+func TestSessionLearnedAfterTheRuleMatched(t *testing.T) {
+	turn1, turn2 := pcommon.TraceID{0xc2, 15: 1}, pcommon.TraceID{0xc2, 15: 2}
+	d := newDriver(t, withOutcomePer(t, sampling.DecidePerSession, 0))
+	require.NoError(t, d.send(sp{name: "llm 1", parent: "agent 1", kept: true, err: true, trace: turn1}))
+	require.NoError(t, d.send(sp{name: "agent 1", kept: true, session: "conv", trace: turn1},
+		sp{name: "agent 2", kept: true, session: "conv", trace: turn2}))
+	d.advance(testSettle)
+	assert.Equal(t, map[string]string{"agent 1": "", "llm 1": "agent 1", "agent 2": ""}, d.tree())
+	assert.Equal(t, "session", d.decisions()[turn2].Reason)
+	assert.Equal(t, 1, d.journal.kinds()[journal.KindSession])
+	d.shutdown()
+	d.checkInvariants(t, true, false)
+}

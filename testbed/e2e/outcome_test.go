@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+
+	"github.com/svc/svc-collector/pkg/sampling"
+	"github.com/svc/svc-collector/testbed/collector"
+	"github.com/svc/svc-collector/testbed/platform"
+	"github.com/svc/svc-collector/testbed/workload"
+)
+
+// outcomeOverlay turns outcome sampling on in the default config: "every failing trace, every
+// trace an evaluation flagged, and sample_rate (10%) of the rest". settle_duration is longer than
+// a restart, so that a SIGKILL mid-run decides on what the run without it sees.
+const outcomeOverlay = `yaml:
+extensions:
+  svcsampling:
+    outcome:
+      decide_per: %s
+      settle_duration: 15s
+      decision_wait: 60s
+      rules:
+        - {name: failed, kind: error}
+        - {name: flagged, kind: score, score_name: correctness, boolean: false}
+`
+
+const outcomeRate = 0.1
+
+// TestOutcomeSamplingErrorsAndTenPercent: the built gateway, default config plus an outcome
+// section, the outcome workload (conversations of agent traces, 10% failing, 5% flagged by an
+// evaluation sent as a span event or a log record, agent runs whose children come first) sent as
+// its SDKs export it. Every failing and flagged trace reaches the platform whole; of the rest,
+// exactly the traces the 10% trace-id rule keeps, whole; scores only of the delivered traces, and
+// every score of them; the root carries the reason. "kill": SIGKILL and restart on the same
+// storage halfway, while the traces sent so far wait for their decision: nothing acknowledged is
+// lost and the decisions are the same.
+func TestOutcomeSamplingErrorsAndTenPercent(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no kill", true: "kill"}[kill], func(t *testing.T) {
+			runOutcome(t, sampling.DecidePerTrace, kill)
+		})
+	}
+}
+
+// TestOutcomeSamplingSessions: decide_per: session keeps every conversation of a flagged session
+// whole (the workload's turns arrive before their session's flag is decided), and samples the
+// other sessions by their session id: whole conversations or none.
+func TestOutcomeSamplingSessions(t *testing.T) {
+	runOutcome(t, sampling.DecidePerSession, false)
+}
+
+func runOutcome(t *testing.T, per string, kill bool) {
+	bin := collectorBinary(t)
+	p := startPlatform(t, "")
+	ports, err := collector.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := startRestartable(t, bin, p, "gateway", collector.Options{
+		Configs:          []string{collector.DefaultConfig(), fmt.Sprintf(outcomeOverlay, per)},
+		Env:              []string{fmt.Sprintf("SVC_SAMPLE_RATE=%v", outcomeRate)},
+		OTLPHTTPEndpoint: fmt.Sprintf("127.0.0.1:%d", ports[0]), StorageDir: t.TempDir()})
+	senders := newTierSenders(t, gw.current(), 1)
+
+	w := workload.NewOutcomeWorkload(workload.OutcomeOptions{Seed: 30, Sessions: 40, FailingShare: 0.1,
+		FlaggedShare: 0.05, EvaluatedShare: 0.3, Epoch: time.Now().Add(-time.Hour)})
+	for i, e := range w.Exports {
+		if kill && i == len(w.Exports)/2 {
+			k := gw.killAndRestart(0)
+			if k.err != nil {
+				t.Fatal(k.err)
+			}
+			t.Logf("%s, %d of %d exports sent", k, i, len(w.Exports))
+		}
+		if e.Logs.LogRecordCount() > 0 {
+			body, err := plogotlp.NewExportRequestFromLogs(e.Logs).MarshalProto()
+			if err != nil {
+				t.Fatal(err)
+			}
+			senders.sendUntilAcknowledged(t, 0, true, body)
+			continue
+		}
+		senders.sendUntilAcknowledged(t, 0, false, mustMarshal(t, e.Spans))
+	}
+
+	// What the rules and the rate keep, computed apart from the gateway.
+	ratio := sampling.NewRatio(outcomeRate)
+	flaggedSession := map[string]bool{}
+	for _, tr := range w.Traces {
+		if tr.Failing || tr.Flagged {
+			flaggedSession[tr.SessionID] = true
+		}
+	}
+	want := func(tr workload.OutcomeTrace) (bool, string) {
+		switch {
+		case tr.Failing:
+			return true, "failed"
+		case tr.Flagged:
+			return true, "flagged"
+		case per == sampling.DecidePerSession && flaggedSession[tr.SessionID]:
+			return true, "session"
+		case per == sampling.DecidePerSession:
+			var id pcommon.TraceID // the session's key where the rate reads a trace id
+			binary.BigEndian.PutUint64(id[8:], uint64(sampling.SessionKeyOf(tr.SessionID)))
+			return ratio.Keep(id), "sample"
+		}
+		return ratio.Keep(tr.TraceID), "sample"
+	}
+	wantSpans, wantScores, rest, restKept := 0, 0, 0, 0
+	for _, tr := range w.Traces {
+		keep, _ := want(tr)
+		if keep {
+			wantSpans += tr.GenAISpans
+			if tr.Evaluated {
+				wantScores++
+			}
+		}
+		if !tr.Failing && !tr.Flagged {
+			rest++
+			if keep {
+				restKept++
+			}
+		}
+	}
+	// Decided within settle_duration of the last export (decision_wait for a trace whose root
+	// never came); then what a wrong decision would deliver has time to arrive too.
+	if !eventually(90*time.Second, func() bool {
+		st := p.Stats()
+		return st.UniqueSpans >= wantSpans && st.UniqueScores >= wantScores
+	}) {
+		t.Errorf("after 90 s the platform has %+v; want %d spans and %d scores", p.Stats(), wantSpans, wantScores)
+	}
+	time.Sleep(5 * time.Second)
+
+	var failing, flagged, torn, extra, missingScores, strayScores int
+	for _, tr := range w.Traces {
+		id := tr.TraceID.String()
+		keep, reason := want(tr)
+		unique := map[string]bool{}
+		for _, o := range p.ObservationsByTrace(id) {
+			unique[o.ID] = true
+		}
+		scores := len(p.Scores(platform.ScoreFilter{TraceID: id, Name: "correctness"}))
+		switch {
+		case keep && len(unique) != tr.GenAISpans:
+			torn++
+			t.Errorf("trace %s (failing %v, flagged %v, agent run %v): %d of its %d spans delivered", id, tr.Failing, tr.Flagged, tr.AgentRun, len(unique), tr.GenAISpans)
+		case !keep && len(unique) > 0:
+			extra++
+			t.Errorf("trace %s: dropped by the rules and the rate, yet %d spans delivered", id, len(unique))
+		}
+		switch {
+		case keep && tr.Evaluated && scores == 0:
+			missingScores++
+			t.Errorf("trace %s: delivered, its evaluation score is not", id)
+		case !keep && scores > 0:
+			strayScores++
+			t.Errorf("trace %s: dropped, yet its score reached the platform", id)
+		}
+		if keep {
+			if tr.Failing {
+				failing++
+			}
+			if tr.Flagged {
+				flagged++
+			}
+			if trace, ok := p.Trace(id); !ok || trace.Metadata["sampling_reason"] != reason {
+				t.Errorf("trace %s: metadata sampling_reason %v, want %q", id, trace.Metadata["sampling_reason"], reason)
+			}
+		}
+	}
+	t.Logf("%d traces (%d spans): %d failing and %d flagged delivered whole; of the other %d, %d kept (%.1f%%, rate %v); "+
+		"%d torn, %d delivered wrongly; %d scores, %d missing, %d stray",
+		len(w.Traces), wantSpans, failing, flagged, rest, restKept, 100*float64(restKept)/float64(rest), outcomeRate,
+		torn, extra, wantScores, missingScores, strayScores)
+	if failing == 0 || flagged == 0 || restKept == 0 || restKept == rest {
+		t.Errorf("the workload gives no mix to test: %d failing, %d flagged, %d of %d kept by the rate", failing, flagged, restKept, rest)
+	}
+}
