@@ -216,9 +216,11 @@ func (m *Memory) journalAfterApply(out *released) {
 		m.journalEntries(journal.KindDropped, out.dropped), m.journalEntries(journal.KindDecided, out.decided),
 		m.journalSessions(out.sessions))
 	if err != nil {
-		m.cfg.Logger.Warn("Could not journal open parents or dropped spans; a span arriving after a restart "+
-			"below one of them may not find its nearest kept ancestor", zap.Int("parents", len(out.opened.traces)),
-			zap.Int("dropped", len(out.dropped.traces)), zap.Error(err))
+		m.cfg.Logger.Warn("Could not journal open parents, dropped spans or kept traces and sessions; after a "+
+			"restart a span below one of them may not find its nearest kept ancestor, or a later span of a kept "+
+			"trace or session be decided again", zap.Int("parents", len(out.opened.traces)),
+			zap.Int("dropped", len(out.dropped.traces)), zap.Int("kept", len(out.decided.traces)+len(out.sessions)),
+			zap.Error(err))
 	}
 	out.opened, out.dropped, out.decided, out.sessions = entries{}, entries{}, entries{}, nil
 }

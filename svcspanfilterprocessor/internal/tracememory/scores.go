@@ -104,8 +104,10 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 	if copies == (plog.Logs{}) && !m.anyScore(ld) {
 		return 0, 0, nil
 	}
-	if err := m.ContentRoom(size); err != nil {
-		return 0, 0, err
+	if size > 0 { // records of decided traces only pass or drop: no room needed
+		if err := m.ContentRoom(size); err != nil {
+			return 0, 0, err
+		}
 	}
 	ref := m.NewRecordRef(0, 1) // the guard: the record goes when its last held record is handed on
 	if m.cfg.Journaled && copies != (plog.Logs{}) {
