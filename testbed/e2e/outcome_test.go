@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/testbed/collector"
@@ -142,10 +143,7 @@ func runOutcome(t *testing.T, per string, kill bool) {
 	for _, tr := range w.Traces {
 		id := tr.TraceID.String()
 		keep, reason := want(tr)
-		unique := map[string]bool{}
-		for _, o := range p.ObservationsByTrace(id) {
-			unique[o.ID] = true
-		}
+		unique := spanIDs(p.ObservationsByTrace(id))
 		scores := len(p.Scores(platform.ScoreFilter{TraceID: id, Name: "correctness"}))
 		switch {
 		case keep && len(unique) != tr.GenAISpans:
@@ -182,4 +180,81 @@ func runOutcome(t *testing.T, per string, kill bool) {
 	if failing == 0 || flagged == 0 || restKept == 0 || restKept == rest {
 		t.Errorf("the workload gives no mix to test: %d failing, %d flagged, %d of %d kept by the rate", failing, flagged, restKept, rest)
 	}
+}
+
+// TestOutcomeSamplingAgentRunLongerThanTheWait: agent runs whose spans come over 6 s, children
+// first and the root last, with decision_wait 3s: each run is decided on its beginning and its
+// later spans follow, also a failing call that arrives after the decision; so each run is on the
+// platform whole (the 50% trace-id rule kept it, with its reason on the root) or not at all.
+func TestOutcomeSamplingAgentRunLongerThanTheWait(t *testing.T) {
+	const overlay = `yaml:
+extensions:
+  svcsampling:
+    outcome:
+      settle_duration: 1s
+      decision_wait: 3s
+      rules:
+        - {name: failed, kind: error}
+`
+	g := startGateway(t, gatewayOptions{env: []string{"SVC_SAMPLE_RATE=0.5"}, configs: []string{collector.DefaultConfig(), overlay}})
+	senders := newTierSenders(t, g.collector, 1)
+	const runs, steps = 24, 4
+	tids := make([]pcommon.TraceID, runs)
+	for i := range tids {
+		tids[i] = pcommon.TraceID{0x30, 0xa6, byte(i), 15: byte(i)}
+		binary.BigEndian.PutUint64(tids[i][8:], uint64(i)*0x9e3779b97f4a7c15) // spread over the rate's bound
+	}
+	span := func(i, n int) pcommon.SpanID { return pcommon.SpanID{0x30, byte(i), 7: byte(n + 1)} }
+	start := time.Now()
+	for step := range steps + 1 {
+		time.Sleep(time.Until(start.Add(time.Duration(step) * 1500 * time.Millisecond)))
+		td := ptrace.NewTraces()
+		for i, tid := range tids {
+			if step == steps { // the root ends last
+				addLateSpanTestSpan(td, "agent", workload.ScopeApp, workload.SpanAgent, ptrace.SpanKindInternal, tid, span(i, steps), pcommon.SpanID{}, true)
+				continue
+			}
+			addLateSpanTestSpan(td, "agent", workload.ScopeApp, fmt.Sprintf("chat %d", step), ptrace.SpanKindClient, tid, span(i, step), span(i, steps), true)
+			if step == steps-1 && i%4 == 0 { // a call fails after the run was decided
+				rs := td.ResourceSpans()
+				rs.At(rs.Len() - 1).ScopeSpans().At(0).Spans().At(0).Status().SetCode(ptrace.StatusCodeError)
+			}
+		}
+		senders.sendUntilAcknowledged(t, 0, false, mustMarshal(t, td))
+	}
+	ratio, kept := sampling.NewRatio(0.5), 0
+	for _, tid := range tids {
+		if ratio.Keep(tid) {
+			kept++
+		}
+	}
+	if kept == 0 || kept == runs {
+		t.Fatalf("%d of %d runs kept by the rate: no mix to test", kept, runs)
+	}
+	g.waitForSpans(t, kept*(steps+1))
+	time.Sleep(3 * time.Second) // what a torn decision would deliver has time to arrive too
+	for i, tid := range tids {
+		got := len(spanIDs(g.platform.ObservationsByTrace(tid.String())))
+		want := 0
+		if ratio.Keep(tid) {
+			want = steps + 1
+			if tr, ok := g.platform.Trace(tid.String()); !ok || tr.Metadata["sampling_reason"] != "sample" {
+				t.Errorf("run %d: sampling_reason %v, want sample", i, tr.Metadata["sampling_reason"])
+			}
+		}
+		if got != want {
+			t.Errorf("run %d (failing call after the decision: %v): %d of its %d spans delivered, want %d", i, i%4 == 0, got, steps+1, want)
+		}
+	}
+	t.Logf("%d runs of %d spans over %s, decision_wait 3s: %d kept whole by the rate, %d dropped whole", runs, steps+1,
+		time.Duration(steps)*1500*time.Millisecond, kept, runs-kept)
+}
+
+// spanIDs are the distinct span ids of observations (a span delivered again is one).
+func spanIDs(observations []platform.Observation) map[string]bool {
+	ids := map[string]bool{}
+	for _, o := range observations {
+		ids[o.ID] = true
+	}
+	return ids
 }
