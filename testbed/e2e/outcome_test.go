@@ -73,11 +73,15 @@ func runOutcome(t *testing.T, per string, kill bool) {
 		FlaggedShare: 0.05, EvaluatedShare: 0.3, Epoch: time.Now().Add(-time.Hour)})
 	for i, e := range w.Exports {
 		if kill && i == len(w.Exports)/2 {
+			held, err := scrapeSum("http://"+gw.current().MetricsEndpoint+"/metrics", "otelcol_processor_svcspanfilter_decision_held_bytes")
+			if err != nil || held == 0 {
+				t.Fatalf("nothing waits for a decision at the kill (%v bytes, %v): the kill tests nothing", held, err)
+			}
 			k := gw.killAndRestart(0)
 			if k.err != nil {
 				t.Fatal(k.err)
 			}
-			t.Logf("%s, %d of %d exports sent", k, i, len(w.Exports))
+			t.Logf("%s, %d of %d exports sent, %.0f bytes waiting for their decision", k, i, len(w.Exports), held)
 		}
 		if e.Logs.LogRecordCount() > 0 {
 			body, err := plogotlp.NewExportRequestFromLogs(e.Logs).MarshalProto()
