@@ -17,7 +17,8 @@ import (
 )
 
 // outcomeOverlay turns outcome sampling on in the default config: "every failing trace, every
-// trace an evaluation flagged, and sample_rate (10%) of the rest". settle_duration is longer than
+// trace an evaluation flagged, every call over 0.5 (cost), every run over 30 s, and sample_rate
+// (10%) of the rest". settle_duration is longer than
 // a restart, so that a SIGKILL mid-run decides on what the run without it sees.
 const outcomeOverlay = `yaml:
 extensions:
@@ -29,6 +30,8 @@ extensions:
       rules:
         - {name: failed, kind: error}
         - {name: flagged, kind: score, score_name: correctness, boolean: false}
+        - {name: costly, kind: cost, cost_over: 0.5}
+        - {name: slow, kind: latency, latency_over: 30s}
 `
 
 const outcomeRate = 0.1
@@ -36,7 +39,8 @@ const outcomeRate = 0.1
 // TestOutcomeSamplingErrorsAndTenPercent: the built gateway, default config plus an outcome
 // section, the outcome workload (conversations of agent traces, 10% failing, 5% flagged by an
 // evaluation sent as a span event or a log record, agent runs whose children come first) sent as
-// its SDKs export it. Every failing and flagged trace reaches the platform whole; of the rest,
+// its SDKs export it. Every trace a rule names (failing: error; flagged: score; a call over 0.5:
+// cost; a run over 30 s: latency) reaches the platform whole; of the rest,
 // exactly the traces the 10% trace-id rule keeps, whole; scores only of the delivered traces, and
 // every score of them; the root carries the reason. "kill": SIGKILL and restart on the same
 // storage halfway, while the traces sent so far wait for their decision: nothing acknowledged is
@@ -97,8 +101,9 @@ func runOutcome(t *testing.T, per string, kill bool) {
 	// What the rules and the rate keep, computed apart from the gateway.
 	ratio := sampling.NewRatio(outcomeRate)
 	flaggedSession := map[string]bool{}
+	ruled := func(tr workload.OutcomeTrace) bool { return tr.Failing || tr.Flagged || tr.Costly || tr.AgentRun }
 	for _, tr := range w.Traces {
-		if tr.Failing || tr.Flagged {
+		if ruled(tr) {
 			flaggedSession[tr.SessionID] = true
 		}
 	}
@@ -108,6 +113,10 @@ func runOutcome(t *testing.T, per string, kill bool) {
 			return true, "failed"
 		case tr.Flagged:
 			return true, "flagged"
+		case tr.Costly:
+			return true, "costly"
+		case tr.AgentRun: // the agent span lasts over a minute
+			return true, "slow"
 		case per == sampling.DecidePerSession && flaggedSession[tr.SessionID]:
 			return true, "session"
 		case per == sampling.DecidePerSession:
@@ -126,7 +135,7 @@ func runOutcome(t *testing.T, per string, kill bool) {
 				wantScores++
 			}
 		}
-		if !tr.Failing && !tr.Flagged {
+		if !ruled(tr) {
 			rest++
 			if keep {
 				restKept++
@@ -143,7 +152,7 @@ func runOutcome(t *testing.T, per string, kill bool) {
 	}
 	time.Sleep(5 * time.Second)
 
-	var failing, flagged, torn, extra, missingScores, strayScores int
+	var failing, flagged, costly, slow, torn, extra, missingScores, strayScores int
 	for _, tr := range w.Traces {
 		id := tr.TraceID.String()
 		keep, reason := want(tr)
@@ -172,17 +181,24 @@ func runOutcome(t *testing.T, per string, kill bool) {
 			if tr.Flagged {
 				flagged++
 			}
+			if tr.Costly {
+				costly++
+			}
+			if tr.AgentRun {
+				slow++
+			}
 			if trace, ok := p.Trace(id); !ok || trace.Metadata["sampling_reason"] != reason {
 				t.Errorf("trace %s: metadata sampling_reason %v, want %q", id, trace.Metadata["sampling_reason"], reason)
 			}
 		}
 	}
-	t.Logf("%d traces (%d spans): %d failing and %d flagged delivered whole; of the other %d, %d kept (%.1f%%, rate %v); "+
-		"%d torn, %d delivered wrongly; %d scores, %d missing, %d stray",
-		len(w.Traces), wantSpans, failing, flagged, rest, restKept, 100*float64(restKept)/float64(rest), outcomeRate,
+	t.Logf("%d traces (%d spans): %d failing, %d flagged, %d costly, %d runs over 30 s delivered whole; of the other %d, "+
+		"%d kept (%.1f%%, rate %v); %d torn, %d delivered wrongly; %d scores, %d missing, %d stray",
+		len(w.Traces), wantSpans, failing, flagged, costly, slow, rest, restKept, 100*float64(restKept)/float64(rest), outcomeRate,
 		torn, extra, wantScores, missingScores, strayScores)
-	if failing == 0 || flagged == 0 || restKept == 0 || restKept == rest {
-		t.Errorf("the workload gives no mix to test: %d failing, %d flagged, %d of %d kept by the rate", failing, flagged, restKept, rest)
+	if failing == 0 || flagged == 0 || costly == 0 || slow == 0 || restKept == 0 || restKept == rest {
+		t.Errorf("the workload gives no mix to test: %d failing, %d flagged, %d costly, %d slow, %d of %d kept by the rate",
+			failing, flagged, costly, slow, restKept, rest)
 	}
 }
 
