@@ -328,3 +328,34 @@ func TestSessionLearnedAfterTheRuleMatched(t *testing.T) {
 	d.shutdown()
 	d.checkInvariants(t, true, false)
 }
+
+// A call planned while its trace was undecided (its span written ahead to wait for the decision)
+// applies after another call decided the trace: kept, the span goes on at once; dropped, it is
+// dropped; either way its record of the call is done and nothing is delivered twice after a kill.
+func TestTraceDecidedBetweenAPlanAndItsApply(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		t.Run(map[bool]string{true: "kept", false: "dropped"}[keep], func(t *testing.T) {
+			d := newDriver(t, withOutcome(t, 0))
+			require.NoError(t, d.send(sp{name: "agent", kept: true}))
+			betweenPlanAndApply(t, func() {
+				if keep {
+					require.NoError(t, d.send(sp{name: "failed call", parent: "agent", kept: true, err: true}))
+					return
+				}
+				d.advance(testSettle) // the root settled: dropped by the rate
+			})
+			require.NoError(t, d.send(sp{name: "late call", parent: "agent", kept: true}))
+			assert.Zero(t, d.m.HeldSpans())
+			assert.Empty(t, d.journal.spanRecords(), "the call's record is done: nothing of it is held")
+			d.kill()
+			d.advance(time.Minute)
+			d.shutdown()
+			if keep {
+				assert.Equal(t, map[string]string{"agent": "", "failed call": "agent", "late call": "agent"}, d.tree())
+			} else {
+				assert.Empty(t, d.tree())
+			}
+			d.checkInvariants(t, true, false)
+		})
+	}
+}
