@@ -89,7 +89,7 @@ func (c *evaluatorConnector) Capabilities() consumer.Capabilities {
 
 // Start takes the sampling extension's decision when the config names one.
 func (c *evaluatorConnector) Start(_ context.Context, host component.Host) (err error) {
-	c.decider, err = sampling.Shared(host.GetExtensions(), c.samplingID, c.decider)
+	c.decider, err = sampling.ScoreDecider(host.GetExtensions(), c.samplingID, c.decider)
 	return err
 }
 

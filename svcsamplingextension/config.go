@@ -1,8 +1,6 @@
 package svcsamplingextension
 
 import (
-	"errors"
-
 	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/svc/svc-collector/pkg/sampling"
@@ -18,18 +16,8 @@ type Config struct {
 	Outcome configoptional.Optional[sampling.OutcomeConfig] `mapstructure:"outcome"`
 }
 
-// errOutcomeNotWired refuses an outcome section until a component applies it: accepted and
-// ignored, it would sample the failing traces a user asked to keep at sample_rate, silently.
-var errOutcomeNotWired = errors.New("outcome: not yet wired: no component applies outcome sampling yet " +
-	"(the span filter's outcome sampling is in progress); remove the outcome section, sample_rate alone applies")
-
-// Validate checks the rate (the outcome section's rules are checked by confmap through it).
+// Validate checks the rate (the outcome section's rules are checked by confmap through it; the
+// span filter that applies them checks max_held_mib against its memory at Start).
 func (c *Config) Validate() error {
-	if err := sampling.ValidateRate(c.SampleRate); err != nil {
-		return err
-	}
-	if c.Outcome.HasValue() {
-		return errOutcomeNotWired
-	}
-	return nil
+	return sampling.ValidateRate(c.SampleRate)
 }

@@ -30,7 +30,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "zero"), wantErr: "sample_rate must be greater than 0 and at most 1, got 0"},
 		{id: component.NewIDWithName(metadata.Type, "above_one"), wantErr: "sample_rate must be greater than 0 and at most 1, got 1.5"},
 		{id: component.NewIDWithName(metadata.Type, "unknown_key"), wantErr: "invalid keys: rate"},
-		{id: component.NewIDWithName(metadata.Type, "outcome"), wantErr: "outcome: not yet wired"},
+		{id: component.NewIDWithName(metadata.Type, "outcome"), want: 0.05},
 		{id: component.NewIDWithName(metadata.Type, "outcome_bad_rule"), wantErr: `outcome: rules[0] "slow": kind latency needs latency_over`},
 		{id: component.NewIDWithName(metadata.Type, "outcome_disabled"), want: 0.5},
 	}

@@ -111,7 +111,7 @@ func (c *scoreConnector) Capabilities() consumer.Capabilities {
 
 // Start takes the sampling extension's decision when the config names one.
 func (c *scoreConnector) Start(_ context.Context, host component.Host) error {
-	decider, err := sampling.Shared(host.GetExtensions(), c.samplingID, c.decider)
+	decider, err := sampling.ScoreDecider(host.GetExtensions(), c.samplingID, c.decider)
 	if err != nil {
 		return err
 	}

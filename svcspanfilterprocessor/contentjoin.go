@@ -36,9 +36,24 @@ type contentLogsProcessor struct {
 	enabled   bool
 	sink      func() contentSink
 	telemetry *metadata.TelemetryBuilder
+	scores    *scoreSide // score records follow their trace with outcome sampling (scores.go)
 }
 
 func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	ld, err := p.takeContent(ctx, ld)
+	if err != nil || p.scores == nil {
+		return ld, err
+	}
+	if held, err := p.scores.hold(ctx, ld); err != nil || !held {
+		return ld, err
+	}
+	if ld.LogRecordCount() == 0 {
+		return ld, processorhelper.ErrSkipProcessingData
+	}
+	return ld, nil
+}
+
+func (p *contentLogsProcessor) takeContent(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
 	if !p.enabled {
 		return ld, nil
 	}

@@ -58,11 +58,12 @@ func createLogs(ctx context.Context, set processor.Settings, cfg component.Confi
 		sink:      inst.contentSink,
 		telemetry: tb,
 	}
+	lp.scores = &scoreSide{logger: set.Logger, next: next, sink: lp, traces: inst.tracesProcessor}
 	return processorhelper.NewLogs(ctx, set, cfg, next, lp.processLogs,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
-		processorhelper.WithShutdown(func(context.Context) error {
-			release()
-			return nil
+		processorhelper.WithShutdown(func(ctx context.Context) error {
+			defer release()
+			return lp.scores.shutdown(ctx)
 		}),
 	)
 }
@@ -107,6 +108,13 @@ func acquireInstance(id component.ID, traces *spanFilterProcessor) (*spanFilterI
 			delete(instances.m, id)
 		}
 	}), nil
+}
+
+// tracesProcessor is the traces processor of the ID, nil without a traces pipeline for it.
+func (i *spanFilterInstance) tracesProcessor() *spanFilterProcessor {
+	instances.Lock()
+	defer instances.Unlock()
+	return i.traces
 }
 
 // contentSink is the traces processor, nil without a traces pipeline for this ID.

@@ -43,6 +43,7 @@ type testSpan struct {
 	parentID pcommon.SpanID
 	attrs    map[string]any
 	trace    pcommon.TraceID
+	failed   bool // status ERROR
 }
 
 func idOf(name string) pcommon.SpanID {
@@ -85,6 +86,9 @@ func batch(spans ...testSpan) ptrace.Traces {
 		span.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
 		span.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(time.Millisecond)))
 		span.SetKind(ptrace.SpanKindInternal)
+		if s.failed {
+			span.Status().SetCode(ptrace.StatusCodeError)
+		}
 		// In name order, so that the golden files do not depend on map iteration.
 		for _, k := range slices.Sorted(maps.Keys(s.attrs)) {
 			if err := span.Attributes().PutEmpty(k).FromRaw(s.attrs[k]); err != nil {

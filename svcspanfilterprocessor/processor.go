@@ -86,6 +86,7 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 		tb.RegisterProcessorSvcspanfilterHeldBytesCallback(gauge(p.mem.HeldBytes)),
 		tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(gauge(p.mem.Bytes)),
 		tb.RegisterProcessorSvcspanfilterTracesInMemoryCallback(gauge(p.mem.Traces)),
+		tb.RegisterProcessorSvcspanfilterDecisionHeldBytesCallback(gauge(p.mem.DecisionBytes)),
 	); err != nil {
 		tb.Shutdown()
 		return nil, err
@@ -111,6 +112,9 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 		}
 		p.filter.sampler = decider.Ratio()
 		p.filter.experiments = decider
+		if err := p.startOutcome(host); err != nil {
+			return err
+		}
 	}
 	if sj, ok := p.journal.(*storageJournal); ok {
 		records, err := sj.start(ctx, host)
@@ -341,6 +345,13 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	}
 	for _, d := range s.ContentWaits {
 		tb.ProcessorSvcspanfilterContentWait.Record(ctx, d.Seconds())
+	}
+	if s.Discarded > 0 { // kept spans of traces outcome sampling dropped
+		tb.ProcessorSvcspanfilterSpansDropped.Add(ctx, s.Discarded, reasons.decision[droppedSampledOut])
+	}
+	for _, d := range s.Decided {
+		tb.ProcessorSvcspanfilterTracesDecided.Add(ctx, 1, decidedOpt(d))
+		tb.ProcessorSvcspanfilterDecisionWait.Record(ctx, d.Wait.Seconds())
 	}
 	if s.EvictedWaiting == 0 {
 		return

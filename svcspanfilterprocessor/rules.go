@@ -53,6 +53,9 @@ type spanFilter struct {
 	// experiments is the svcsampling extension's memory of experiment traces (nil without it): it
 	// outlives remember_duration, so a late span of a sampled-out experiment trace is kept.
 	experiments *sampling.Decider
+	// outcome: outcome sampling decides traces in the trace memory; the sampler keeps every trace
+	// and the experiment mark is looked for in every span (the decision reads it).
+	outcome bool
 }
 
 type spanRules struct {
@@ -133,6 +136,7 @@ func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
 		return spanVerdict{decision: droppedDropRule}
 	}
 	sampledIn := f.sampler.Keep(span.TraceID())
+	wantExperiment := !sampledIn || f.outcome
 	// The reason follows the default filter's order: svc-sdk scope, known scope, gen_ai. attribute,
 	// keep rules (the scope alone may settle it).
 	keep := v.keep
@@ -140,8 +144,8 @@ func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
 	wantKeepPrefix := !keep.kept() && len(f.keep.attrPrefixes) > 0
 	// The attributes are read only when they can change the outcome.
 	var scan attrScan
-	if wantGenAI || wantKeepPrefix || len(f.drop.attrPrefixes) > 0 || !sampledIn {
-		scan = f.scanAttributes(span.Attributes(), wantGenAI, wantKeepPrefix, !sampledIn)
+	if wantGenAI || wantKeepPrefix || len(f.drop.attrPrefixes) > 0 || wantExperiment {
+		scan = f.scanAttributes(span.Attributes(), wantGenAI, wantKeepPrefix, wantExperiment)
 		switch {
 		case scan.drop:
 			return spanVerdict{decision: droppedDropRule}

@@ -35,6 +35,21 @@ func Shared[ID comparable, Ext any](extensions map[ID]Ext, id *ID, own *Decider)
 	return FromExtensions(extensions, *id)
 }
 
+// ScoreDecider is the decision of a score connector (svcscore, svcevaluator): Shared, except that
+// when the extension has an outcome section the connector drops no score by the rate: the scores
+// follow their trace's outcome decision, which the span filter takes and applies to them.
+func ScoreDecider[ID comparable, Ext any](extensions map[ID]Ext, id *ID, own *Decider) (*Decider, error) {
+	d, err := Shared(extensions, id, own)
+	if err != nil || id == nil {
+		return d, err
+	}
+	o, err := OutcomeFromExtensions(extensions, *id)
+	if err != nil || o == nil {
+		return d, err
+	}
+	return NewDecider(NewRatio(1), nil), nil
+}
+
 // OutcomeProvider is the svcsampling extension's outcome sampling, for the components that decide
 // on a trace's outcome (the span filter, and the score connectors whose scores follow it).
 type OutcomeProvider interface {

@@ -23,6 +23,16 @@ const (
 	// restart they are still bridged by a connector span, and a parent closing a cycle is cut. 32
 	// bytes per parent: its trace id, span id, then the id of a span that went on pointing at it.
 	KindOpenParents Kind = 5
+	// KindDecided: traces outcome sampling decided kept, whose spans went on, so that their later
+	// spans follow after a restart. Per trace: its trace id, the length of the reason (1 byte),
+	// then the reason (the rule's name, experiment, session or sample). HeldAt: the decision's time.
+	KindDecided Kind = 6
+	// KindSession: a session an outcome rule kept (decide_per: session). Its session key (8 bytes,
+	// big endian), then the reason; HeldAt: when it was kept (session_keep_duration runs from it).
+	KindSession Kind = 7
+	// KindScores: payload: plog proto of the score records of one logs call held for their
+	// trace's outcome sampling decision.
+	KindScores Kind = 8
 )
 
 // Record is one durable record.

@@ -52,14 +52,16 @@ type Storage struct {
 // liveRecord is a live record: the id its caller knows, and lazy for open parents and dropped spans,
 // whose delete stays owed until the next Append (or Flush) carries it: a call that drops spans
 // costs one transaction, not two, and a restart before the delete only restores traces already
-// forgotten. A late delete of KindSpans or KindContent would deliver again: they get their own.
+// forgotten (of a kept decision or session: restores one already over). A late delete of KindSpans,
+// KindContent or KindScores would deliver again: they get their own.
 type liveRecord struct {
 	id   uint64
 	lazy bool
 }
 
 func newLive(id uint64, kind Kind) liveRecord {
-	return liveRecord{id: id, lazy: kind == KindOpen || kind == KindDropped || kind == KindOpenParents}
+	lazy := kind == KindOpen || kind == KindDropped || kind == KindOpenParents || kind == KindDecided || kind == KindSession
+	return liveRecord{id: id, lazy: lazy}
 }
 
 var _ Journal = (*Storage)(nil)
@@ -304,7 +306,7 @@ func decodeRecord(b []byte) (Record, error) {
 		return Record{}, fmt.Errorf("checksum mismatch (stored %08x, computed %08x)", want, got)
 	}
 	rec := Record{Kind: Kind(b[1]), HeldAt: time.Unix(0, int64(binary.BigEndian.Uint64(b[6:])))}
-	if rec.Kind < KindSpans || rec.Kind > KindOpenParents {
+	if rec.Kind < KindSpans || rec.Kind > KindScores {
 		return Record{}, fmt.Errorf("unknown record kind %d", rec.Kind)
 	}
 	r := reader{b: b[recordHeader:]}

@@ -32,6 +32,8 @@ type TelemetryBuilder struct {
 	ProcessorSvcspanfilterContentJoined      metric.Int64Counter
 	ProcessorSvcspanfilterContentUnmatched   metric.Int64Counter
 	ProcessorSvcspanfilterContentWait        metric.Float64Histogram
+	ProcessorSvcspanfilterDecisionHeldBytes  metric.Int64ObservableGauge
+	ProcessorSvcspanfilterDecisionWait       metric.Float64Histogram
 	ProcessorSvcspanfilterHeldBytes          metric.Int64ObservableGauge
 	ProcessorSvcspanfilterMemoryBytes        metric.Int64ObservableGauge
 	ProcessorSvcspanfilterSpansDropped       metric.Int64Counter
@@ -41,6 +43,7 @@ type TelemetryBuilder struct {
 	ProcessorSvcspanfilterSpansReleased      metric.Int64Counter
 	ProcessorSvcspanfilterSpansReparented    metric.Int64Counter
 	ProcessorSvcspanfilterSpansUndeliverable metric.Int64Counter
+	ProcessorSvcspanfilterTracesDecided      metric.Int64Counter
 	ProcessorSvcspanfilterTracesEvicted      metric.Int64Counter
 	ProcessorSvcspanfilterTracesInMemory     metric.Int64ObservableGauge
 }
@@ -54,6 +57,21 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterProcessorSvcspanfilterDecisionHeldBytesCallback sets callback for observable ProcessorSvcspanfilterDecisionHeldBytes metric.
+func (builder *TelemetryBuilder) RegisterProcessorSvcspanfilterDecisionHeldBytesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorSvcspanfilterDecisionHeldBytes, obs: o})
+		return nil
+	}, builder.ProcessorSvcspanfilterDecisionHeldBytes)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
 }
 
 // RegisterProcessorSvcspanfilterHeldBytesCallback sets callback for observable ProcessorSvcspanfilterHeldBytes metric.
@@ -169,6 +187,19 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithExplicitBucketBoundaries([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}...),
 	)
 	errs = errors.Join(errs, err)
+	builder.ProcessorSvcspanfilterDecisionHeldBytes, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_svcspanfilter_decision_held_bytes",
+		metric.WithDescription("Estimated size of the held spans that wait for their trace's outcome sampling decision (bounded by the svcsampling extension's outcome.max_held_mib). [Development]"),
+		metric.WithUnit("By"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorSvcspanfilterDecisionWait, err = builder.meter.Float64Histogram(
+		"otelcol_processor_svcspanfilter_decision_wait",
+		metric.WithDescription("Outcome sampling: seconds from a trace's first kept span to its decision. [Development]"),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries([]float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}...),
+	)
+	errs = errors.Join(errs, err)
 	builder.ProcessorSvcspanfilterHeldBytes, err = builder.meter.Int64ObservableGauge(
 		"otelcol_processor_svcspanfilter_held_bytes",
 		metric.WithDescription("Estimated size of the held spans. [Development]"),
@@ -207,7 +238,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorSvcspanfilterSpansReleased, err = builder.meter.Int64Counter(
 		"otelcol_processor_svcspanfilter_spans_released",
-		metric.WithDescription("Held spans that went on, by reason (parent_arrived, wait_expired, max_wait, evicted, shutdown, content). Except for parent_arrived they keep pointing at their unknown parent (rule 1). [Development]"),
+		metric.WithDescription("Held spans that went on, by reason (parent_arrived, wait_expired, max_wait, evicted, shutdown, content, decided: their trace was decided kept by outcome sampling). Except for parent_arrived they keep pointing at their unknown parent (rule 1). [Development]"),
 		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)
@@ -221,6 +252,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_svcspanfilter_spans_undeliverable",
 		metric.WithDescription("Released spans the next consumer refused permanently (or still refused at shutdown) and that were given up. Every such loss is also logged at error level. [Development]"),
 		metric.WithUnit("{spans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorSvcspanfilterTracesDecided, err = builder.meter.Int64Counter(
+		"otelcol_processor_svcspanfilter_traces_decided",
+		metric.WithDescription("Outcome sampling: traces decided, by decision (kept, dropped) and reason (the name of the rule that kept the trace, experiment, session, sample, or dropped). [Development]"),
+		metric.WithUnit("{traces}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorSvcspanfilterTracesEvicted, err = builder.meter.Int64Counter(

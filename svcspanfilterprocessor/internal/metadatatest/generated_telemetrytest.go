@@ -84,6 +84,35 @@ func AssertEqualProcessorSvcspanfilterContentWait(t *testing.T, tt *componenttes
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorSvcspanfilterDecisionHeldBytes(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_svcspanfilter_decision_held_bytes",
+		Description: "Estimated size of the held spans that wait for their trace's outcome sampling decision (bounded by the svcsampling extension's outcome.max_held_mib). [Development]",
+		Unit:        "By",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_decision_held_bytes")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorSvcspanfilterDecisionWait(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.HistogramDataPoint[float64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_svcspanfilter_decision_wait",
+		Description: "Outcome sampling: seconds from a trace's first kept span to its decision. [Development]",
+		Unit:        "s",
+		Data: metricdata.Histogram[float64]{
+			Temporality: metricdata.CumulativeTemporality,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_decision_wait")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorSvcspanfilterHeldBytes(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcspanfilter_held_bytes",
@@ -177,7 +206,7 @@ func AssertEqualProcessorSvcspanfilterSpansRefused(t *testing.T, tt *componentte
 func AssertEqualProcessorSvcspanfilterSpansReleased(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcspanfilter_spans_released",
-		Description: "Held spans that went on, by reason (parent_arrived, wait_expired, max_wait, evicted, shutdown, content). Except for parent_arrived they keep pointing at their unknown parent (rule 1). [Development]",
+		Description: "Held spans that went on, by reason (parent_arrived, wait_expired, max_wait, evicted, shutdown, content, decided: their trace was decided kept by outcome sampling). Except for parent_arrived they keep pointing at their unknown parent (rule 1). [Development]",
 		Unit:        "{spans}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -218,6 +247,22 @@ func AssertEqualProcessorSvcspanfilterSpansUndeliverable(t *testing.T, tt *compo
 		},
 	}
 	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_spans_undeliverable")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorSvcspanfilterTracesDecided(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_svcspanfilter_traces_decided",
+		Description: "Outcome sampling: traces decided, by decision (kept, dropped) and reason (the name of the rule that kept the trace, experiment, session, sample, or dropped). [Development]",
+		Unit:        "{traces}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_svcspanfilter_traces_decided")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -20,6 +20,10 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	require.NoError(t, tb.RegisterProcessorSvcspanfilterDecisionHeldBytesCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
 	require.NoError(t, tb.RegisterProcessorSvcspanfilterHeldBytesCallback(func(_ context.Context, observer metric.Int64Observer) error {
 		observer.Observe(1)
 		return nil
@@ -40,12 +44,14 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorSvcspanfilterContentJoined.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterContentUnmatched.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterContentWait.Record(context.Background(), 1)
+	tb.ProcessorSvcspanfilterDecisionWait.Record(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansDropped.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansKept.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansRefused.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansReleased.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansReparented.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterSpansUndeliverable.Add(context.Background(), 1)
+	tb.ProcessorSvcspanfilterTracesDecided.Add(context.Background(), 1)
 	tb.ProcessorSvcspanfilterTracesEvicted.Add(context.Background(), 1)
 	AssertEqualProcessorSvcspanfilterConnectorSpans(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
@@ -57,6 +63,12 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSvcspanfilterContentWait(t, testTel,
+		[]metricdata.HistogramDataPoint[float64]{{}}, metricdatatest.IgnoreValue(),
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSvcspanfilterDecisionHeldBytes(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSvcspanfilterDecisionWait(t, testTel,
 		[]metricdata.HistogramDataPoint[float64]{{}}, metricdatatest.IgnoreValue(),
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSvcspanfilterHeldBytes(t, testTel,
@@ -84,6 +96,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSvcspanfilterSpansUndeliverable(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorSvcspanfilterTracesDecided(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorSvcspanfilterTracesEvicted(t, testTel,

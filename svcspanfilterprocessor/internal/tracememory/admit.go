@@ -56,6 +56,7 @@ type spanRef struct {
 	scopeAwaits bool // spans of its scope may wait for content (asked once per scope)
 	// mayHold: written ahead, so the memory may hold it; connector: it goes on as a connector span.
 	mayHold, connector bool
+	awaitsDecision     bool // held for its trace's decision (outcome sampling)
 }
 
 // origins makes a batch's shared resource and scope copies on first use, and its spans' held copies.
@@ -248,6 +249,9 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		r := &refs[i]
 		v := r.decision.Verdict
 		r.kept = v == Keep || (v == KeepIfExperiment && r.trace.experiment)
+		if r.kept && m.cfg.Outcome != nil && r.trace.dropped() { // later spans follow the decision
+			r.kept = false
+		}
 		st := stateDropped
 		if r.kept {
 			st = stateKept
@@ -273,6 +277,18 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 				// Held since this call's plan (by another call, written ahead): it stays held under
 				// its own record; this copy goes on at once (rule 1): twice at worst, never lost.
 				old = nil
+			}
+			if m.cfg.Outcome != nil {
+				r.awaitsDecision = sh.observeKept(m, r, og, now, out)
+				if r.trace.dropped() { // decided on its arrival (not written ahead): dropped with it
+					r.kept = false
+					r.trace.records[id] = record{parent: r.span.ParentSpanID(), state: stateDropped}
+					sh.admitDropped(m, adm, r, og, out)
+					if r.fresh {
+						sh.arrived(m, r.trace, id, out)
+					}
+					continue
+				}
 			}
 			sh.admitKept(m, adm, r, old, og, now, out)
 		} else {
@@ -311,6 +327,13 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	}
 	t.closeOpen(m, id)
 	reason, at, joined, gather := sh.settleKept(m, r, og.request.tenant, out)
+	if reason&WaitParent == 0 && m.cfg.Outcome != nil {
+		rs := og.td.ResourceSpans().At(int(r.resource))
+		markRoot(t, span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
+	}
+	if r.awaitsDecision {
+		reason |= WaitDecision
+	}
 	if joined != nil {
 		contentRefs = append(contentRefs, joined...)
 	}

@@ -14,13 +14,16 @@
 //
 // and carries in any state: open parents (ids delivered spans point at that it has not seen), content
 // waiting for its span, content joined onto its spans (for copies sent again), and the journal
-// records of its open parents and dropped spans (kept until it is forgotten).
+// records of its open parents and dropped spans (kept until it is forgotten). With outcome sampling
+// (Config.Outcome, decide.go) it is also undecided (its kept spans wait for the decision, observed
+// into its TraceOutcome), decided kept (journaled, KindDecided) or decided dropped, for as long as
+// it is remembered.
 //
 // A kept span is, in turn:
 //
 //	passed     it goes on in its own request, its parent settled (unchanged, re-parented, or a root)
 //	held       waiting for its parent (WaitParent: indexed under the unknown span its walk stopped at),
-//	           for its content (WaitContent), or both
+//	           for its content (WaitContent), for its trace's decision (WaitDecision), or several
 //	ready      released (or a delivery of its own call: carrying content joined on arrival, or a
 //	           connector), in a Delivery counted in ReadyBytes until the next component takes it
 //	handed on  Delivered (or Discarded): its journal record is done when its last span is (a record
@@ -59,12 +62,20 @@
 //	shutdown                  Drain releases every held span by rule 1 (on_shutdown: keep leaves
 //	                          them journaled)
 //	recovery                  content (its wait restarts), dropped records, open parents with the
-//	                          spans pointing at them, then held spans, all with their original time
+//	                          spans pointing at them, kept decisions and sessions, then held spans
+//	                          (observed again, waiting for the decision), all with their original time
+//	kept span, undecided      (outcome) held for the decision and observed; a matching rule decides
+//	                          its trace at once; kept span of a dropped trace: recorded dropped
+//	decision                  rule matched; root arrived and idle settle_duration; decision_wait since
+//	                          the first kept span; decision bytes over MaxHeldBytes (oldest first);
+//	                          eviction and shutdown (never dropped undecided). Kept: WaitDecision
+//	                          ends (journaled KindDecided, a kept session KindSession), the root gets
+//	                          ReasonAttribute; dropped: the held spans are discarded, records done
 //	remember_duration idle    an idle trace is forgotten, or compacted to late when it has open
 //	                          parents or waiting content; late_parent_window ends a late trace
 //
-// # Invariants (checkInvariants checks 1-6 and, through checkCounts, 7 at the end of every test
-// scenario; the journal tests check 8)
+// # Invariants (checkInvariants checks 1-6 and 9 and, through checkCounts, 7 at the end of every
+// test scenario; the journal tests check 8)
 //
 //  1. A delivered kept span hangs, through connectors only, below its nearest kept ancestor; it is
 //     a root only when every ancestor is known dropped (or its parents form a cycle); otherwise it
@@ -75,7 +86,8 @@
 //  4. Nothing is delivered twice, except after a restart (at least once), with the same parent, and
 //     a span sent again while its first copy is held, when the copy's plan ran before the first
 //     was held: the held first copy stays (its call was acknowledged) and the copy goes on too.
-//  5. After shutdown nothing is held and every kept span that arrived was delivered.
+//  5. After shutdown nothing is held and every kept span that arrived was delivered (with outcome
+//     sampling: of the traces not decided dropped).
 //  6. A held span waits only on a span its trace does not know.
 //  7. The memory's counters (bytes, held bytes, held spans) are the sums over its traces and held
 //     items, and the items counted by an estimate are exactly those on their shard's unsized list.
@@ -84,4 +96,7 @@
 //     their failed write logged); a record of held spans is removed when its last span is handed
 //     on, of dropped spans or open parents when every trace in it is forgotten; a call of whole
 //     traces with no content waiting and no copy held writes no held span.
+//  9. Outcome sampling: a span of a trace decided dropped is never delivered, a kept span of a trace
+//     decided kept is never dropped; a span waits for the decision only in an undecided trace, and
+//     every held span of an undecided trace waits for it (its parent wait ends only after it).
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"

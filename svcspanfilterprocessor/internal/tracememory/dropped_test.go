@@ -20,6 +20,9 @@ func (d *driver) kill() {
 	d.restarted = true
 	cfg := testConfig(d.clock)
 	cfg.Journaled = true
+	if d.mutate != nil {
+		d.mutate(&cfg)
+	}
 	d.m = New(cfg, d.journal, nil, d.observe)
 	require.NoError(d.t, d.m.Recover(d.journal.records()))
 	d.deliver(d.m.TakeReady())

@@ -16,6 +16,7 @@ func (m *Memory) Expire() {
 		sh.unlock(m)
 	}
 	m.finish(&out)
+	m.expireSessions(now)
 	m.Enforce()
 }
 
@@ -24,10 +25,18 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	for t, next := sh.waiting.head, (*trace)(nil); t != nil; t = next {
 		next = t.next // t may leave the list
 		idle := now.Sub(t.lastActivity) >= cfg.WaitDuration
+		if cfg.Outcome != nil {
+			sh.expireDecision(m, t, now, out)
+		}
 		for _, it := range t.held { // only it leaves t.held
 			waited := now.Sub(it.heldAt)
 			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait &&
 				sh.endContentWait(m, t, it, now, ReleaseContent, out) {
+				continue
+			}
+			if it.reason&WaitDecision != 0 {
+				// Its parent wait ends after the decision: an open parent in a trace that may
+				// still be dropped would deliver a connector of a dropped trace.
 				continue
 			}
 			if it.reason&WaitParent != 0 && idle {
@@ -71,6 +80,8 @@ func (m *Memory) finish(out *released) { m.queue(m.settle(out)) }
 func (m *Memory) settle(out *released) []*Delivery {
 	out.finishRefs()
 	m.journalAfterApply(out)
+	m.queueScores(m.groupScores(out.scores))
+	out.scores = nil
 	if !out.stats.empty() {
 		m.observe(&out.stats)
 	}
@@ -88,6 +99,7 @@ func (m *Memory) overBudget() (EvictReason, bool) {
 
 // Enforce brings the memory back under its bounds (doc.go, "budget exceeded").
 func (m *Memory) Enforce() {
+	m.enforceDecisions()
 	if _, over := m.overBudget(); !over {
 		return
 	}
@@ -200,6 +212,9 @@ func (m *Memory) ContentRoom(size int64) error {
 // releaseAll ends every wait of t's held spans by rule 1 (a held span waits for something).
 func (sh *shard) releaseAll(m *Memory, t *trace, why ReleaseReason, out *released) {
 	now := m.cfg.Now()
+	if d := t.decisionOf(); d != nil && !d.decided {
+		sh.decide(m, t, now, out) // on what arrived: never dropped undecided
+	}
 	for _, it := range t.held { // only it leaves t.held
 		if it.reason&WaitContent == 0 || !sh.endContentWait(m, t, it, now, why, out) {
 			sh.expireParent(m, t, it, why, out)

@@ -36,8 +36,10 @@ type sp struct {
 	experiment   bool
 	trace        pcommon.TraceID
 	// big: the length of an extra string attribute (a prompt), 0 for none.
-	big  int
-	kind ptrace.SpanKind
+	big     int
+	kind    ptrace.SpanKind
+	err     bool   // status ERROR (an outcome rule keeps its trace)
+	session string // session.id
 }
 
 func (s sp) traceID() pcommon.TraceID {
@@ -135,10 +137,11 @@ type driver struct {
 	stats     Stats
 	refuse    bool // the next consumer refuses with a retryable error
 	restarted bool // kill ran: spans may be delivered again
+	mutate    func(*Config)
 }
 
 func newDriver(t testing.TB, mutate func(*Config)) *driver {
-	d := &driver{t: t, clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}, journal: newFakeJournal(), arrived: map[pcommon.SpanID]sp{}}
+	d := &driver{t: t, clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}, journal: newFakeJournal(), arrived: map[pcommon.SpanID]sp{}, mutate: mutate}
 	cfg := testConfig(d.clock)
 	cfg.Journaled = true
 	if mutate != nil {
@@ -171,6 +174,12 @@ func buildBatch(spans []sp) (ptrace.Traces, []Decision) {
 			span.SetParentSpanID(idOf(s.parent))
 		}
 		span.Attributes().PutStr("payload", s.name)
+		if s.err {
+			span.Status().SetCode(ptrace.StatusCodeError)
+		}
+		if s.session != "" {
+			span.Attributes().PutStr("session.id", s.session)
+		}
 		if s.big > 0 {
 			span.Attributes().PutStr("gen_ai.prompt", strings.Repeat("x", s.big))
 		}
@@ -293,7 +302,16 @@ func (d *driver) checkInvariants(t *testing.T, complete, allowDangling bool) {
 		byID[key] = s
 	}
 	truth := d.arrived
+	dropped := map[pcommon.TraceID]bool{} // traces decided dropped (outcome sampling)
+	for _, dc := range d.stats.Decided {
+		if was, seen := dropped[dc.Trace]; seen { // decided again after a restart: alike
+			require.True(t, d.restarted, "trace decided twice")
+			require.Equal(t, was, !dc.Keep, "trace decided otherwise after a restart")
+		}
+		dropped[dc.Trace] = !dc.Keep
+	}
 	for id, s := range byID {
+		require.False(t, dropped[s.TraceID()], "span %q of a dropped trace delivered", s.Name())
 		_, conn := s.Attributes().Get(ConnectorAttribute)
 		a, ok := truth[id]
 		require.True(t, ok, "delivered span %q never arrived", s.Name())
@@ -316,7 +334,7 @@ func (d *driver) checkInvariants(t *testing.T, complete, allowDangling bool) {
 				wantUnknown = p
 				break
 			}
-			if pa.kept {
+			if pa.kept && !dropped[pa.traceID()] {
 				want = p
 				break
 			}
@@ -363,7 +381,7 @@ func (d *driver) checkInvariants(t *testing.T, complete, allowDangling bool) {
 	}
 	if complete {
 		for id, a := range truth {
-			if a.kept {
+			if a.kept && !dropped[a.traceID()] {
 				_, ok := byID[id]
 				require.True(t, ok, "kept span %q never delivered", a.name)
 			}
@@ -404,7 +422,7 @@ func checkCounts(t *testing.T, m *Memory) {
 			sh.mu.Unlock()
 		}
 	}()
-	var bytes, heldBytes, heldSpans int64
+	var bytes, heldBytes, heldSpans, decisionBytes int64
 	for _, sh := range m.shards {
 		require.Equal(t, counts{}, sh.pending, "counts published at unlock")
 		inList := map[*item]bool{}
@@ -418,6 +436,12 @@ func checkCounts(t *testing.T, m *Memory) {
 		unsized := 0
 		for _, tr := range sh.traces {
 			bytes += tr.bytes
+			if tr.refs != nil {
+				for _, hs := range tr.refs.scores {
+					decisionBytes += hs.bytes
+					require.False(t, isDecided(tr, pcommon.SpanID{}), "a score record waits for the decision of a decided trace")
+				}
+			}
 			for on := range tr.waitingOn {
 				// Admit settles the spans waiting on a span only when the span becomes known.
 				_, known := tr.records[on]
@@ -427,6 +451,12 @@ func checkCounts(t *testing.T, m *Memory) {
 				require.True(t, it.held)
 				heldBytes += it.bytes
 				heldSpans++
+				if it.reason&WaitDecision != 0 {
+					decisionBytes += it.bytes
+					require.False(t, isDecided(tr, pcommon.SpanID{}), "a span waits for the decision of a decided trace")
+				} else if m.cfg.Outcome != nil {
+					require.True(t, isDecided(tr, pcommon.SpanID{}), "a span of an undecided trace waits for no decision")
+				}
 				if !it.sized {
 					unsized++
 					require.True(t, inList[it], "an unsized held item missing from the unsized list")
@@ -442,4 +472,5 @@ func checkCounts(t *testing.T, m *Memory) {
 	require.Equal(t, m.bytes.Load(), bytes, "memory bytes are the sum of its traces' bytes")
 	require.Equal(t, m.heldBytes.Load(), heldBytes, "held bytes are the sum of the held items' bytes")
 	require.Equal(t, m.heldSpans.Load(), heldSpans)
+	require.Equal(t, m.decisionBytes.Load(), decisionBytes, "decision bytes are the sum of the items waiting for one")
 }

@@ -34,6 +34,8 @@ func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og
 			r.mayHold = m.cfg.ConnectorSpans && m.known(r.span, mayConnect)
 		case r.scopeAwaits && m.join.AwaitsContent(r.span):
 			r.mayHold = true
+		case m.cfg.Outcome != nil && !m.known(r.span, isDecided):
+			r.mayHold = true // it waits for its trace's decision
 		default:
 			if local == nil {
 				local = sc.indexCall(refs)
@@ -215,13 +217,16 @@ func pickDropped(refs []spanRef, idx []int32, out *released) {
 // refused after apply would be sent again and what went on would reach the platform twice.
 func (m *Memory) journalAfterApply(out *released) {
 	err := errors.Join(m.journalEntries(journal.KindOpenParents, out.opened),
-		m.journalEntries(journal.KindDropped, out.dropped))
+		m.journalEntries(journal.KindDropped, out.dropped), m.journalEntries(journal.KindDecided, out.decided),
+		m.journalSessions(out.sessions))
 	if err != nil {
-		m.cfg.Logger.Warn("Could not journal open parents or dropped spans; a span arriving after a restart "+
-			"below one of them may not find its nearest kept ancestor", zap.Int("parents", len(out.opened.traces)),
-			zap.Int("dropped", len(out.dropped.traces)), zap.Error(err))
+		m.cfg.Logger.Warn("Could not journal open parents, dropped spans or kept traces and sessions; after a "+
+			"restart a span below one of them may not find its nearest kept ancestor, or a later span of a kept "+
+			"trace or session be decided again", zap.Int("parents", len(out.opened.traces)),
+			zap.Int("dropped", len(out.dropped.traces)), zap.Int("kept", len(out.decided.traces)+len(out.sessions)),
+			zap.Error(err))
 	}
-	out.opened, out.dropped = entries{}, entries{}
+	out.opened, out.dropped, out.decided, out.sessions = entries{}, entries{}, entries{}, nil
 }
 
 // journalEntries appends a record of kind and attaches it to the traces of its entries.
@@ -320,7 +325,10 @@ func (m *Memory) Recover(records []journal.Record) error {
 		{journal.KindDropped, m.recoverDropped},
 		{journal.KindOpen, m.recoverOpenV1},
 		{journal.KindOpenParents, m.recoverOpen},
+		{journal.KindDecided, m.recoverDecided},
+		{journal.KindSession, m.recoverSession},
 		{journal.KindSpans, m.recoverSpans},
+		{journal.KindScores, m.recoverScores},
 	} {
 		for _, rec := range records {
 			if rec.Kind == pass.kind {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/pkg/credentials"
+	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
@@ -38,6 +39,10 @@ type Config struct {
 	Shards           int              // by trace id, each under its own lock (default 32)
 	Now              func() time.Time // the clock (tests inject theirs); default time.Now
 	Logger           *zap.Logger
+	// Outcome: outcome sampling (decide.go), nil for none; MaxHeldBytes bounds the spans waiting
+	// for their trace's decision (0: only MemoryLimitBytes).
+	Outcome      *sampling.Outcome
+	MaxHeldBytes int64
 }
 
 // Memory is the trace memory, safe for concurrent use (a lock per shard); it never calls the next consumer.
@@ -50,10 +55,15 @@ type Memory struct {
 	// bytes: records, held spans and waiting content; heldBytes the held spans alone; perEntry the
 	// learned mean size of an attribute, event or link (lazysize.go).
 	bytes, heldBytes, heldSpans, traces, readyBytes, perEntry atomic.Int64
+	decisionBytes                                             atomic.Int64 // held spans waiting for a decision
 	scratch                                                   sync.Pool
 	readyMu                                                   sync.Mutex
 	ready                                                     []*Delivery
 	wake                                                      chan struct{}
+	readyScores                                               []*ScoreDelivery // under readyMu
+	scoreWake                                                 chan struct{}
+	sessionsMu                                                sync.Mutex
+	sessions                                                  []keptSession // journaled kept sessions (decide.go)
 }
 
 type shard struct {
@@ -70,7 +80,7 @@ type shard struct {
 	perEntry int64
 }
 
-type counts struct{ bytes, heldBytes, heldSpans, traces int64 }
+type counts struct{ bytes, heldBytes, heldSpans, traces, decisionBytes int64 }
 
 // unlock publishes the shard's pending counts and releases its lock; every locked section ends so.
 func (sh *shard) unlock(m *Memory) {
@@ -80,6 +90,9 @@ func (sh *shard) unlock(m *Memory) {
 		m.heldBytes.Add(p.heldBytes)
 		m.heldSpans.Add(p.heldSpans)
 		m.traces.Add(p.traces)
+		if p.decisionBytes != 0 {
+			m.decisionBytes.Add(p.decisionBytes)
+		}
 	}
 	sh.mu.Unlock()
 }
@@ -98,7 +111,7 @@ func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory
 	if observe == nil {
 		observe = func(*Stats) {}
 	}
-	m := &Memory{cfg: cfg, journal: j, join: join, observe: observe, wake: make(chan struct{}, 1)}
+	m := &Memory{cfg: cfg, journal: j, join: join, observe: observe, wake: make(chan struct{}, 1), scoreWake: make(chan struct{}, 1)}
 	m.scratch.New = func() any { return &admitScratch{} }
 	m.perEntry.Store(initialPerEntry)
 	m.shards = make([]*shard, cfg.Shards)
@@ -170,11 +183,12 @@ const (
 	ReleaseEvicted                            // the memory limit or max_traces was reached
 	ReleaseShutdown                           // the collector stopped
 	ReleaseContent                            // its content arrived or its content wait ended
+	ReleaseDecided                            // its trace was decided kept (outcome sampling)
 	NumReleaseReasons
 )
 
 func (r ReleaseReason) String() string {
-	return [...]string{"parent_arrived", "wait_expired", "max_wait", "evicted", "shutdown", "content"}[r]
+	return [...]string{"parent_arrived", "wait_expired", "max_wait", "evicted", "shutdown", "content", "decided"}[r]
 }
 
 // EvictReason is the bound that made the memory evict a trace.
@@ -229,21 +243,27 @@ type Stats struct {
 	ContentJoined    int64 // spans that received joined content
 	ContentUnmatched [NumUnmatchedReasons]int64
 	ContentWaits     []time.Duration // how long each span held for its content waited
+	Decided          []Decided       // traces decided (outcome sampling)
+	DecidedEarly     int64           // of them, decided because the decision budget was exceeded
+	Discarded        int64           // held spans of traces decided dropped
+	ScoresDropped    int64           // score records of traces decided dropped
 }
 
 // empty reports whether s has no event (every field of Stats belongs here).
 func (s *Stats) empty() bool {
 	return s.Released == [NumReleaseReasons]int64{} && s.Reparented == [NumReparentReasons]int64{} &&
 		s.Evicted == [NumEvictReasons]int64{} && s.EvictedWaiting == 0 && s.Connectors == 0 &&
-		s.ContentJoined == 0 && s.ContentUnmatched == [NumUnmatchedReasons]int64{} && len(s.ContentWaits) == 0
+		s.ContentJoined == 0 && s.ContentUnmatched == [NumUnmatchedReasons]int64{} && len(s.ContentWaits) == 0 &&
+		len(s.Decided) == 0 && s.DecidedEarly == 0 && s.Discarded == 0 && s.ScoresDropped == 0
 }
 
 // HeldReason is what a held span waits for: a bitmask, released when it is zero.
 type HeldReason uint8
 
 const (
-	WaitParent  HeldReason = 1 << iota // the walk to its nearest kept ancestor reached an unknown span
-	WaitContent                        // a content candidate whose content has not arrived
+	WaitParent   HeldReason = 1 << iota // the walk to its nearest kept ancestor reached an unknown span
+	WaitContent                         // a content candidate whose content has not arrived
+	WaitDecision                        // its trace is not decided yet (outcome sampling, decide.go)
 )
 
 // requestOrigin is the client context of a request: released spans go on with their own request's.

@@ -108,7 +108,9 @@ func TestRefusedSpansDoNotEvictWaitingContent(t *testing.T) {
 func (j *fakeJournal) spanRecords() []journal.Record {
 	var out []journal.Record
 	for _, r := range j.records() {
-		if r.Kind != journal.KindOpenParents && r.Kind != journal.KindDropped {
+		switch r.Kind {
+		case journal.KindOpenParents, journal.KindDropped, journal.KindDecided, journal.KindSession:
+		default:
 			out = append(out, r)
 		}
 	}

@@ -65,7 +65,9 @@ type traceRefs struct {
 	joinedRecs []*RecordRef
 	// joined is the content joined onto spans that went on (or are held carrying it), by span id: a
 	// copy sent again gets it too, so that the copy the platform keeps last is never one without it.
-	joined map[pcommon.SpanID][]waitingContent
+	joined   map[pcommon.SpanID][]waitingContent
+	decision *traceDecision // outcome sampling only (decide.go)
+	scores   []*heldScore   // score records waiting for the decision (scores.go)
 }
 
 func (t *trace) joinedOf(id pcommon.SpanID) []waitingContent {
@@ -273,7 +275,7 @@ func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 // past (recovery): the idle list is then only roughly ordered, which only delays forgetting it.
 func (sh *shard) place(t *trace) {
 	want := sh.idle
-	if len(t.held) > 0 {
+	if len(t.held) > 0 || (t.refs != nil && len(t.refs.scores) > 0) {
 		want = sh.waiting
 	}
 	if t.list != want || want.tail != t {
@@ -298,6 +300,9 @@ func (sh *shard) hold(m *Memory, t *trace, it *item) {
 	m.addBytes(t, it.bytes)
 	sh.pending.heldBytes += it.bytes
 	sh.pending.heldSpans++
+	if it.reason&WaitDecision != 0 {
+		sh.pending.decisionBytes += it.bytes
+	}
 	if len(t.held) == 1 {
 		sh.place(t)
 	}
@@ -311,6 +316,7 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 	if !it.sized {
 		sh.unsized.remove(it) // never sized: it keeps its estimate
 	}
+	sh.decisionWaitOver(it)
 	it.held = false
 	m.addBytes(t, -it.bytes)
 	sh.pending.heldBytes -= it.bytes
@@ -327,6 +333,9 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 	it.reason &^= WaitParent
 	it.waitOn = pcommon.SpanID{}
 	out.reparent(it.span, parent, reparent)
+	if m.cfg.Outcome != nil {
+		markRoot(t, it.span, it.origin.resource.resource, it.origin.scope)
+	}
 	if it.reason == 0 {
 		sh.release(m, t, it, why, out)
 	}
@@ -424,8 +433,11 @@ type released struct {
 	stats Stats
 	// done are journal records to mark done once the shard locks are released (no I/O under them).
 	done []*RecordRef
-	// opened are the parents that became open and dropped the dropped spans, to journal.
-	opened, dropped entries
+	// opened are the parents that became open and dropped the dropped spans, decided the traces
+	// decided kept and sessions the sessions kept (outcome sampling), to journal.
+	opened, dropped, decided entries
+	sessions                 []keptSession
+	scores                   []*heldScore // score records released by a decision
 }
 
 // finishRefs marks the collected records done; call it with no shard lock held.

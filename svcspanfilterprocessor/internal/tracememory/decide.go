@@ -1,0 +1,373 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/pkg/jsontext"
+	"github.com/svc/svc-collector/pkg/sampling"
+	"github.com/svc/svc-collector/pkg/svcattr"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+)
+
+// Outcome sampling (docs/outcome-sampling.md): with Config.Outcome, a kept span of a trace not yet
+// decided is held (WaitDecision, written ahead like any held span) and observed into the trace's
+// state; the trace is decided when a rule matched, when its root arrived and it was idle
+// SettleDuration, when DecisionWait passed since its first kept span, when the decision budget
+// (MaxHeldBytes) is exceeded (oldest first) and at shutdown. Kept: its spans go on through the parent
+// walk as before. Dropped: its held spans are discarded and its later spans dropped. The decision
+// lives as long as the trace record.
+
+// ReasonAttribute is the root span attribute of a kept trace that names why it was kept: a per-key
+// trace metadata attribute, shown in the trace's metadata (docs/outcome-sampling.md).
+const ReasonAttribute = "svc.trace.metadata.sampling_reason"
+
+// decisionCost is what a trace's decision state counts in the budget.
+const decisionCost = 96
+
+// traceDecision is a trace's outcome state; only outcome mode allocates it (behind trace.refs).
+type traceDecision struct {
+	state   sampling.TraceOutcome
+	firstAt time.Time // its first kept span: DecisionWait runs from it
+	root    bool      // its root span arrived
+	decided bool
+	keep    bool
+	reason  string
+}
+
+// Decided is one trace decision, in Stats.
+type Decided struct {
+	Trace  pcommon.TraceID
+	Keep   bool
+	Reason string
+	Wait   time.Duration // from the trace's first kept span
+}
+
+func (t *trace) decisionOf() *traceDecision {
+	if t.refs == nil {
+		return nil
+	}
+	return t.refs.decision
+}
+
+// dropped reports whether t was decided dropped.
+func (t *trace) dropped() bool {
+	d := t.decisionOf()
+	return d != nil && d.decided && !d.keep
+}
+
+func isDecided(t *trace, _ pcommon.SpanID) bool {
+	d := t.decisionOf()
+	return d != nil && d.decided
+}
+
+// decisionState is t's decision state, made on first use (counted in the budget).
+func (m *Memory) decisionState(t *trace) *traceDecision {
+	r := t.keepRefs()
+	if r.decision == nil {
+		r.decision = &traceDecision{}
+		m.addBytes(t, decisionCost)
+	}
+	return r.decision
+}
+
+// observeKept runs for kept span r of the call in outcome mode, before it is settled: it observes
+// the span into its undecided trace and reports whether the span waits for the decision. A rule
+// that matches decides the trace at once; a span that was not written ahead (its trace was
+// forgotten since the plan) decides it on what arrived. It returns false, dropping the span
+// (r.kept false), when its trace is decided dropped by then.
+func (sh *shard) observeKept(m *Memory, r *spanRef, og *origins, now time.Time, out *released) (waits bool) {
+	t := r.trace
+	d := m.decisionState(t)
+	rs := og.td.ResourceSpans().At(int(r.resource))
+	if d.decided {
+		sh.learnSession(m, t, d, r, rs, now, out)
+		return false
+	}
+	m.cfg.Outcome.ObserveSpan(&d.state, r.span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
+	if d.firstAt.IsZero() || now.Before(d.firstAt) {
+		d.firstAt = now
+	}
+	if _, matched := m.cfg.Outcome.Matched(&d.state); matched || !r.mayHold {
+		sh.decide(m, t, now, out)
+		return false
+	}
+	return true
+}
+
+// markRoot notes that kept span (settled, not waiting for a parent) is its trace's root.
+func markRoot(t *trace, span ptrace.Span, resource pcommon.Resource, scope pcommon.InstrumentationScope) {
+	if d := t.decisionOf(); d != nil && span.ParentSpanID().IsEmpty() {
+		d.root = true
+		if d.decided && d.keep {
+			putReason(span, resource, scope, d.reason)
+		}
+	}
+}
+
+// putReason puts the reason on the root of a kept trace as the platform reads that span's
+// metadata: JSON text on a span of the new svc SDKs (it decodes their values), else the string.
+func putReason(span ptrace.Span, resource pcommon.Resource, scope pcommon.InstrumentationScope, reason string) {
+	if svcattr.IsNewSDKEncoding(resource, scope) {
+		span.Attributes().PutStr(ReasonAttribute, string(jsontext.AppendString(nil, reason)))
+		return
+	}
+	span.Attributes().PutStr(ReasonAttribute, reason)
+}
+
+// decide decides t on what it observed: kept, its held spans stop waiting for the decision (and go
+// on unless they wait for a parent or content); dropped, they are discarded.
+func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
+	d := m.decisionState(t)
+	if d.decided {
+		return
+	}
+	d.keep, d.reason = m.cfg.Outcome.Decide(&d.state, t.id, t.experiment, now)
+	d.decided = true
+	if now.After(t.lastActivity) { // the decision lives remember_duration from now
+		t.lastActivity = now
+	}
+	if d.keep && m.cfg.Journaled {
+		// Its spans go on: re-observation after a restart could not decide its later spans alike.
+		reason := d.reason[:min(len(d.reason), 255)]
+		out.decided.add(t, []byte{byte(len(reason))}, []byte(reason))
+		if k, ok := d.state.Session(); ok && m.cfg.Outcome.Config().DecidePer == sampling.DecidePerSession {
+			if _, rule := m.cfg.Outcome.Matched(&d.state); rule {
+				out.sessions = append(out.sessions, keptSession{key: k, reason: reason, at: now})
+			}
+		}
+	}
+	out.stats.Decided = append(out.stats.Decided, Decided{Trace: t.id, Keep: d.keep, Reason: d.reason, Wait: now.Sub(d.firstAt)})
+	sh.decideScores(m, t, d.keep, out)
+	for _, it := range t.held { // only it leaves t.held
+		if it.reason&WaitDecision == 0 {
+			continue
+		}
+		if !d.keep {
+			sh.discard(m, t, it, out)
+			continue
+		}
+		sh.decisionWaitOver(it)
+		if it.span.ParentSpanID().IsEmpty() && it.reason&WaitParent == 0 {
+			putReason(it.span, it.origin.resource.resource, it.origin.scope, d.reason)
+		}
+		if it.reason == 0 {
+			sh.release(m, t, it, ReleaseDecided, out)
+		}
+	}
+	sh.place(t)
+}
+
+// decisionWaitOver ends it's wait for the decision (under the shard lock).
+func (sh *shard) decisionWaitOver(it *item) {
+	if it.reason&WaitDecision != 0 && it.held {
+		sh.pending.decisionBytes -= it.bytes
+	}
+	it.reason &^= WaitDecision
+}
+
+// discard forgets held item it of a dropped trace, and what content it gathered; its journal
+// records are done.
+func (sh *shard) discard(m *Memory, t *trace, it *item, out *released) {
+	if len(it.content) > 0 {
+		out.stats.ContentUnmatched[UnmatchedSpanDropped] += recordsOf(it.content)
+		out.done = append(out.done, refsOf(it.content)...)
+		m.addBytes(t, -bytesOf(it.content))
+		it.content = nil
+	}
+	sh.unhold(m, t, it)
+	it.reason = 0
+	out.done = append(append(out.done, it.ref), it.contentRefs...)
+	out.stats.Discarded++
+}
+
+// expireDecision decides t when its decision wait is over (expire, under the shard lock).
+func (sh *shard) expireDecision(m *Memory, t *trace, now time.Time, out *released) {
+	d := t.decisionOf()
+	if d == nil || d.decided || d.firstAt.IsZero() {
+		return
+	}
+	cfg := m.cfg.Outcome.Config()
+	if now.Sub(d.firstAt) >= cfg.DecisionWait || (d.root && now.Sub(t.lastActivity) >= cfg.SettleDuration) {
+		sh.decide(m, t, now, out)
+	}
+}
+
+// DecisionBytes is the bytes of the spans held waiting for their trace's decision.
+func (m *Memory) DecisionBytes() int64 { return m.decisionBytes.Load() }
+
+// enforceDecisions decides the oldest undecided traces on what arrived while the spans waiting
+// for a decision exceed MaxHeldBytes (doc.go, "decision budget exceeded").
+func (m *Memory) enforceDecisions() {
+	if m.cfg.Outcome == nil || m.cfg.MaxHeldBytes <= 0 {
+		return
+	}
+	var out released
+	for m.decisionBytes.Load() > m.cfg.MaxHeldBytes {
+		best, bestAt := -1, time.Time{}
+		for i, sh := range m.shards {
+			sh.mu.Lock()
+			if t := sh.oldestUndecided(); t != nil && (best < 0 || t.lastActivity.Before(bestAt)) {
+				best, bestAt = i, t.lastActivity
+			}
+			sh.unlock(m)
+		}
+		if best < 0 {
+			break
+		}
+		sh := m.shards[best]
+		sh.mu.Lock()
+		if t := sh.oldestUndecided(); t != nil {
+			sh.decide(m, t, m.cfg.Now(), &out)
+			out.stats.DecidedEarly++
+		}
+		sh.unlock(m)
+	}
+	m.finish(&out)
+}
+
+// oldestUndecided is the shard's least recently active trace holding spans for its decision.
+func (sh *shard) oldestUndecided() *trace {
+	for t := sh.waiting.head; t != nil; t = t.next {
+		if d := t.decisionOf(); d != nil && !d.decided {
+			return t
+		}
+	}
+	return nil
+}
+
+// SetOutcome turns outcome sampling on, before the first span (the processor's Start).
+func (m *Memory) SetOutcome(o *sampling.Outcome, maxHeldBytes int64) {
+	m.cfg.Outcome, m.cfg.MaxHeldBytes = o, maxHeldBytes
+}
+
+// keptSession is a session a rule kept, journaled (KindSession) until session_keep_duration ends.
+type keptSession struct {
+	key    sampling.SessionKey
+	reason string
+	at     time.Time
+	ref    *RecordRef
+}
+
+// journalSessions writes the sessions an operation kept, with no shard lock held.
+func (m *Memory) journalSessions(ss []keptSession) error {
+	var errs []error
+	for _, s := range ss {
+		payload := binary.BigEndian.AppendUint64(nil, uint64(s.key))
+		id, err := m.journal.Append(context.Background(), journal.KindSession, s.at, nil, append(payload, s.reason...))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("record of kind %d: %w", journal.KindSession, err))
+			continue
+		}
+		s.ref = m.NewRecordRef(id, 1)
+		m.sessionsMu.Lock()
+		m.sessions = append(m.sessions, s)
+		m.sessionsMu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// expireSessions removes the records of the kept sessions whose session_keep_duration is over.
+func (m *Memory) expireSessions(now time.Time) {
+	if m.cfg.Outcome == nil {
+		return
+	}
+	keep := m.cfg.Outcome.Config().SessionKeepDuration
+	m.sessionsMu.Lock()
+	var over []*RecordRef
+	m.sessions = slices.DeleteFunc(m.sessions, func(s keptSession) bool {
+		if now.Sub(s.at) < keep {
+			return false
+		}
+		over = append(over, s.ref)
+		return true
+	})
+	m.sessionsMu.Unlock()
+	for _, r := range over {
+		r.Done(1)
+	}
+}
+
+// recoverDecided restores the decisions of a KindDecided record: the traces' later spans follow them.
+func (m *Memory) recoverDecided(rec journal.Record) error {
+	if m.cfg.Outcome == nil { // outcome sampling is off now: spans are no longer decided by trace
+		m.NewRecordRef(rec.ID, 1).Done(1)
+		return nil
+	}
+	type entry struct {
+		trace  pcommon.TraceID
+		reason string
+	}
+	var es []entry
+	for p := rec.Payload; len(p) > 0; {
+		if len(p) < 17 || len(p) < 17+int(p[16]) {
+			m.NewRecordRef(rec.ID, 1).Done(1)
+			return fmt.Errorf("journal record %d: a truncated decided trace", rec.ID)
+		}
+		n := 17 + int(p[16])
+		es = append(es, entry{pcommon.TraceID(p[:16]), string(p[17:n])})
+		p = p[n:]
+	}
+	ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
+	for _, e := range es {
+		sh := m.shards[m.shardOf(e.trace)]
+		sh.mu.Lock()
+		t := sh.touch(m, e.trace, rec.HeldAt)
+		d := m.decisionState(t)
+		d.decided, d.keep, d.reason = true, true, e.reason
+		t.attach(m, ref)
+		sh.unlock(m)
+	}
+	ref.Done(1)
+	return nil
+}
+
+// recoverSession keeps a KindSession record's session again from the time it was kept.
+func (m *Memory) recoverSession(rec journal.Record) error {
+	ref := m.NewRecordRef(rec.ID, 1)
+	if m.cfg.Outcome == nil {
+		ref.Done(1)
+		return nil
+	}
+	if len(rec.Payload) < 8 {
+		ref.Done(1)
+		return fmt.Errorf("journal record %d: a truncated kept session", rec.ID)
+	}
+	s := keptSession{key: sampling.SessionKey(binary.BigEndian.Uint64(rec.Payload)), reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: ref}
+	m.cfg.Outcome.KeepSession(s.key, s.reason, s.at)
+	m.sessionsMu.Lock()
+	m.sessions = append(m.sessions, s)
+	m.sessionsMu.Unlock()
+	return nil
+}
+
+// learnSession: in session mode, a trace a rule kept before any of its spans named its session
+// (a failing call ends, and is exported, before the agent span that carries the session) keeps
+// the session once a later span names it.
+func (sh *shard) learnSession(m *Memory, t *trace, d *traceDecision, r *spanRef, rs ptrace.ResourceSpans, now time.Time, out *released) {
+	o := m.cfg.Outcome
+	if !d.keep || o.Config().DecidePer != sampling.DecidePerSession {
+		return
+	}
+	if _, known := d.state.Session(); known {
+		return
+	}
+	rule, matched := o.Matched(&d.state)
+	if !matched {
+		return
+	}
+	o.ObserveSpan(&d.state, r.span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
+	if k, ok := d.state.Session(); ok {
+		o.KeepSession(k, rule, now)
+		if m.cfg.Journaled {
+			out.sessions = append(out.sessions, keptSession{key: k, reason: rule, at: now})
+		}
+	}
+}

@@ -1,0 +1,375 @@
+package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/svc/svc-collector/pkg/scorerecord"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+)
+
+// Scores follow their trace (outcome sampling, docs/outcome-sampling.md): a score record of a trace
+// not yet decided is held under the trace (written ahead, KindScores; never evicted; the logs side
+// pushes back when the memory is full) and observed (a score rule can keep the trace); it is
+// released or dropped with the decision. A record of a decided trace goes on or is dropped at once.
+
+// scoreCost is what a held score record counts beside its size.
+const scoreCost = 128
+
+// heldScore is a score record waiting for its trace's decision.
+type heldScore struct {
+	record plog.LogRecord
+	origin *logOrigin
+	ref    *RecordRef
+	bytes  int64
+}
+
+// logOrigin is the request, resource and scope a held score record goes on under, and the logs
+// pipeline (sink) that holds it: released, it goes on there.
+type logOrigin struct {
+	request            *requestOrigin
+	sink               any
+	resource           pcommon.Resource
+	scope              pcommon.InstrumentationScope
+	resURL, scopeURL   string
+	copiedRes, copiedS bool
+}
+
+// ScoreDelivery is released score records of one request and sink, for one ConsumeLogs call of
+// that sink's next consumer, in the budget until it is Delivered (or Discarded).
+type ScoreDelivery struct {
+	Info    client.Info
+	Sink    any // the sink that held them; nil after a restart (any sink delivers them)
+	Logs    plog.Logs
+	Records int
+	bytes   int64
+	refs    map[*RecordRef]int
+}
+
+// IsHeldScore reports whether lr is a score record that follows its trace: a complete score record
+// (pkg/scorerecord: svc.score with an id, as the svcscore and svcevaluator connectors write them)
+// of a trace.
+func IsHeldScore(lr plog.LogRecord) bool {
+	if lr.TraceID().IsEmpty() || scorerecord.LogRecordEventName(lr) != scorerecord.EventName {
+		return false
+	}
+	_, ok := lr.Attributes().Get(scorerecord.AttrID)
+	return ok
+}
+
+// ScoresFollow reports whether score records follow their trace's decision (outcome sampling on).
+func (m *Memory) ScoresFollow() bool { return m.cfg.Outcome != nil }
+
+// AddScores takes the score records of ld (the rest is left in ld): those of a trace decided kept
+// stay in ld, of a trace decided dropped are removed, of an undecided trace are written ahead and
+// held. It returns how many it held and dropped; ErrContentOverloaded when the memory has no room
+// (nothing taken); a failed write ahead takes nothing either. sink is the logs pipeline: released
+// records are queued for it (TakeReadyScores).
+func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, dropped int, err error) {
+	if m.cfg.Outcome == nil {
+		return 0, 0, nil
+	}
+	now := m.cfg.Now()
+	// Plan: copies of the records that may be held (their trace undecided), written ahead.
+	var copies plog.Logs
+	var size int64
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			var dest plog.ScopeLogs
+			for _, lr := range sl.LogRecords().All() {
+				if !IsHeldScore(lr) || m.knownTrace(lr.TraceID(), isDecided) {
+					continue
+				}
+				if dest == (plog.ScopeLogs{}) {
+					if copies == (plog.Logs{}) {
+						copies = plog.NewLogs()
+					}
+					dr := copies.ResourceLogs().AppendEmpty()
+					rl.Resource().CopyTo(dr.Resource())
+					dr.SetSchemaUrl(rl.SchemaUrl())
+					dest = dr.ScopeLogs().AppendEmpty()
+					sl.Scope().CopyTo(dest.Scope())
+					dest.SetSchemaUrl(sl.SchemaUrl())
+				}
+				lr.CopyTo(dest.LogRecords().AppendEmpty())
+				size += scoreSize(lr)
+			}
+		}
+	}
+	if copies == (plog.Logs{}) && !m.anyScore(ld) {
+		return 0, 0, nil
+	}
+	if size > 0 { // records of decided traces only pass or drop: no room needed
+		if err := m.ContentRoom(size); err != nil {
+			return 0, 0, err
+		}
+	}
+	ref := m.NewRecordRef(0, 1) // the guard: the record goes when its last held record is handed on
+	if m.cfg.Journaled && copies != (plog.Logs{}) {
+		payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(copies)
+		if err != nil {
+			return 0, 0, err
+		}
+		id, err := m.journal.Append(context.Background(), journal.KindScores, now, Metadata(info), payload)
+		if err != nil {
+			return 0, 0, fmt.Errorf("svcspanfilter: recording held score records: %w", err)
+		}
+		ref.id = id
+	}
+	held, dropped = m.applyScores(newRequestOrigin(info), sink, ld, now, ref, true)
+	ref.Done(1)
+	m.Enforce()
+	return held, dropped, nil
+}
+
+func (m *Memory) anyScore(ld plog.Logs) bool {
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				if IsHeldScore(lr) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// applyScores settles each score record of ld; planned: the records of undecided traces were
+// written ahead (recovery: they come from the journal), else such a record decides its trace.
+func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now time.Time, ref *RecordRef, planned bool) (held, dropped int) {
+	var out released
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			origin := &logOrigin{request: req, sink: sink, resource: rl.Resource(), scope: sl.Scope(), resURL: rl.SchemaUrl(), scopeURL: sl.SchemaUrl()}
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				if !IsHeldScore(lr) {
+					return false
+				}
+				sh := m.shards[m.shardOf(lr.TraceID())]
+				sh.mu.Lock()
+				defer sh.unlock(m)
+				t := sh.traces[lr.TraceID()]
+				if t == nil || !isDecided(t, pcommon.SpanID{}) {
+					t = sh.touch(m, lr.TraceID(), now)
+					d := m.decisionState(t)
+					m.cfg.Outcome.ObserveScore(&d.state, lr)
+					if d.firstAt.IsZero() || now.Before(d.firstAt) {
+						d.firstAt = now
+					}
+					if !planned {
+						sh.decide(m, t, now, &out) // not written ahead: decided on what arrived
+					} else {
+						origin.own()
+						hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
+						lr.CopyTo(hs.record)
+						sh.holdScore(m, t, hs)
+						ref.add(1)
+						held++
+						if _, matched := m.cfg.Outcome.Matched(&d.state); matched {
+							sh.decide(m, t, now, &out)
+						}
+						return true
+					}
+				}
+				if t.dropped() {
+					dropped++
+					out.stats.ScoresDropped++
+					return true
+				}
+				return false
+			})
+		}
+	}
+	m.finish(&out)
+	return held, dropped
+}
+
+// own makes the origin keep copies of its resource and scope (the call's ld goes on).
+func (o *logOrigin) own() {
+	if !o.copiedRes {
+		res := pcommon.NewResource()
+		o.resource.CopyTo(res)
+		o.resource, o.copiedRes = res, true
+	}
+	if !o.copiedS {
+		scope := pcommon.NewInstrumentationScope()
+		o.scope.CopyTo(scope)
+		o.scope, o.copiedS = scope, true
+	}
+}
+
+func scoreSize(lr plog.LogRecord) int64 { return mapSize(lr.Attributes()) + scoreCost }
+
+func (m *Memory) knownTrace(id pcommon.TraceID, what func(*trace, pcommon.SpanID) bool) bool {
+	sh := m.shards[m.shardOf(id)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := sh.traces[id]
+	return t != nil && what(t, pcommon.SpanID{})
+}
+
+// holdScore holds hs under t (counted in the budget and the decision bytes).
+func (sh *shard) holdScore(m *Memory, t *trace, hs *heldScore) {
+	r := t.keepRefs()
+	r.scores = append(r.scores, hs)
+	m.addBytes(t, hs.bytes)
+	sh.pending.decisionBytes += hs.bytes
+	sh.place(t)
+}
+
+// decideScores releases (keep) or drops t's held score records (under the shard lock).
+func (sh *shard) decideScores(m *Memory, t *trace, keep bool, out *released) {
+	if t.refs == nil || len(t.refs.scores) == 0 {
+		return
+	}
+	for _, hs := range t.refs.scores {
+		m.addBytes(t, -hs.bytes)
+		sh.pending.decisionBytes -= hs.bytes
+		if keep {
+			out.scores = append(out.scores, hs)
+		} else {
+			out.done = append(out.done, hs.ref)
+			out.stats.ScoresDropped++
+		}
+	}
+	t.refs.scores = nil
+}
+
+// groupScores builds one delivery per request and sink, records under copies of their resource and scope.
+func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
+	if len(scores) == 0 {
+		return nil
+	}
+	type key struct {
+		req  *requestOrigin
+		sink any
+	}
+	var out []*ScoreDelivery
+	by := map[key]*ScoreDelivery{}
+	scopes := map[*logOrigin]plog.LogRecordSlice{}
+	var total int64
+	for _, hs := range scores {
+		k := key{hs.origin.request, hs.origin.sink}
+		d := by[k]
+		if d == nil {
+			d = &ScoreDelivery{Info: hs.origin.request.info, Sink: hs.origin.sink, Logs: plog.NewLogs(), refs: map[*RecordRef]int{}}
+			by[k] = d
+			out = append(out, d)
+		}
+		records, ok := scopes[hs.origin]
+		if !ok {
+			rl := d.Logs.ResourceLogs().AppendEmpty()
+			hs.origin.resource.CopyTo(rl.Resource())
+			rl.SetSchemaUrl(hs.origin.resURL)
+			sl := rl.ScopeLogs().AppendEmpty()
+			hs.origin.scope.CopyTo(sl.Scope())
+			sl.SetSchemaUrl(hs.origin.scopeURL)
+			records = sl.LogRecords()
+			scopes[hs.origin] = records
+		}
+		hs.record.MoveTo(records.AppendEmpty())
+		d.Records++
+		d.bytes += hs.bytes
+		total += hs.bytes
+		d.refs[hs.ref]++
+	}
+	m.readyBytes.Add(total)
+	return out
+}
+
+func (m *Memory) queueScores(ds []*ScoreDelivery) {
+	if len(ds) == 0 {
+		return
+	}
+	m.readyMu.Lock()
+	m.readyScores = append(m.readyScores, ds...)
+	m.readyMu.Unlock()
+	select {
+	case m.scoreWake <- struct{}{}:
+	default:
+	}
+}
+
+// ScoreWake is signalled when score deliveries are queued.
+func (m *Memory) ScoreWake() <-chan struct{} { return m.scoreWake }
+
+// TakeReadyScores returns the queued score deliveries of sink (and those recovered, of no sink).
+func (m *Memory) TakeReadyScores(sink any) []*ScoreDelivery {
+	m.readyMu.Lock()
+	defer m.readyMu.Unlock()
+	var mine, rest []*ScoreDelivery
+	for _, d := range m.readyScores {
+		if d.Sink == sink || d.Sink == nil {
+			mine = append(mine, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	m.readyScores = rest
+	return mine
+}
+
+// ScoresDelivered reports that the sink's next consumer accepted d (or gave it up for good).
+func (m *Memory) ScoresDelivered(d *ScoreDelivery) {
+	m.readyBytes.Add(-d.bytes)
+	d.bytes = 0
+	for r, n := range d.refs {
+		r.Done(n)
+	}
+	d.refs = nil
+}
+
+// RequeueScores puts refused score deliveries back, ahead of those queued since.
+func (m *Memory) RequeueScores(ds ...*ScoreDelivery) {
+	m.readyMu.Lock()
+	m.readyScores = append(append([]*ScoreDelivery(nil), ds...), m.readyScores...)
+	m.readyMu.Unlock()
+}
+
+// DrainScores decides every undecided trace that holds score records (the logs side's shutdown,
+// on_shutdown: release) and returns the sink's queued score deliveries.
+func (m *Memory) DrainScores(sink any) []*ScoreDelivery {
+	var out released
+	for _, sh := range m.shards {
+		sh.mu.Lock()
+		for t, next := sh.waiting.head, (*trace)(nil); t != nil; t = next {
+			next = t.next
+			if t.refs != nil && len(t.refs.scores) > 0 {
+				sh.decide(m, t, m.cfg.Now(), &out)
+			}
+		}
+		sh.unlock(m)
+	}
+	m.finish(&out)
+	return m.TakeReadyScores(sink)
+}
+
+// recoverScores holds again the score records of a KindScores record, observed again, with their
+// original time; those of traces decided kept (KindDecided, recovered before) go on at once.
+func (m *Memory) recoverScores(rec journal.Record) error {
+	ref := m.NewRecordRef(rec.ID, 1)
+	if m.cfg.Outcome == nil { // outcome sampling is off now: the records go on as any other
+		ref.Done(1)
+		return nil
+	}
+	ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload)
+	if err != nil {
+		ref.Done(1)
+		return fmt.Errorf("journal record %d: %w", rec.ID, err)
+	}
+	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
+	m.applyScores(newRequestOrigin(info), nil, ld, rec.HeldAt, ref, true)
+	if n := ld.LogRecordCount(); n > 0 { // of traces decided kept: they go on under the record
+		ref.add(n)
+		m.readyBytes.Add(int64(n) * scoreCost)
+		m.queueScores([]*ScoreDelivery{{Info: info, Logs: ld, Records: n, bytes: int64(n) * scoreCost, refs: map[*RecordRef]int{ref: n}}})
+	}
+	ref.Done(1)
+	return nil
+}

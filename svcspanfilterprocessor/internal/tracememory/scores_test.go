@@ -1,0 +1,150 @@
+package tracememory
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/svc/svc-collector/pkg/scorerecord"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+)
+
+// score is a score record of a trace: name=value (BOOLEAN), with an id.
+type score struct {
+	id, name string
+	value    bool
+	trace    pcommon.TraceID
+}
+
+func scoreLogs(scores ...score) plog.Logs {
+	ld := plog.NewLogs()
+	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	for _, s := range scores {
+		lr := sl.LogRecords().AppendEmpty()
+		lr.SetEventName(scorerecord.EventName)
+		tr := s.trace
+		if tr.IsEmpty() {
+			tr = testTrace
+		}
+		lr.SetTraceID(tr)
+		lr.Attributes().PutStr(scorerecord.AttrID, s.id)
+		lr.Attributes().PutStr(scorerecord.AttrName, s.name)
+		lr.Attributes().PutBool(scorerecord.AttrValue, s.value)
+		lr.Attributes().PutStr(scorerecord.AttrDataType, "BOOLEAN")
+	}
+	return ld
+}
+
+// scoreSink plays the logs side: what passes at once and what the memory releases.
+type scoreSink struct{ got []string }
+
+func (s *scoreSink) add(d *driver, scores ...score) {
+	d.t.Helper()
+	ld := scoreLogs(scores...)
+	_, _, err := d.m.AddScores(client.Info{}, s, ld)
+	require.NoError(d.t, err)
+	s.collect(ld)
+	s.take(d)
+}
+
+func (s *scoreSink) take(d *driver) {
+	for _, sd := range d.m.TakeReadyScores(s) {
+		s.collect(sd.Logs)
+		d.m.ScoresDelivered(sd)
+	}
+}
+
+func (s *scoreSink) collect(ld plog.Logs) {
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				id, _ := lr.Attributes().Get(scorerecord.AttrID)
+				s.got = append(s.got, id.Str())
+			}
+		}
+	}
+}
+
+// Scores follow their trace: held until the decision, released with a kept trace, dropped with a
+// dropped one; after the decision they pass or drop at once; a score rule keeps the trace.
+func TestScoresFollowTheirTrace(t *testing.T) {
+	t.Run("dropped trace: no score, before or after the decision", func(t *testing.T) {
+		d, s := newDriver(t, withOutcome(t, 0)), &scoreSink{}
+		s.add(d, score{id: "early", name: "helpful", value: true})
+		require.NoError(t, d.send(sp{name: "agent", kept: true}))
+		assert.Empty(t, s.got, "held for the decision")
+		assert.Len(t, d.journal.spanRecords(), 2, "spans and scores written ahead")
+		d.advance(testSettle)
+		s.take(d)
+		s.add(d, score{id: "late", name: "helpful", value: true})
+		assert.Empty(t, s.got)
+		assert.EqualValues(t, 2, d.stats.ScoresDropped)
+		assert.Empty(t, d.journal.spanRecords())
+		d.shutdown()
+		d.checkInvariants(t, true, false)
+	})
+	t.Run("kept trace: every score, before and after the decision", func(t *testing.T) {
+		d, s := newDriver(t, withOutcome(t, 1)), &scoreSink{}
+		s.add(d, score{id: "early", name: "helpful", value: true})
+		require.NoError(t, d.send(sp{name: "agent", kept: true}))
+		d.advance(testSettle)
+		s.take(d)
+		assert.Equal(t, []string{"early"}, s.got)
+		s.add(d, score{id: "late", name: "helpful", value: true})
+		assert.Equal(t, []string{"early", "late"}, s.got)
+		assert.Empty(t, d.journal.spanRecords())
+		d.shutdown()
+		d.checkInvariants(t, true, false)
+	})
+	t.Run("a score rule keeps the trace at once", func(t *testing.T) {
+		d, s := newDriver(t, withOutcome(t, 0)), &scoreSink{}
+		require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "llm", parent: "agent", kept: true}))
+		s.add(d, score{id: "ok", name: "helpful", value: true})
+		assert.Empty(t, d.tree())
+		s.add(d, score{id: "flag", name: "helpful", value: false})
+		d.deliver(d.m.TakeReady()) // the releaser runs
+		assert.Equal(t, map[string]string{"agent": "", "llm": "agent"}, d.tree())
+		assert.Equal(t, "flagged", d.reasonOf("agent"))
+		assert.ElementsMatch(t, []string{"ok", "flag"}, s.got)
+		d.shutdown()
+		d.checkInvariants(t, true, false)
+	})
+	t.Run("scores of a trace without spans: decided at decision_wait", func(t *testing.T) {
+		d, s := newDriver(t, withOutcome(t, 1)), &scoreSink{}
+		s.add(d, score{id: "alone", name: "helpful", value: true})
+		d.advance(testDecisionWait - time.Second)
+		s.take(d)
+		assert.Empty(t, s.got)
+		d.advance(time.Second)
+		s.take(d)
+		assert.Equal(t, []string{"alone"}, s.got)
+	})
+}
+
+// A SIGKILL while scores wait: recovery holds them again (observed again) and they follow the
+// decision the run without the kill makes.
+func TestHeldScoresSurviveRestart(t *testing.T) {
+	kept, dropped := pcommon.TraceID{0xd2, 15: 1}, pcommon.TraceID{0xd2, 8: 0xff, 15: 2}
+	d, s := newDriver(t, withOutcome(t, 0.5)), &scoreSink{}
+	require.NoError(t, d.send(sp{name: "a", kept: true, trace: kept}, sp{name: "b", kept: true, trace: dropped}))
+	s.add(d, score{id: "k", name: "helpful", value: true, trace: kept}, score{id: "d", name: "helpful", value: true, trace: dropped},
+		score{id: "flag", name: "helpful", value: false, trace: pcommon.TraceID{0xd2, 8: 0xff, 15: 3}})
+	flagged := s.got
+	assert.Equal(t, []string{"flag"}, flagged, "a score rule decided its trace (no span yet) at once")
+	require.Equal(t, 1, d.journal.kinds()[journal.KindScores])
+	d.kill()
+	s.take(d)
+	d.advance(testSettle)
+	s.take(d)
+	// The record of the call holds all three until each is handed on: "flag" goes again (at least
+	// once; its id makes it one score on the platform).
+	assert.Equal(t, []string{"flag", "flag", "k"}, s.got, "the kept trace's score, the dropped one's not")
+	d.shutdown()
+	d.checkInvariants(t, true, false)
+	assert.Empty(t, d.journal.spanRecords())
+}
