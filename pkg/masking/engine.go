@@ -167,7 +167,9 @@ func (r *rule) replaceAll(s string) string {
 // without a window that can hold a match (digitWindows).
 func (r *rule) scan(s string, start int) string {
 	b := r.builtin
-	var out []byte
+	// out is nil until the first replacement; a strings.Builder hands its bytes over as the
+	// string without copying them again.
+	var out *strings.Builder
 	copied := 0
 	var st anchorState
 	for from := start; from < len(s); {
@@ -188,17 +190,18 @@ func (r *rule) scan(s string, start int) string {
 			continue
 		}
 		if out == nil {
-			out = make([]byte, 0, len(s)+16)
+			out = new(strings.Builder)
+			out.Grow(len(s) + 16)
 		}
-		out = append(out, s[copied:start]...)
-		out = append(out, replaced[start-cs:len(replaced)-(ce-end)]...)
+		out.WriteString(s[copied:start])
+		out.WriteString(replaced[start-cs : len(replaced)-(ce-end)])
 		copied = end
 	}
 	if out == nil {
 		return s
 	}
-	out = append(out, s[copied:]...)
-	return string(out)
+	out.WriteString(s[copied:])
+	return out.String()
 }
 
 // Text masks free text (input, output, message content, a comment): a string that is a JSON
