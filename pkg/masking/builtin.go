@@ -421,8 +421,8 @@ func digitWindows(s string) (cardFrom, ibanFrom int) {
 		for j < len(s) && isDigit(s[j]) {
 			j++
 		}
-		// Every digit run starts after the end of a window (a window of either rule
-		// ends at a byte that is not a digit), as anchorIBAN and anchorCard see them.
+		// A window of either rule ends at a byte that is not a digit, so the digit runs
+		// seen from 0 are those anchorIBAN and anchorCard see from the end of a window.
 		if !ibanDone && i >= ibanFrom && i >= 2 && isUpper(s[i-1]) && isUpper(s[i-2]) {
 			if _, end, ok := ibanRunWindow(s, ibanFrom, i); ok {
 				ibanDone = true
