@@ -40,7 +40,7 @@ var builtinRules = map[string]*builtinRule{
 		replacement: "[CARD]",
 		accept:      luhnValid,
 		anchor:      anchorCardPrefix,
-		window:      runWindow(newByteSet("0-9", " -"), 13, hasAtLeastDigits(13)),
+		window:      cardRunWindow,
 	},
 	// API keys and tokens: OpenAI / Anthropic (sk-, sk-proj-, sk-ant-; the part after the
 	// prefix must hold a digit and a letter, as generated keys do and hyphenated words do
@@ -87,9 +87,15 @@ var builtinRules = map[string]*builtinRule{
 		replacement: "[IBAN]",
 		accept:      ibanValid,
 		anchor:      anchorCountryCode,
-		window:      runWindow(newByteSet("A-Z", "0-9", " "), 15, nil),
+		window:      ibanRunWindow,
 	},
 }
+
+// The windows of card_number and iban, also used by digitWindows.
+var (
+	cardRunWindow = runWindow(newByteSet("0-9", " -"), 13, hasAtLeastDigits(13))
+	ibanRunWindow = runWindow(newByteSet("A-Z", "0-9", " "), 15, nil)
+)
 
 // compiledBuiltins holds each builtin's compiled pattern, built once.
 var compiledBuiltins = func() map[string]*regexp.Regexp {
@@ -398,22 +404,46 @@ func (st *anchorState) next(s string, from int) int {
 	return best
 }
 
-// digitAnchors tells whether a text has any anchor of the card_number and iban rules. Both
-// rules would scan every digit; one pass answers for both, and prose (whose numbers are short
-// and rarely follow two capitals) skips both rules.
-func digitAnchors(s string) (card, iban bool) {
-	for i := 0; !(card && iban); {
+// digitWindows runs the anchor and window search of card_number and of iban over s in one
+// pass over its digits, and returns for each the position from which its scan reaches its
+// first window that can hold a match (the scan's from there, so that scanning from it gives
+// what scanning from 0 gives), or -1 when s has no such window: then the rule cannot match.
+// Both rules would scan every digit; prose, whose numbers are short and rarely follow two
+// capitals, has no such window and skips both rules after this one pass.
+func digitWindows(s string) (cardFrom, ibanFrom int) {
+	cardDone, ibanDone := false, false
+	for i := 0; !(cardDone && ibanDone); {
 		i = anchorDigit(s, i)
 		if i < 0 {
 			break
 		}
-		iban = iban || (i >= 2 && isUpper(s[i-1]) && isUpper(s[i-2]))
 		j := i + 1
 		for j < len(s) && isDigit(s[j]) {
 			j++
 		}
-		card = card || j-i >= 4
+		// A window of either rule ends at a byte that is not a digit, so the digit runs
+		// seen from 0 are those anchorIBAN and anchorCard see from the end of a window.
+		if !ibanDone && i >= ibanFrom && i >= 2 && isUpper(s[i-1]) && isUpper(s[i-2]) {
+			if _, end, ok := ibanRunWindow(s, ibanFrom, i); ok {
+				ibanDone = true
+			} else {
+				ibanFrom = end
+			}
+		}
+		if !cardDone && i >= cardFrom && j-i >= 4 {
+			if _, end, ok := cardRunWindow(s, cardFrom, i); ok {
+				cardDone = true
+			} else {
+				cardFrom = end
+			}
+		}
 		i = j
 	}
-	return card, iban
+	if !cardDone {
+		cardFrom = -1
+	}
+	if !ibanDone {
+		ibanFrom = -1
+	}
+	return cardFrom, ibanFrom
 }

@@ -113,22 +113,28 @@ func (e *Engine) String(s string) (string, bool) {
 		return s, false
 	}
 	out := s
-	// digitsOf is the text digitAnchors last looked at (valid while no rule changed it).
+	// digitsOf is the text digitWindows last looked at (valid while no rule changed it).
 	var digitsOf string
-	var cardAnchor, ibanAnchor, digitsKnown bool
+	var cardFrom, ibanFrom int
+	digitsKnown := false
 	for i := range e.rules {
 		r := &e.rules[i]
 		if r.builtin != nil {
+			from := 0
 			if a := r.builtin.anchor; a == anchorCardPrefix || a == anchorCountryCode {
 				if !digitsKnown || len(digitsOf) != len(out) || digitsOf != out {
-					cardAnchor, ibanAnchor = digitAnchors(out)
+					cardFrom, ibanFrom = digitWindows(out)
 					digitsOf, digitsKnown = out, true
 				}
-				if (a == anchorCardPrefix && !cardAnchor) || (a == anchorCountryCode && !ibanAnchor) {
+				from = cardFrom
+				if a == anchorCountryCode {
+					from = ibanFrom
+				}
+				if from < 0 {
 					continue
 				}
 			}
-			out = r.scan(out)
+			out = r.scan(out, from)
 			continue
 		}
 		if r.literal != "" && !strings.Contains(out, r.literal) {
@@ -156,13 +162,17 @@ func (r *rule) replaceAll(s string) string {
 	})
 }
 
-// scan applies a builtin rule: the pattern runs only on the windows around its anchors.
-func (r *rule) scan(s string) string {
+// scan applies a builtin rule: the pattern runs only on the windows around its anchors. start
+// is where the search for anchors begins: 0, or a position that the scan from 0 reaches
+// without a window that can hold a match (digitWindows).
+func (r *rule) scan(s string, start int) string {
 	b := r.builtin
-	var out []byte
+	// out is nil until the first replacement; a strings.Builder hands its bytes over as the
+	// string without copying them again.
+	var out *strings.Builder
 	copied := 0
 	var st anchorState
-	for from := 0; from < len(s); {
+	for from := start; from < len(s); {
 		k := b.anchor.find(s, from, &st)
 		if k < 0 {
 			break
@@ -180,17 +190,18 @@ func (r *rule) scan(s string) string {
 			continue
 		}
 		if out == nil {
-			out = make([]byte, 0, len(s)+16)
+			out = new(strings.Builder)
+			out.Grow(len(s) + 16)
 		}
-		out = append(out, s[copied:start]...)
-		out = append(out, replaced[start-cs:len(replaced)-(ce-end)]...)
+		out.WriteString(s[copied:start])
+		out.WriteString(replaced[start-cs : len(replaced)-(ce-end)])
 		copied = end
 	}
 	if out == nil {
 		return s
 	}
-	out = append(out, s[copied:]...)
-	return string(out)
+	out.WriteString(s[copied:])
+	return out.String()
 }
 
 // Text masks free text (input, output, message content, a comment): a string that is a JSON
@@ -198,6 +209,12 @@ func (r *rule) scan(s string) string {
 // structure; other text (or JSON that does not parse) is masked as it is. Text longer than
 // max_value_bytes is replaced by a size marker.
 func (e *Engine) Text(s string) (string, Result) {
+	return e.text(s, true)
+}
+
+// text is Text; with prefilter=false it decodes every JSON document (the reference for
+// jsonMayChange in FuzzTextPrefilter).
+func (e *Engine) text(s string, prefilter bool) (string, Result) {
 	if e == nil {
 		return s, Unchanged
 	}
@@ -205,6 +222,9 @@ func (e *Engine) Text(s string) (string, Result) {
 		return SizeMarker(len(s)), Oversized
 	}
 	if looksLikeJSONDocument(s) {
+		if prefilter && !e.jsonMayChange(s) {
+			return s, Unchanged
+		}
 		out, changed, err := jsontext.Rewrite(s, jsonMaskVisitor{e})
 		switch {
 		case err == nil && changed:
@@ -252,6 +272,73 @@ func (e *Engine) JSON(key, text string) (string, Result) {
 	default:
 		return text, Unchanged
 	}
+}
+
+// jsonMayChange tells whether masking the JSON document s (or the text s, when it does not
+// parse) may change it, from the raw text, without decoding it: the rules look at each decoded
+// string, number and boolean alone, and each of those is a stretch of s, set apart by quotes
+// and JSON punctuation that no rule's window contains. A rule that has no window that can hold
+// a match in the whole of s has none in any of its stretches either (its windows there are
+// parts of its windows in s). Escapes are where decoded text differs from s: \uXXXX can be
+// any character (then decoding decides); every other escape decodes to a character that
+// splits windows as its backslash does in s, except white space and '/' for bearer_token (then
+// the word bearer alone counts) and for user rules (then decoding decides). Masked keys are
+// found by decoding, and documents nested too deeply to walk are replaced whole.
+func (e *Engine) jsonMayChange(s string) bool {
+	if len(e.keys) > 0 || strings.Count(s, "[")+strings.Count(s, "{") > jsontext.MaxDepth {
+		return true
+	}
+	escaped := strings.IndexByte(s, '\\') >= 0
+	if escaped && strings.Contains(s, `\u`) {
+		return true
+	}
+	digitsKnown := false
+	var cardFrom, ibanFrom int
+	for i := range e.rules {
+		r := &e.rules[i]
+		switch {
+		case r.builtin == nil:
+			if escaped || r.literal == "" || strings.Contains(s, r.literal) {
+				return true
+			}
+		case r.builtin.anchor == anchorCardPrefix || r.builtin.anchor == anchorCountryCode:
+			if !digitsKnown {
+				cardFrom, ibanFrom = digitWindows(s)
+				digitsKnown = true
+			}
+			if (r.builtin.anchor == anchorCardPrefix && cardFrom >= 0) || (r.builtin.anchor == anchorCountryCode && ibanFrom >= 0) {
+				return true
+			}
+		case r.builtin.anchor == anchorBearerWord && escaped:
+			var st anchorState
+			if anchorBearer(s, 0, &st) >= 0 {
+				return true
+			}
+		default:
+			if r.hasWindow(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasWindow tells whether a builtin rule finds a window that can hold a match in s.
+func (r *rule) hasWindow(s string) bool {
+	b := r.builtin
+	var st anchorState
+	for from := 0; from < len(s); {
+		k := b.anchor.find(s, from, &st)
+		if k < 0 {
+			return false
+		}
+		_, end, ok := b.window(s, from, k)
+		if ok {
+			return true
+		}
+		from = end
+	}
+	return false
 }
 
 // looksLikeJSONDocument tells whether s starts like a JSON object, array or string.

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"sync"
 	"testing"
+
+	"github.com/svc/svc-collector/pkg/jsontext"
 )
 
 // referenceMask is the plain implementation of the rules: each rule's regular expression over
@@ -174,6 +176,47 @@ func FuzzJSON(f *testing.F) {
 		again, res2 := e.JSON(key, out)
 		if res2 != Unchanged || again != out {
 			t.Fatalf("not idempotent: %q -> %q -> %q", text, out, again)
+		}
+	})
+}
+
+// FuzzTextPrefilter: Text skips decoding JSON in which jsonMayChange finds nothing a rule could
+// match; it must give exactly what decoding gives, for every builtin alone, all of them, and
+// with user rules and masked keys. The input is tried as it is, as a JSON string, and inside
+// a JSON object and array.
+func FuzzTextPrefilter(f *testing.F) {
+	addSeeds(f)
+	for _, s := range []string{
+		`["bearer\nabcdefghij"]`, `"a\u0040example.com"`, `{"x":"4111 1111 1111 1111"}`,
+		`[{"role":"user","content":"Where is my order A-10023?\nbearer\tAbcdefgh12"}]`,
+		`{"n":4111111111111111,"t":true,"s":"+44 20 7946 0958"}`, `"\/\/bearer \/abcdefgh"`,
+	} {
+		f.Add(s)
+	}
+	configs := []Config{fuzzConfig, fuzzKeysConfig(), {BuiltinRules: BuiltinRuleNames()}}
+	for _, name := range BuiltinRuleNames() {
+		configs = append(configs, Config{BuiltinRules: []string{name}})
+	}
+	engines := make([]*Engine, len(configs))
+	for i, cfg := range configs {
+		var err error
+		if engines[i], err = New(cfg); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > maxFuzzLen {
+			return
+		}
+		quoted := string(jsontext.AppendString(nil, s))
+		for _, text := range []string{s, quoted, `{"k":[` + quoted + `,1]}`, "[" + s + "]"} {
+			for i, e := range engines {
+				got, gotRes := e.text(text, true)
+				want, wantRes := e.text(text, false)
+				if got != want || gotRes != wantRes {
+					t.Fatalf("config %d: %q: with prefilter %q %v, decoded %q %v", i, text, got, gotRes, want, wantRes)
+				}
+			}
 		}
 	})
 }

@@ -140,7 +140,8 @@ func (e *Engine) valueAt(v pcommon.Value, depth int) (Result, bool) {
 		}
 	case pcommon.ValueTypeDouble:
 		if len(e.rules) > 0 {
-			maskScalar(string(jsontext.AppendFloat(nil, v.Double())))
+			var buf [32]byte // room for the text of any float64 (at most 26 bytes)
+			maskScalar(string(jsontext.AppendFloat(buf[:0], v.Double())))
 		}
 	case pcommon.ValueTypeBool:
 		if len(e.rules) > 0 {
