@@ -52,15 +52,8 @@ func evaluatorOutcomeWorkload(n int) ([]evaluatorTrace, []ptrace.Traces, []plog.
 		return sid
 	}
 	add := func(td ptrace.Traces, scope, name string, tid pcommon.TraceID, sid, parent pcommon.SpanID, d time.Duration) ptrace.Span {
-		rs := td.ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr("service.name", "travel-agent")
-		ss := rs.ScopeSpans().AppendEmpty()
-		ss.Scope().SetName(scope)
-		s := ss.Spans().AppendEmpty()
-		s.SetTraceID(tid)
-		s.SetSpanID(sid)
-		s.SetParentSpanID(parent)
-		s.SetName(name)
+		addLateSpanTestSpan(td, "travel-agent", scope, name, ptrace.SpanKindInternal, tid, sid, parent, false)
+		s := td.ResourceSpans().At(td.ResourceSpans().Len() - 1).ScopeSpans().At(0).Spans().At(0)
 		s.SetStartTimestamp(ts(0))
 		s.SetEndTimestamp(ts(d))
 		return s
