@@ -125,25 +125,49 @@ func scoreKeys(p *platform.Platform, traceID string) []string {
 // outcome wiring. Every flagged trace is delivered whole by the outcome gateway, the others at the
 // rate; every delivered trace has exactly the scores (ids, observations, values, comments) the
 // gateway of today's wiring delivers for it; no score of a dropped trace is delivered; no score
-// carries the masked e-mail address.
+// carries the masked e-mail address. "kill": the outcome gateway is SIGKILLed and restarted on
+// its storage while the generations wait for their parents (the roots come after the restart):
+// the evaluators' span filter recovers them, and the scores and decisions are the same.
 func TestOutcomeEvaluatorScoresKeepTraces(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no kill", true: "kill"}[kill], func(t *testing.T) {
+			runOutcomeEvaluators(t, kill)
+		})
+	}
+}
+
+func runOutcomeEvaluators(t *testing.T, kill bool) {
 	const rate = 0.25
 	examples := filepath.Join(collector.RepoRoot(), "distribution", "examples")
 	evaluators := filepath.Join(examples, "evaluators.yaml")
 	today := startGateway(t, gatewayOptions{configs: []string{collector.DefaultConfig(), evaluators}})
-	outcome := startGateway(t, gatewayOptions{env: []string{fmt.Sprintf("SVC_SAMPLE_RATE=%v", rate)},
-		configs: []string{collector.DefaultConfig(), evaluators, filepath.Join(examples, "outcome-evaluators.yaml"),
-			"yaml:extensions::svcsampling::outcome::settle_duration: 2s"}})
+	ports, err := collector.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcome := &gateway{platform: startPlatform(t, "")}
+	gw := startRestartable(t, collectorBinary(t), outcome.platform, "gateway", collector.Options{
+		Configs: []string{collector.DefaultConfig(), evaluators, filepath.Join(examples, "outcome-evaluators.yaml"),
+			"yaml:extensions::svcsampling::outcome::settle_duration: 2s"},
+		Env:              []string{fmt.Sprintf("SVC_SAMPLE_RATE=%v", rate)},
+		OTLPHTTPEndpoint: fmt.Sprintf("127.0.0.1:%d", ports[0]), StorageDir: t.TempDir()})
 
 	traces, spanBatches, logBatches := evaluatorOutcomeWorkload(40)
-	for _, g := range []*gateway{today, outcome} {
-		senders := newTierSenders(t, g.collector, 1)
+	logsBody, err := plogotlp.NewExportRequestFromLogs(logBatches[0]).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*collector.Process{today.collector, gw.current()} {
+		senders := newTierSenders(t, c, 1)
 		senders.sendUntilAcknowledged(t, 0, false, mustMarshal(t, spanBatches[0]))
-		body, err := plogotlp.NewExportRequestFromLogs(logBatches[0]).MarshalProto()
-		if err != nil {
-			t.Fatal(err)
+		senders.sendUntilAcknowledged(t, 0, true, logsBody)
+		if kill && c == gw.current() {
+			k := gw.killAndRestart(0)
+			if k.err != nil {
+				t.Fatal(k.err)
+			}
+			t.Logf("%s, before the roots", k)
 		}
-		senders.sendUntilAcknowledged(t, 0, true, body)
 		senders.sendUntilAcknowledged(t, 0, false, mustMarshal(t, spanBatches[1]))
 	}
 
