@@ -57,14 +57,16 @@ type OutcomeRun struct {
 	// CPU of the collector from its start to the end of the drain; PeakRSS its high-water mark.
 	CPU     time.Duration
 	PeakRSS int64
-	// NotAcked counts requests the collector refused for good (never acknowledged).
-	NotAcked int
+	// NotAcked counts requests the collector refused for good (never acknowledged), NotAckedLogs
+	// those of them that carried evaluation log records (T has no logs pipeline).
+	NotAcked, NotAckedLogs int
 	// HeldAtKill is the gateway's held bytes waiting for a decision when it was killed.
 	HeldAtKill float64
-	// LostTraces, LostSpans: what the kill lost (KillLoss).
-	LostTraces, LostSpans int
-	Kill                  string
-	delivered             map[string]bool
+	// LostTraces, LostSpans: what the kill lost (KillLoss); Changed counts the traces delivered
+	// that the run without the kill did not deliver and no rule names (a decision changed).
+	LostTraces, LostSpans, Changed int
+	Kill                           string
+	delivered                      map[string]bool
 }
 
 // OutcomeReport is the comparison.
@@ -146,6 +148,11 @@ func RunOutcome(ctx context.Context, c OutcomeConfig) (OutcomeReport, error) {
 		}
 		if p.kill {
 			run.LostTraces, run.LostSpans = KillLoss(run.truth(&w), baseline[p.b.Name], run.deliveries)
+			for _, tr := range run.truth(&w) {
+				if run.delivered[tr.TraceID] && !baseline[p.b.Name][tr.TraceID] && !tr.Named() {
+					run.Changed++
+				}
+			}
 		} else {
 			baseline[p.b.Name] = run.delivered
 		}
@@ -178,7 +185,7 @@ func (r *outcomeRunState) summary() string {
 		shareOf(t.FailingWhole, t.Failing), shareOf(t.FlaggedWhole, t.Flagged), shareOf(t.CostlyWhole, t.Costly),
 		t.Torn, t.SessionsWithHoles, t.Sessions, t.DeliveredSpans, t.InputSpans, t.ScoresOfUndelivered, r.CPU, r.PeakRSS>>20)
 	if r.Killed {
-		s += fmt.Sprintf("; %s; lost %d spans of %d traces", r.Kill, r.LostSpans, r.LostTraces)
+		s += fmt.Sprintf("; %s; lost %d spans of %d traces; %d traces delivered that the run without the kill dropped", r.Kill, r.LostSpans, r.LostTraces, r.Changed)
 	}
 	return s
 }
@@ -236,6 +243,9 @@ func runOutcomeBuild(ctx context.Context, c OutcomeConfig, w *workload.OutcomeWo
 						run.acked[e.Trace] += genAISpans(e)
 					} else {
 						run.NotAcked++
+						if e.Logs.LogRecordCount() > 0 {
+							run.NotAckedLogs++
+						}
 					}
 					mu.Unlock()
 				}
@@ -416,13 +426,13 @@ func (r OutcomeReport) Markdown() string {
 	}
 	if r.find("O", true).Build != "" || r.find("T", true).Build != "" {
 		b.WriteString("\n**SIGKILL mid-run** (once, halfway through the exports, then restarted; O on its storage). Lost: acknowledged GenAI spans of the traces the build should deliver (the rules' traces, and those its run without the kill delivered) that the platform does not hold.\n\n")
-		b.WriteString("| build | kill | lost spans (traces) | failing / flagged / costly delivered whole | torn |\n|---|---|---|---|---|\n")
+		b.WriteString("| build | kill | lost spans (traces) | delivered, dropped without the kill | failing / flagged / costly delivered whole | torn |\n|---|---|---|---|---|---|\n")
 		for _, run := range r.Runs {
 			if !run.Killed {
 				continue
 			}
 			t := run.Tally
-			fmt.Fprintf(&b, "| %s | %s | %d (%d) | %s / %s / %s | %d |\n", run.Build, run.Kill, run.LostSpans, run.LostTraces,
+			fmt.Fprintf(&b, "| %s | %s | %d (%d) | %d | %s / %s / %s | %d |\n", run.Build, run.Kill, run.LostSpans, run.LostTraces, run.Changed,
 				shareOf(t.FailingWhole, t.Failing), shareOf(t.FlaggedWhole, t.Flagged), shareOf(t.CostlyWhole, t.Costly), t.Torn)
 		}
 	}
@@ -438,7 +448,7 @@ func (r OutcomeReport) Markdown() string {
 			}
 		}
 		if run.NotAcked > 0 {
-			fmt.Fprintf(&b, "- %s%s: %d requests refused for good\n", run.Build, kill, run.NotAcked)
+			fmt.Fprintf(&b, "- %s%s: %d requests refused for good (%d of them evaluation log records)\n", run.Build, kill, run.NotAcked, run.NotAckedLogs)
 		}
 	}
 	return b.String()
