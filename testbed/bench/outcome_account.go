@@ -29,6 +29,8 @@ type OutcomeTally struct {
 	Traces                                  int
 	Failing, Flagged, Costly                int
 	FailingWhole, FlaggedWhole, CostlyWhole int
+	// Rest: traces no rule names; RestWhole those of them delivered whole (the sample_rate share).
+	Rest, RestWhole int
 	// Delivered: traces with at least one span on the platform; Whole: all of them; Torn: some.
 	Delivered, Whole, Torn int
 	// Sessions with a delivered trace and a trace not delivered whole (dropped or torn).
@@ -78,6 +80,7 @@ func TallyOutcome(truth []OutcomeTruth, got map[string]OutcomeDelivery, inputSpa
 		count(tr.Failing, &t.Failing, &t.FailingWhole)
 		count(tr.Flagged, &t.Flagged, &t.FlaggedWhole)
 		count(tr.Costly, &t.Costly, &t.CostlyWhole)
+		count(!tr.Named(), &t.Rest, &t.RestWhole)
 		if tr.Named() && !whole {
 			t.MissedNamedIDs = appendListed(t.MissedNamedIDs, fmt.Sprintf("%s (%s; %d of %d spans)", tr.TraceID, reasons(tr), spans, tr.AckedGenAISpans))
 		}

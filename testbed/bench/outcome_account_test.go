@@ -22,25 +22,25 @@ func TestTallyOutcome(t *testing.T) {
 			name: "everything whole",
 			got:  map[string]OutcomeDelivery{"f": {Spans: 3}, "c": {Spans: 4}, "g": {Spans: 2, Scores: 1}, "p": {Spans: 5}},
 			want: OutcomeTally{Traces: 4, Failing: 1, Flagged: 1, Costly: 1, FailingWhole: 1, FlaggedWhole: 1, CostlyWhole: 1,
-				Delivered: 4, Whole: 4, Sessions: 2, InputSpans: 20, DeliveredSpans: 14},
+				Rest: 1, RestWhole: 1, Delivered: 4, Whole: 4, Sessions: 2, InputSpans: 20, DeliveredSpans: 14},
 		},
 		{
 			name: "named traces whole, the rest dropped: s2 has a hole",
 			got:  map[string]OutcomeDelivery{"f": {Spans: 3}, "c": {Spans: 4}, "g": {Spans: 2}},
 			want: OutcomeTally{Traces: 4, Failing: 1, Flagged: 1, Costly: 1, FailingWhole: 1, FlaggedWhole: 1, CostlyWhole: 1,
-				Delivered: 3, Whole: 3, Sessions: 2, SessionsWithHoles: 1, InputSpans: 20, DeliveredSpans: 9},
+				Rest: 1, Delivered: 3, Whole: 3, Sessions: 2, SessionsWithHoles: 1, InputSpans: 20, DeliveredSpans: 9},
 		},
 		{
 			name: "a torn costly trace, a dropped flagged trace whose score came, duplicates not counted twice",
 			got:  map[string]OutcomeDelivery{"f": {Spans: 3}, "c": {Spans: 2}, "g": {Scores: 1}, "p": {Spans: 7}},
 			want: OutcomeTally{Traces: 4, Failing: 1, Flagged: 1, Costly: 1, FailingWhole: 1,
-				Delivered: 3, Whole: 2, Torn: 1, Sessions: 2, SessionsWithHoles: 2, InputSpans: 20, DeliveredSpans: 10,
+				Rest: 1, RestWhole: 1, Delivered: 3, Whole: 2, Torn: 1, Sessions: 2, SessionsWithHoles: 2, InputSpans: 20, DeliveredSpans: 10,
 				ScoresOfUndelivered: 1},
 		},
 		{
 			name: "nothing delivered: no session has a hole",
 			got:  map[string]OutcomeDelivery{},
-			want: OutcomeTally{Traces: 4, Failing: 1, Flagged: 1, Costly: 1, Sessions: 2, InputSpans: 20},
+			want: OutcomeTally{Traces: 4, Failing: 1, Flagged: 1, Costly: 1, Rest: 1, Sessions: 2, InputSpans: 20},
 		},
 	}
 	for _, tt := range tests {
