@@ -2,7 +2,8 @@
 // gateway pipeline (A), the same with its exporter queue in memory (M: the cost of persistence),
 // the forwarding floor (B), the contrib OTTL peer (C) and the strongest hand-written contrib peer
 // (C2), one after another on the same workload, then the cost curves, and writes
-// testbed/results/bench.{md,svg,json} and the curves' charts (bench-*.svg).
+// testbed/results/bench.{md,svg,json} and the curves' charts (bench-*.svg). With --outcome it runs
+// the outcome-sampling comparison instead (make bench-outcome: bench-outcome.md).
 //
 // The driver re-executes itself on CPU 0 (taskset) and starts every collector on the last CPU
 // with GOMAXPROCS=1 (--pin=false: no pinning).
