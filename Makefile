@@ -143,6 +143,14 @@ bench: build $(PEER)
 	if [ "$(GO_BENCH_COUNT)" != 0 ]; then cd benchmarks && $(GO) test -run '^$$' -bench . -benchmem -count $(GO_BENCH_COUNT) ./... | tee $(BUILD_DIR)/bench-go.txt; fi
 	cd testbed && $(GO) run ./cmd/bench --svc-otelcol $(BIN) --peer $(PEER) $(BENCH_ARGS) 2>&1 | tee $(BUILD_DIR)/bench-load.txt
 
+## bench-outcome: outcome sampling (issue 30) against contrib tail_sampling: the outcome workload
+## replayed 6x faster through O (default config + outcome rules), A (default config) and T (the peer
+## with tail_sampling), then O and T with a SIGKILL halfway, into testbed/results/bench-outcome.md
+## (about 10 minutes). A short check (about 4 minutes): make bench-outcome BENCH_ARGS='--quick --out /tmp/bench-outcome'
+.PHONY: bench-outcome
+bench-outcome: build $(PEER)
+	cd testbed && $(GO) run ./cmd/bench --outcome --svc-otelcol $(BIN) --peer $(PEER) $(BENCH_ARGS) 2>&1 | tee $(BUILD_DIR)/bench-outcome.txt
+
 ## bench-tracememory: the span filter's trace memory benchmarks against commit 61421b8 (the processor
 ## before the trace memory), the two builds alternating in one run, compared by benchstat
 ## (build/bench-tracememory/). BASE, COUNT: see benchmarks/compare-tracememory.sh.

@@ -2,7 +2,8 @@
 // gateway pipeline (A), the same with its exporter queue in memory (M: the cost of persistence),
 // the forwarding floor (B), the contrib OTTL peer (C) and the strongest hand-written contrib peer
 // (C2), one after another on the same workload, then the cost curves, and writes
-// testbed/results/bench.{md,svg,json} and the curves' charts (bench-*.svg).
+// testbed/results/bench.{md,svg,json} and the curves' charts (bench-*.svg). With --outcome it runs
+// the outcome-sampling comparison instead (make bench-outcome: bench-outcome.md).
 //
 // The driver re-executes itself on CPU 0 (taskset) and starts every collector on the last CPU
 // with GOMAXPROCS=1 (--pin=false: no pinning).
@@ -28,6 +29,7 @@ import (
 	"github.com/svc/svc-collector/testbed/bench"
 	"github.com/svc/svc-collector/testbed/collector"
 	"github.com/svc/svc-collector/testbed/loadgen"
+	"github.com/svc/svc-collector/testbed/workload"
 )
 
 func main() {
@@ -57,6 +59,10 @@ func main() {
 	render := flag.String("render", "", "render the report of an earlier run from its bench.json into --out, without running anything")
 	search := flag.Bool("search", true, "run the sustained-rate search (false: the fixed runs alone, at --fixed-rate)")
 	profile := flag.String("cpu-profile", "", "directory for a CPU profile of each fixed run (builds with the pprof extension: A, M, B); figures of such a run compare only with each other")
+	outcome := flag.Bool("outcome", false, "run the outcome-sampling comparison instead (issue 30): O (outcome rules), A (default config) and T (contrib tail_sampling) on the outcome workload, then O and T with a SIGKILL halfway; writes bench-outcome.md into --out")
+	outcomeSessions := flag.Int("outcome-sessions", 600, "conversations of the outcome workload (2 to 6 traces each)")
+	outcomeCompress := flag.Float64("outcome-compress", 6, "how many times faster than the workload's own time the outcome run replays its exports (the collectors' waits are divided alike)")
+	outcomeKill := flag.Bool("outcome-kill", true, "run O and T once more with a SIGKILL halfway")
 	quick := flag.Bool("quick", false, "a short run to check the machinery: 3s steps, no refinement, one 6s fixed run, small curves")
 	stages := flag.Bool("stages", false, "print the CPU by stage of the CPU profiles named as arguments (e.g. those of --cpu-profile), without running anything")
 	flag.Parse()
@@ -85,6 +91,10 @@ func main() {
 			fail(err)
 		}
 		fmt.Printf("rendered %s into %s\n", *render, *out)
+		return
+	}
+	if *outcome {
+		runOutcome(*svcBin, *peerBin, *out, *seed, *outcomeSessions, *outcomeCompress, *outcomeKill, *quick, *timeout, pinning)
 		return
 	}
 	if *quick {
@@ -209,6 +219,36 @@ func printStages(w io.Writer, files []string) error {
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// runOutcome runs the outcome-sampling comparison; --quick makes it short (200 sessions, 10×
+// faster).
+func runOutcome(svcBin, peerBin, out string, seed uint64, sessions int, compress float64, kill, quick bool, timeout time.Duration, pinning bench.Pinning) {
+	if _, err := os.Stat(peerBin); err != nil {
+		fail(fmt.Errorf("peer binary: %w (build it: make peer)", err))
+	}
+	if quick {
+		sessions, compress = 200, 10
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rep, err := bench.RunOutcome(ctx, bench.OutcomeConfig{
+		SVCOtelcol: svcBin, Peer: peerBin,
+		Workload: workload.OutcomeOptions{Seed: seed, Sessions: sessions},
+		Compress: compress, Kill: kill, Pin: pinning, Log: os.Stderr,
+	})
+	if len(rep.Runs) > 0 {
+		if werr := rep.WriteOutcome(out); werr != nil {
+			fail(werr)
+		}
+		fmt.Println(rep.Markdown())
+		fmt.Printf("wrote %s/bench-outcome.md in %s\n", out, rep.Elapsed.Round(time.Second))
+	}
+	if err != nil {
+		fail(err)
+	}
 }
 
 func fail(err error) {
