@@ -133,15 +133,16 @@ $(INSTRUMENTATION_DIR)/node_modules/.package-lock.json: $(INSTRUMENTATION_DIR)/p
 ## M (A with nothing on disk), B and B1 (forwarding floor, gzip at otlphttp's default level and at
 ## level 1, A's), C and C2 (contrib OTTL peers), collector and
 ## driver pinned to CPUs of their own, and the cost curves, into testbed/results/bench.{md,svg,json}
-## and bench-*.svg. A short run to check the machinery (no Go benchmarks, about 4 minutes, results
+## and bench-*.svg; then bench-outcome (below). A short run to check the machinery (no Go benchmarks, about 4 minutes, results
 ## elsewhere): make bench GO_BENCH_COUNT=0 BENCH_ARGS='--quick --out /tmp/bench-quick'
-# One count of the Go benchmarks keeps `make bench` within 20 minutes on two shared cores (they
+# One count of the Go benchmarks keeps `make bench` within 30 minutes on two shared cores (they
 # compare in-run, interleaved); raise it on a quiet machine for benchstat.
 GO_BENCH_COUNT ?= 1
 BENCH_ARGS ?= --out results
 bench: build $(PEER)
 	if [ "$(GO_BENCH_COUNT)" != 0 ]; then cd benchmarks && $(GO) test -run '^$$' -bench . -benchmem -count $(GO_BENCH_COUNT) ./... | tee $(BUILD_DIR)/bench-go.txt; fi
 	cd testbed && $(GO) run ./cmd/bench --svc-otelcol $(BIN) --peer $(PEER) $(BENCH_ARGS) 2>&1 | tee $(BUILD_DIR)/bench-load.txt
+	$(MAKE) --no-print-directory bench-outcome BENCH_ARGS='$(BENCH_ARGS)'
 
 ## bench-outcome: outcome sampling (issue 30) against contrib tail_sampling: the outcome workload
 ## replayed 6x faster through O (default config + outcome rules), A (default config) and T (the peer
