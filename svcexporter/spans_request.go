@@ -15,9 +15,9 @@ import (
 
 // spansRequest is the exporterhelper request of a span batch. It holds the spans, the body they
 // go on the wire as, or both:
-//   - built from spans (what the pipeline hands on), the body is made when first needed, at
-//     send (in-memory queue) or when the persistent queue stores it, and kept, so that neither a
-//     retry nor the send after the queue re-encodes or re-compresses;
+//   - built from spans (what the pipeline hands on), the body is made at send (in-memory
+//     queue) or before the persistent queue stores it (spansRequestFromTraces), and kept, so
+//     that neither a retry nor the send after the queue re-encodes or re-compresses;
 //   - read back from the persistent queue (spansQueueEncoding), it holds only the body, as it was
 //     stored; the spans are decoded from it only when something needs them (a 413 split, a
 //     partial retry, the log of a span too large, merging batches, splitting one too large for
