@@ -55,7 +55,9 @@ func createTraces(ctx context.Context, set exporter.Settings, cfg component.Conf
 			Encoding:         spansQueueEncoding{codec: exp.codec, logger: exp.logger},
 			ReferenceCounter: spansReferenceCounter{},
 		}))
-	return xexporterhelper.NewTracesRequest(ctx, set, spansRequestFromTraces(exp.codec), exp.pushRequest, opts...)
+	q := cfg.(*Config).QueueConfig
+	persistent := q.HasValue() && q.Get().StorageID != nil
+	return xexporterhelper.NewTracesRequest(ctx, set, spansRequestFromTraces(exp.codec, persistent), exp.pushRequest, opts...)
 }
 
 func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {

@@ -72,26 +72,33 @@ func contentEncoding(compression configcompression.Type) string {
 
 // encode returns td's wire body and the size of its uncompressed protobuf.
 func (c *spanBodyCodec) encode(td ptrace.Traces) (body []byte, protoSize int, err error) {
+	body, _, protoSize, err = c.encodeWithRoom(td, 0)
+	return body, protoSize, err
+}
+
+// encodeWithRoom is encode with room free bytes before the body (buf[room:] is the body) and a
+// few after it, so that the persistent queue frames the body without copying it
+// (spansQueueEncoding.Marshal). An uncompressed body has no room (room 0 is returned).
+func (c *spanBodyCodec) encodeWithRoom(td ptrace.Traces, room int) (buf []byte, bodyAt, protoSize int, err error) {
 	raw, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 	if err != nil {
-		return nil, 0, fmt.Errorf("encoding spans as OTLP protobuf: %w", err)
+		return nil, 0, 0, fmt.Errorf("encoding spans as OTLP protobuf: %w", err)
 	}
 	if c.compression != configcompression.TypeGzip {
-		return raw, len(raw), nil
+		return raw, 0, len(raw), nil
 	}
-	var buf bytes.Buffer
 	// Protobuf span batches shrink about 5-10 times; start with room for a fourth.
-	buf.Grow(len(raw)/4 + 64)
+	out := bytes.NewBuffer(make([]byte, room, room+len(raw)/4+64+queueItemTrailer))
 	zw := c.writers.Get().(*gzip.Writer)
 	defer c.writers.Put(zw)
-	zw.Reset(&buf)
+	zw.Reset(out)
 	if _, err := zw.Write(raw); err != nil {
-		return nil, 0, fmt.Errorf("compressing spans: %w", err)
+		return nil, 0, 0, fmt.Errorf("compressing spans: %w", err)
 	}
 	if err := zw.Close(); err != nil {
-		return nil, 0, fmt.Errorf("compressing spans: %w", err)
+		return nil, 0, 0, fmt.Errorf("compressing spans: %w", err)
 	}
-	return buf.Bytes(), len(raw), nil
+	return out.Bytes(), room, len(raw), nil
 }
 
 var gzipReaders sync.Pool // *gzip.Reader

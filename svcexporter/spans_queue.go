@@ -57,15 +57,23 @@ type spansQueueEncoding struct {
 	logger *zap.Logger
 }
 
+// queueItemRoom is the room encodeForQueue leaves before a body for the item's header: the fixed
+// fields and a request context of up to 512 bytes (client metadata larger than that costs a copy
+// of the body); queueItemTrailer is the checksum after it.
+const (
+	queueItemRoom    = 7 + 3*binary.MaxVarintLen64 + 512
+	queueItemTrailer = 4
+)
+
 // Marshal stores req's wire body, encoding and compressing the spans if that was not done yet;
-// the body is kept on req as well.
+// the body is kept on req as well. A body made for the queue (encodeForQueue) gets its header
+// written in the room before it and its checksum after it, in place: the item is not a copy.
 func (e spansQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.Request) ([]byte, error) {
 	r, ok := req.(*spansRequest)
 	if !ok {
 		return nil, fmt.Errorf("svc exporter: cannot queue a %T as spans", req)
 	}
-	body, err := r.wireBody()
-	if err != nil {
+	if err := r.encodeForQueue(queueItemRoom); err != nil {
 		return nil, err
 	}
 	reqCtx, err := pdatareq.MarshalTraces(ctx, ptrace.NewTraces())
@@ -76,15 +84,22 @@ func (e spansQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.Req
 	if r.bodyCompression == configcompression.TypeGzip {
 		code = queuedGzip
 	}
-	buf := make([]byte, 0, len(spansQueueMagic)+2+3*binary.MaxVarintLen64+len(reqCtx)+len(body)+4)
-	buf = append(buf, spansQueueMagic...)
-	buf = append(buf, spansQueueVersion, code)
-	buf = binary.AppendUvarint(buf, uint64(r.spans))
-	buf = binary.AppendUvarint(buf, uint64(r.BytesSize()))
-	buf = binary.AppendUvarint(buf, uint64(len(reqCtx)))
-	buf = append(buf, reqCtx...)
-	buf = append(buf, body...)
-	return binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, crc32c)), nil
+	header := make([]byte, 0, len(spansQueueMagic)+2+3*binary.MaxVarintLen64+len(reqCtx))
+	header = append(header, spansQueueMagic...)
+	header = append(header, spansQueueVersion, code)
+	header = binary.AppendUvarint(header, uint64(r.spans))
+	header = binary.AppendUvarint(header, uint64(r.BytesSize()))
+	header = binary.AppendUvarint(header, uint64(len(reqCtx)))
+	header = append(header, reqCtx...)
+	var item []byte
+	if room := len(r.frame) - len(r.body); room >= len(header) && cap(r.frame)-len(r.frame) >= queueItemTrailer {
+		item = r.frame[room-len(header):]
+		copy(item, header)
+	} else {
+		item = make([]byte, 0, len(header)+len(r.body)+queueItemTrailer)
+		item = append(append(item, header...), r.body...)
+	}
+	return binary.LittleEndian.AppendUint32(item, crc32.Checksum(item, crc32c)), nil
 }
 
 // Unmarshal reads a stored batch. Batches of this exporter come back as their body, not decoded;

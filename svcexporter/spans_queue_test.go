@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
@@ -95,6 +96,52 @@ func TestSpansQueueEncodingRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, ptracetest.CompareTraces(tt.td, td))
 		})
+	}
+}
+
+// The converter of a persistent queue makes the body with room for the item's header, and Marshal
+// writes the item around it in place; the item is the same as one copied together from a body made
+// without room (a body made at send, a request context larger than the room), and reads back.
+func TestSpansQueueItemFramedAroundTheBody(t *testing.T) {
+	// One metadata key each: the request context's encoding of several keys has no fixed order.
+	withKey := func(value string) context.Context {
+		return client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(map[string][]string{
+			"authorization": {value},
+		})})
+	}
+	for _, compression := range []configcompression.Type{configcompression.TypeGzip, compressionNone} {
+		for name, ctx := range map[string]context.Context{"no metadata": context.Background(),
+			"client metadata":               withKey(tenantA.authorization()),
+			"metadata larger than the room": withKey(strings.Repeat("k", 2*queueItemRoom))} {
+			t.Run(string(compression)+", "+name, func(t *testing.T) {
+				enc := spansQueueEncoding{codec: testCodec(t, compression)}
+				td := makeTraces(2, 2, 10, 200)
+				queued, err := spansRequestFromTraces(enc.codec, true)(ctx, td)
+				require.NoError(t, err)
+				framed, err := enc.Marshal(ctx, queued)
+				require.NoError(t, err)
+
+				copied := newSpansRequest(td, enc.codec)
+				_, err = copied.wireBody() // made at send: no room before it
+				require.NoError(t, err)
+				want, err := enc.Marshal(ctx, copied)
+				require.NoError(t, err)
+				assert.Equal(t, want, framed)
+
+				gotCtx, got, err := enc.Unmarshal(framed)
+				require.NoError(t, err)
+				assert.Equal(t, metadataOf(ctx), metadataOf(gotCtx))
+				gotTD, err := got.(*spansRequest).traces()
+				require.NoError(t, err)
+				require.NoError(t, ptracetest.CompareTraces(td, gotTD))
+				body, err := queued.(*spansRequest).wireBody()
+				require.NoError(t, err)
+				assert.Equal(t, got.(*spansRequest).body, body, "the request posts the body it queued")
+				if compression == configcompression.TypeGzip && name != "metadata larger than the room" {
+					assert.Same(t, &body[0], &framed[len(framed)-queueItemTrailer-len(body)], "the item is framed around the body, not a copy")
+				}
+			})
+		}
 	}
 }
 

@@ -15,9 +15,9 @@ import (
 
 // spansRequest is the exporterhelper request of a span batch. It holds the spans, the body they
 // go on the wire as, or both:
-//   - built from spans (what the pipeline hands on), the body is made when first needed, at
-//     send (in-memory queue) or when the persistent queue stores it, and kept, so that neither a
-//     retry nor the send after the queue re-encodes or re-compresses;
+//   - built from spans (what the pipeline hands on), the body is made at send (in-memory
+//     queue) or before the persistent queue stores it (spansRequestFromTraces), and kept, so
+//     that neither a retry nor the send after the queue re-encodes or re-compresses;
 //   - read back from the persistent queue (spansQueueEncoding), it holds only the body, as it was
 //     stored; the spans are decoded from it only when something needs them (a 413 split, a
 //     partial retry, the log of a span too large, merging batches, splitting one too large for
@@ -34,6 +34,9 @@ type spansRequest struct {
 
 	body            []byte // nil until encoded
 	bodyCompression configcompression.Type
+	// frame is the buffer body was made in for the persistent queue (encodeForQueue): body is
+	// its end, and the bytes before it are free for the queue item's header; nil otherwise.
+	frame []byte
 
 	spans     int
 	protoSize int // size of the uncompressed OTLP protobuf (the bytes sizer); -1: not known yet
@@ -109,14 +112,32 @@ func (r *spansRequest) wireBody() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.body, r.bodyCompression, r.protoSize = body, r.codec.compression, protoSize
+	r.body, r.bodyCompression, r.protoSize, r.frame = body, r.codec.compression, protoSize, nil
 	return body, nil
+}
+
+// encodeForQueue makes the wire body, if there is none yet, with room free bytes before it, so
+// that the persistent queue frames it there as a queue item without copying it.
+func (r *spansRequest) encodeForQueue(room int) error {
+	if r.body != nil && r.bodyCompression == r.codec.compression {
+		return nil
+	}
+	td, err := r.traces()
+	if err != nil {
+		return err
+	}
+	buf, at, protoSize, err := r.codec.encodeWithRoom(td, room)
+	if err != nil {
+		return err
+	}
+	r.frame, r.body, r.bodyCompression, r.protoSize = buf, buf[at:], r.codec.compression, protoSize
+	return nil
 }
 
 // setTraces replaces the spans (after a merge or split), which makes the body stale.
 func (r *spansRequest) setTraces(td ptrace.Traces) {
 	r.td, r.decoded = td, true
-	r.body = nil
+	r.body, r.frame = nil, nil
 	r.spans = td.SpanCount()
 	r.protoSize = -1
 }
@@ -152,9 +173,16 @@ func (spansReferenceCounter) Unref(req xexporterhelper.Request) {
 }
 
 // spansRequestFromTraces is the converter of the exporterhelper: the pipeline's spans become a
-// request of this exporter's codec.
-func spansRequestFromTraces(codec *spanBodyCodec) xexporterhelper.RequestConverterFunc[ptrace.Traces] {
+// request of this exporter's codec. For a persistent queue the body is made here, in the
+// caller's goroutine: the queue stores it (spansQueueEncoding.Marshal) under its lock, which every
+// other call and every queue consumer waits for, and encoding and compressing the spans there
+// would make them wait for that too. A failure here is left to Marshal, which reports it.
+func spansRequestFromTraces(codec *spanBodyCodec, persistent bool) xexporterhelper.RequestConverterFunc[ptrace.Traces] {
 	return func(_ context.Context, td ptrace.Traces) (xexporterhelper.Request, error) {
-		return newSpansRequest(td, codec), nil
+		r := newSpansRequest(td, codec)
+		if persistent {
+			_ = r.encodeForQueue(queueItemRoom)
+		}
+		return r, nil
 	}
 }

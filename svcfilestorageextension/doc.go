@@ -1,7 +1,9 @@
 //go:generate mdatagen metadata.yaml
 
 // Package svcfilestorageextension is the distribution's `file_storage` extension: contrib's
-// filestorage extension, unchanged, with one directory per collector instance enforced at start.
+// filestorage extension, unchanged, with one directory per collector instance enforced at start,
+// and exporters' queues laid out so that bbolt does not rewrite the queued items at every write
+// (spacers.go).
 //
 // Two collectors on one storage directory would otherwise fail late and obscurely: the second one's
 // exporter queue waits for the first one's bbolt file lock and fails with a bare "timeout". This

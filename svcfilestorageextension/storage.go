@@ -58,6 +58,11 @@ func (s *exclusiveStorage) unlock() {
 func (s *exclusiveStorage) GetClient(ctx context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
 	client, err := s.Extension.GetClient(ctx, kind, id, name)
 	if err == nil {
+		if kind == component.KindExporter {
+			// Only what the queue writes costs more without them: a storage that cannot take them
+			// fails the queue's own first write, with the queue's error.
+			_ = addLeafSpacers(ctx, client)
+		}
 		return client, nil
 	}
 	if errors.Is(err, bolterrors.ErrTimeout) {
