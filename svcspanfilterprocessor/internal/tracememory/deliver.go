@@ -97,15 +97,16 @@ func (m *Memory) Requeue(ds ...*Delivery) {
 	m.readyMu.Unlock()
 }
 
-func (m *Memory) queue(ds []*Delivery) {
+// queue appends ds to q (m.ready or m.readyScores) and signals wake.
+func queue[D any](m *Memory, q *[]D, ds []D, wake chan struct{}) {
 	if len(ds) == 0 {
 		return
 	}
 	m.readyMu.Lock()
-	m.ready = append(m.ready, ds...)
+	*q = append(*q, ds...)
 	m.readyMu.Unlock()
 	select {
-	case m.wake <- struct{}{}:
+	case wake <- struct{}{}:
 	default:
 	}
 }
