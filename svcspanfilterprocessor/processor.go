@@ -376,6 +376,10 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 		zap.Int64("traces_evicted", evicted))
 }
 
+// errNotRunning refuses content and score records before start recovered the journal, or after
+// shutdown: the client sends them again.
+var errNotRunning = errors.New("svcspanfilter: the traces pipeline of this component is not running; retry later")
+
 // errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
 var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
 

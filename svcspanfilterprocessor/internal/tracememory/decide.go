@@ -17,13 +17,10 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Outcome sampling (docs/outcome-sampling.md): with Config.Outcome, a kept span of a trace not yet
-// decided is held (WaitDecision, written ahead like any held span) and observed into the trace's
-// state; the trace is decided when a rule matched, when its root arrived and it was idle
-// SettleDuration, when DecisionWait passed since its first kept span, when the decision budget
-// (MaxHeldBytes) is exceeded (oldest first) and at shutdown. Kept: its spans go on through the parent
-// walk as before. Dropped: its held spans are discarded and its later spans dropped. The decision
-// lives as long as the trace record.
+// Outcome sampling (docs/outcome-sampling.md; doc.go has when a trace is decided): a kept span of an
+// undecided trace is held (WaitDecision, written ahead like any held span) and observed. Kept, its
+// spans go on through the parent walk; dropped, its held spans are discarded and its later spans
+// dropped. The decision lives as long as the trace record.
 
 // ReasonAttribute is the root span attribute of a kept trace that names why it was kept: a per-key
 // trace metadata attribute, shown in the trace's metadata (docs/outcome-sampling.md).
@@ -199,9 +196,6 @@ func (sh *shard) expireDecision(m *Memory, t *trace, now time.Time, out *release
 		sh.decide(m, t, now, out)
 	}
 }
-
-// DecisionBytes is the bytes of the spans held waiting for their trace's decision.
-func (m *Memory) DecisionBytes() int64 { return m.decisionBytes.Load() }
 
 // enforceDecisions decides the oldest undecided traces on what arrived while the spans waiting
 // for a decision exceed MaxHeldBytes (doc.go, "decision budget exceeded").

@@ -78,7 +78,10 @@ func (m *Memory) finish(out *released) { queue(m, &m.ready, m.settle(out), m.wak
 // settle ends an operation, with no shard lock held: its records are done, its open parents and
 // dropped spans journaled before the spans that point at them go on, and its events observed.
 func (m *Memory) settle(out *released) []*Delivery {
-	out.finishRefs()
+	for _, r := range out.done {
+		r.Done(1)
+	}
+	out.done = nil
 	m.journalAfterApply(out)
 	queue(m, &m.readyScores, m.groupScores(out.scores), m.scoreWake)
 	out.scores = nil

@@ -439,11 +439,3 @@ type released struct {
 	sessions                 []keptSession
 	scores                   []*heldScore // score records released by a decision
 }
-
-// finishRefs marks the collected records done; call it with no shard lock held.
-func (out *released) finishRefs() {
-	for _, r := range out.done {
-		r.Done(1)
-	}
-	out.done = nil
-}
