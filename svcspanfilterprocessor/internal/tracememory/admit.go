@@ -130,7 +130,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	for i := 0; i < rss.Len(); i++ {
 		sss := rss.At(i).ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
-			awaits := m.join.ScopeAwaitsContent(sss.At(j).Scope())
+			awaits := m.join != nil && m.join.ScopeAwaitsContent(sss.At(j).Scope()) // nil: join off
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)

@@ -25,9 +25,7 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	for t, next := sh.waiting.head, (*trace)(nil); t != nil; t = next {
 		next = t.next // t may leave the list
 		idle := now.Sub(t.lastActivity) >= cfg.WaitDuration
-		if cfg.Outcome != nil {
-			sh.expireDecision(m, t, now, out)
-		}
+		sh.expireDecision(m, t, now, out)
 		for _, it := range t.held { // only it leaves t.held
 			waited := now.Sub(it.heldAt)
 			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait &&
