@@ -270,7 +270,7 @@ func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Del
 			p.mem.Delivered(d)
 		case consumererror.IsPermanent(err):
 			p.giveUp(ctx, d.Spans, "the next consumer refused them permanently: "+err.Error())
-			p.mem.Discard(d)
+			p.mem.Delivered(d)
 		case tryAll:
 			refused += d.Spans
 		default:

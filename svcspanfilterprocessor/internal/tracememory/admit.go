@@ -34,7 +34,7 @@ type Admission struct {
 	Held int    // the spans of the batch the memory now holds
 	Pass bool   // spans are left in the batch for the next consumer
 	// Deliveries: spans this batch released (of earlier calls or its own), one per request client
-	// context; the caller reports back on each with Delivered, Requeue or Discard.
+	// context; the caller reports back on each with Delivered or Requeue.
 	Deliveries []*Delivery
 
 	ref    *RecordRef
@@ -230,7 +230,7 @@ type admitScratch struct {
 
 // admit runs under the shard lock for the spans of the batch (idx into refs) that belong to it.
 func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, og *origins, now time.Time, out *released) {
-	sh.record(m, refs, idx, now)
+	sh.recordSpans(m, refs, idx, now)
 	for _, i := range idx {
 		r := &refs[i]
 		id := r.span.SpanID() // admitKept may move the span out of r.span
@@ -275,9 +275,9 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 	}
 }
 
-// record records every span of the shard's part of the batch first, so that a parent later in the
-// batch is already known, with its final decision (spanRef.kept).
-func (sh *shard) record(m *Memory, refs []spanRef, idx []int32, now time.Time) {
+// recordSpans records every span of the shard's part of the batch, with its final decision
+// (spanRef.kept), before any is settled: a parent later in the batch is then already known.
+func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Time) {
 	var last *trace
 	for n, i := range idx {
 		r := &refs[i]

@@ -32,14 +32,13 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 				sh.endContentWait(m, t, it, now, ReleaseContent, out) {
 				continue
 			}
-			if it.reason&WaitDecision != 0 {
-				// Its parent wait ends after the decision: an open parent in a trace that may
-				// still be dropped would deliver a connector of a dropped trace.
-				continue
-			}
-			if it.reason&WaitParent != 0 && idle {
+			// A parent wait ends after the decision: an open parent in a trace that may still be
+			// dropped would deliver a connector of a dropped trace.
+			switch {
+			case it.reason&(WaitParent|WaitDecision) != WaitParent:
+			case idle:
 				sh.expireParent(m, t, it, ReleaseWaitExpired, out)
-			} else if it.reason&WaitParent != 0 && waited >= cfg.MaxWaitDuration {
+			case waited >= cfg.MaxWaitDuration:
 				sh.expireParent(m, t, it, ReleaseMaxWait, out)
 			}
 		}

@@ -29,18 +29,19 @@ func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og
 	m.planVerdicts(refs)
 	for i := range refs {
 		r := &refs[i]
+		tid, id := r.span.TraceID(), r.span.SpanID()
 		switch {
 		case r.planned == Drop:
-			r.mayHold = m.cfg.ConnectorSpans && m.known(r.span.TraceID(), r.span.SpanID(), mayConnect)
+			r.mayHold = m.cfg.ConnectorSpans && m.known(tid, id, mayConnect)
 		case r.scopeAwaits && m.join.AwaitsContent(r.span):
 			r.mayHold = true
-		case m.cfg.Outcome != nil && !m.known(r.span.TraceID(), r.span.SpanID(), isDecided):
+		case m.cfg.Outcome != nil && !m.known(tid, id, isDecided):
 			r.mayHold = true // it waits for its trace's decision
 		default:
 			if local == nil {
 				local = sc.indexCall(refs)
 			}
-			r.mayHold = !resolvesInCall(refs, local, r) || m.known(r.span.TraceID(), r.span.SpanID(), waitedForOrHeld)
+			r.mayHold = !resolvesInCall(refs, local, r) || m.known(tid, id, waitedForOrHeld)
 		}
 		if !r.mayHold {
 			continue

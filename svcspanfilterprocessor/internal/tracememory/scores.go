@@ -41,7 +41,7 @@ type logOrigin struct {
 }
 
 // ScoreDelivery is released score records of one request and sink, for one ConsumeLogs call of
-// that sink's next consumer, in the budget until it is Delivered (or Discarded).
+// that sink's next consumer, in the budget until ScoresDelivered (also when given up).
 type ScoreDelivery struct {
 	Info    client.Info
 	Sink    any // the sink that held them; nil after a restart (any sink delivers them)
@@ -161,7 +161,10 @@ func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now tim
 				origin.own()
 				hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
 				lr.CopyTo(hs.record)
-				sh.holdScore(m, t, hs)
+				t.keepRefs().scores = append(t.keepRefs().scores, hs) // in the budget and the decision bytes
+				m.addBytes(t, hs.bytes)
+				sh.pending.decisionBytes += hs.bytes
+				sh.place(t)
 				ref.add(1)
 				held++
 				if _, matched := m.cfg.Outcome.Matched(&d.state); matched {
@@ -186,15 +189,6 @@ func (o *logOrigin) own() {
 }
 
 func scoreSize(lr plog.LogRecord) int64 { return mapSize(lr.Attributes()) + scoreCost }
-
-// holdScore holds hs under t (counted in the budget and the decision bytes).
-func (sh *shard) holdScore(m *Memory, t *trace, hs *heldScore) {
-	r := t.keepRefs()
-	r.scores = append(r.scores, hs)
-	m.addBytes(t, hs.bytes)
-	sh.pending.decisionBytes += hs.bytes
-	sh.place(t)
-}
 
 // decideScores releases (keep) or drops t's held score records (under the shard lock).
 func (sh *shard) decideScores(m *Memory, t *trace, keep bool, out *released) {
