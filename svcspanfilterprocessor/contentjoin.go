@@ -2,7 +2,6 @@ package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -273,8 +272,7 @@ func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey,
 // AddContent makes the traces processor the logs processor's contentSink.
 func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) error {
 	if !p.running.Load() {
-		// Before start recovered the journal, or after shutdown: the client sends them again.
-		return errors.New("svcspanfilter: the traces pipeline of this component is not running; retry later")
+		return errNotRunning
 	}
 	out, err := addContent(ctx, p.mem, p.journal, ld, p.now())
 	if err != nil {

@@ -119,10 +119,8 @@ func (i *spanFilterInstance) tracesProcessor() *spanFilterProcessor {
 
 // contentSink is the traces processor, nil without a traces pipeline for this ID.
 func (i *spanFilterInstance) contentSink() contentSink {
-	instances.Lock()
-	defer instances.Unlock()
-	if i.traces == nil {
-		return nil
+	if p := i.tracesProcessor(); p != nil {
+		return p
 	}
-	return i.traces
+	return nil // not a nil *spanFilterProcessor in the interface
 }

@@ -270,7 +270,7 @@ func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Del
 			p.mem.Delivered(d)
 		case consumererror.IsPermanent(err):
 			p.giveUp(ctx, d.Spans, "the next consumer refused them permanently: "+err.Error())
-			p.mem.Discard(d)
+			p.mem.Delivered(d)
 		case tryAll:
 			refused += d.Spans
 		default:
@@ -375,6 +375,10 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 		zap.Int("max_traces", p.cfg.TraceIntegrity.MaxTraces),
 		zap.Int64("traces_evicted", evicted))
 }
+
+// errNotRunning refuses content and score records before start recovered the journal, or after
+// shutdown: the client sends them again.
+var errNotRunning = errors.New("svcspanfilter: the traces pipeline of this component is not running; retry later")
 
 // errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
 var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")

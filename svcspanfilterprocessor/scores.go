@@ -64,7 +64,7 @@ func (s *scoreSide) hold(ctx context.Context, ld plog.Logs) (bool, error) {
 		return false, nil
 	}
 	if !p.running.Load() {
-		return true, errors.New("svcspanfilter: the traces pipeline of this component is not running; retry later")
+		return true, errNotRunning
 	}
 	s.startReleaser(p)
 	held, dropped, err := p.mem.AddScores(client.FromContext(ctx), s.sink, ld)

@@ -34,7 +34,7 @@ type Admission struct {
 	Held int    // the spans of the batch the memory now holds
 	Pass bool   // spans are left in the batch for the next consumer
 	// Deliveries: spans this batch released (of earlier calls or its own), one per request client
-	// context; the caller reports back on each with Delivered, Requeue or Discard.
+	// context; the caller reports back on each with Delivered or Requeue.
 	Deliveries []*Delivery
 
 	ref    *RecordRef
@@ -130,7 +130,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	for i := 0; i < rss.Len(); i++ {
 		sss := rss.At(i).ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
-			awaits := m.join.ScopeAwaitsContent(sss.At(j).Scope())
+			awaits := m.join != nil && m.join.ScopeAwaitsContent(sss.At(j).Scope()) // nil: join off
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				span := spans.At(k)
@@ -230,7 +230,54 @@ type admitScratch struct {
 
 // admit runs under the shard lock for the spans of the batch (idx into refs) that belong to it.
 func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, og *origins, now time.Time, out *released) {
-	// First every span is recorded, so that a parent later in the batch is already known.
+	sh.recordSpans(m, refs, idx, now)
+	for _, i := range idx {
+		r := &refs[i]
+		id := r.span.SpanID() // admitKept may move the span out of r.span
+		if r.kept {
+			if r.planned == Drop { // kept in an experiment marked since the plan: never held (rule 1)
+				r.mayHold = false
+			}
+			old := r.trace.held[id]
+			if old != nil && old.tenant() != og.request.tenant {
+				// Another tenant's span with the ids of a held one (a trace crossing teams, copied
+				// ids): no resend of it. It goes on as it came; the held span stays held.
+				continue
+			}
+			if !r.mayHold {
+				// Held since this call's plan (by another call, written ahead): it stays held under
+				// its own record; this copy goes on at once (rule 1): twice at worst, never lost.
+				old = nil
+			}
+			if m.cfg.Outcome != nil {
+				r.awaitsDecision = sh.observeKept(m, r, og, now, out)
+				if r.trace.dropped() { // decided on its arrival (not written ahead): dropped with it
+					r.kept = false
+					r.trace.records[id] = record{parent: r.span.ParentSpanID(), state: stateDropped}
+				}
+			}
+			if r.kept {
+				sh.admitKept(m, adm, r, old, og, now, out)
+			}
+		}
+		if !r.kept {
+			sh.admitDropped(m, adm, r, og, out)
+		}
+		if r.fresh {
+			sh.arrived(m, r.trace, id, out)
+		}
+	}
+	if m.cfg.Journaled {
+		pickDropped(refs, idx, out)
+	}
+	if len(sh.unsized) > unsizedCap {
+		sh.sizeHeld(m)
+	}
+}
+
+// recordSpans records every span of the shard's part of the batch, with its final decision
+// (spanRef.kept), before any is settled: a parent later in the batch is then already known.
+func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Time) {
 	var last *trace
 	for n, i := range idx {
 		r := &refs[i]
@@ -260,48 +307,6 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		m.addBytes(r.trace, added)
 		r.fresh = added != 0
 	}
-	for _, i := range idx {
-		r := &refs[i]
-		id := r.span.SpanID() // admitKept may move the span out of r.span
-		if r.kept {
-			if r.planned == Drop { // kept in an experiment marked since the plan: never held (rule 1)
-				r.mayHold = false
-			}
-			old := r.trace.held[id]
-			if old != nil && old.tenant() != og.request.tenant {
-				// Another tenant's span with the ids of a held one (a trace crossing teams, copied
-				// ids): no resend of it. It goes on as it came; the held span stays held.
-				continue
-			}
-			if !r.mayHold {
-				// Held since this call's plan (by another call, written ahead): it stays held under
-				// its own record; this copy goes on at once (rule 1): twice at worst, never lost.
-				old = nil
-			}
-			if m.cfg.Outcome != nil {
-				r.awaitsDecision = sh.observeKept(m, r, og, now, out)
-				if r.trace.dropped() { // decided on its arrival (not written ahead): dropped with it
-					r.kept = false
-					r.trace.records[id] = record{parent: r.span.ParentSpanID(), state: stateDropped}
-					sh.admitDropped(m, adm, r, og, out)
-					if r.fresh {
-						sh.arrived(m, r.trace, id, out)
-					}
-					continue
-				}
-			}
-			sh.admitKept(m, adm, r, old, og, now, out)
-		} else {
-			sh.admitDropped(m, adm, r, og, out)
-		}
-		if r.fresh {
-			sh.arrived(m, r.trace, id, out)
-		}
-	}
-	if m.cfg.Journaled {
-		pickDropped(refs, idx, out)
-	}
-	sh.sizeIfMany(m)
 }
 
 func sameTraceRun(refs []spanRef, idx []int32, id pcommon.TraceID) int {

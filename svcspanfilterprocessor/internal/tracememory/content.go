@@ -24,13 +24,6 @@ type Join interface {
 	Apply(span ptrace.Span, content []Content) bool
 }
 
-type noJoin struct{}
-
-func (noJoin) ScopeAwaitsContent(pcommon.InstrumentationScope) bool { return false }
-func (noJoin) AwaitsContent(ptrace.Span) bool                       { return false }
-func (noJoin) Complete([]Content) bool                              { return true }
-func (noJoin) Apply(ptrace.Span, []Content) bool                    { panic("tracememory: no content join") }
-
 type waitingContent struct {
 	content Content
 	at      time.Time // its wait (ContentWait) started

@@ -17,13 +17,10 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Outcome sampling (docs/outcome-sampling.md): with Config.Outcome, a kept span of a trace not yet
-// decided is held (WaitDecision, written ahead like any held span) and observed into the trace's
-// state; the trace is decided when a rule matched, when its root arrived and it was idle
-// SettleDuration, when DecisionWait passed since its first kept span, when the decision budget
-// (MaxHeldBytes) is exceeded (oldest first) and at shutdown. Kept: its spans go on through the parent
-// walk as before. Dropped: its held spans are discarded and its later spans dropped. The decision
-// lives as long as the trace record.
+// Outcome sampling (docs/outcome-sampling.md; doc.go has when a trace is decided): a kept span of an
+// undecided trace is held (WaitDecision, written ahead like any held span) and observed. Kept, its
+// spans go on through the parent walk; dropped, its held spans are discarded and its later spans
+// dropped. The decision lives as long as the trace record.
 
 // ReasonAttribute is the root span attribute of a kept trace that names why it was kept: a per-key
 // trace metadata attribute, shown in the trace's metadata (docs/outcome-sampling.md).
@@ -200,9 +197,6 @@ func (sh *shard) expireDecision(m *Memory, t *trace, now time.Time, out *release
 	}
 }
 
-// DecisionBytes is the bytes of the spans held waiting for their trace's decision.
-func (m *Memory) DecisionBytes() int64 { return m.decisionBytes.Load() }
-
 // enforceDecisions decides the oldest undecided traces on what arrived while the spans waiting
 // for a decision exceed MaxHeldBytes (doc.go, "decision budget exceeded").
 func (m *Memory) enforceDecisions() {
@@ -210,25 +204,12 @@ func (m *Memory) enforceDecisions() {
 		return
 	}
 	var out released
-	for m.decisionBytes.Load() > m.cfg.MaxHeldBytes {
-		best, bestAt := -1, time.Time{}
-		for i, sh := range m.shards {
-			sh.mu.Lock()
-			if t := sh.oldestUndecided(); t != nil && (best < 0 || t.lastActivity.Before(bestAt)) {
-				best, bestAt = i, t.lastActivity
-			}
-			sh.unlock(m)
-		}
-		if best < 0 {
-			break
-		}
-		sh := m.shards[best]
-		sh.mu.Lock()
-		if t := sh.oldestUndecided(); t != nil {
-			sh.decide(m, t, m.cfg.Now(), &out)
-			out.stats.DecidedEarly++
-		}
-		sh.unlock(m)
+	undecided := fronts{pick: (*shard).oldestUndecided}
+	decide := func(sh *shard, t *trace) {
+		sh.decide(m, t, m.cfg.Now(), &out)
+		out.stats.DecidedEarly++
+	}
+	for m.decisionBytes.Load() > m.cfg.MaxHeldBytes && undecided.takeOldest(m, decide) {
 	}
 	m.finish(&out)
 }
@@ -295,33 +276,22 @@ func (m *Memory) expireSessions(now time.Time) {
 	}
 }
 
-// recoverDecided restores the decisions of a KindDecided record: the traces' later spans follow them.
+// recoverDecided restores the decisions of a KindDecided record (entries of a trace id, the length
+// of the reason and the reason): the traces' later spans follow them.
 func (m *Memory) recoverDecided(rec journal.Record) error {
-	if m.cfg.Outcome == nil { // outcome sampling is off now: spans are no longer decided by trace
-		m.NewRecordRef(rec.ID, 1).Done(1)
-		return nil
-	}
-	type entry struct {
-		trace  pcommon.TraceID
-		reason string
-	}
-	var es []entry
-	for p := rec.Payload; len(p) > 0; {
+	for p := rec.Payload; len(p) > 0; p = p[17+int(p[16]):] { // all read before any is restored
 		if len(p) < 17 || len(p) < 17+int(p[16]) {
-			m.NewRecordRef(rec.ID, 1).Done(1)
 			return fmt.Errorf("journal record %d: a truncated decided trace", rec.ID)
 		}
-		n := 17 + int(p[16])
-		es = append(es, entry{pcommon.TraceID(p[:16]), string(p[17:n])})
-		p = p[n:]
 	}
 	ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
-	for _, e := range es {
-		sh := m.shards[m.shardOf(e.trace)]
+	for p := rec.Payload; len(p) > 0; p = p[17+int(p[16]):] {
+		id := pcommon.TraceID(p[:16])
+		sh := m.shards[m.shardOf(id)]
 		sh.mu.Lock()
-		t := sh.touch(m, e.trace, rec.HeldAt)
+		t := sh.touch(m, id, rec.HeldAt)
 		d := m.decisionState(t)
-		d.decided, d.keep, d.reason = true, true, e.reason
+		d.decided, d.keep, d.reason = true, true, string(p[17:17+int(p[16])])
 		t.attach(m, ref)
 		sh.unlock(m)
 	}
@@ -331,15 +301,10 @@ func (m *Memory) recoverDecided(rec journal.Record) error {
 
 // recoverSession keeps a KindSession record's session again from the time it was kept.
 func (m *Memory) recoverSession(rec journal.Record) error {
-	ref := m.NewRecordRef(rec.ID, 1)
-	if m.cfg.Outcome == nil {
-		ref.Done(1)
-		return nil
-	}
 	if len(rec.Payload) < 8 {
-		ref.Done(1)
 		return fmt.Errorf("journal record %d: a truncated kept session", rec.ID)
 	}
+	ref := m.NewRecordRef(rec.ID, 1)
 	s := keptSession{key: sampling.SessionKey(binary.BigEndian.Uint64(rec.Payload)), reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: ref}
 	m.cfg.Outcome.KeepSession(s.key, s.reason, s.at)
 	m.sessionsMu.Lock()

@@ -6,7 +6,7 @@ import (
 )
 
 // Delivery is released spans of one request client context, for one next.ConsumeTraces call, in
-// the budget until it is Delivered (or Discarded); Requeue puts a refused one back.
+// the budget until it is Delivered (also when given up); Requeue puts a refused one back.
 type Delivery struct {
 	Info   client.Info
 	Traces ptrace.Traces
@@ -76,7 +76,8 @@ func (c *copier) spans(td ptrace.Traces, o *scopeOrigin) ptrace.SpanSlice {
 	return ss.Spans()
 }
 
-// Delivered reports that the next consumer accepted d.
+// Delivered reports that the next consumer accepted d, or refused it for good (it is given up): it
+// leaves the budget and the journal.
 func (m *Memory) Delivered(d *Delivery) {
 	m.readyBytes.Add(-d.bytes)
 	d.bytes = 0
@@ -86,9 +87,6 @@ func (m *Memory) Delivered(d *Delivery) {
 	d.refs = nil
 }
 
-// Discard reports that d is given up (a permanent error): it leaves the budget and the journal.
-func (m *Memory) Discard(d *Delivery) { m.Delivered(d) }
-
 // Requeue puts refused deliveries back for the releaser, ahead of those queued since.
 func (m *Memory) Requeue(ds ...*Delivery) {
 	m.sizeDeliveries(ds)
@@ -97,15 +95,16 @@ func (m *Memory) Requeue(ds ...*Delivery) {
 	m.readyMu.Unlock()
 }
 
-func (m *Memory) queue(ds []*Delivery) {
+// queue appends ds to q (m.ready or m.readyScores) and signals wake.
+func queue[D any](m *Memory, q *[]D, ds []D, wake chan struct{}) {
 	if len(ds) == 0 {
 		return
 	}
 	m.readyMu.Lock()
-	m.ready = append(m.ready, ds...)
+	*q = append(*q, ds...)
 	m.readyMu.Unlock()
 	select {
-	case m.wake <- struct{}{}:
+	case wake <- struct{}{}:
 	default:
 	}
 }

@@ -26,7 +26,7 @@
 //	           for its content (WaitContent), for its trace's decision (WaitDecision), or several
 //	ready      released (or a delivery of its own call: carrying content joined on arrival, or a
 //	           connector), in a Delivery counted in ReadyBytes until the next component takes it
-//	handed on  Delivered (or Discarded): its journal record is done when its last span is (a record
+//	handed on  Delivered (or given up): its journal record is done when its last span is (a record
 //	           of content joined onto it stays until its trace is forgotten: a resend after a
 //	           refusal joins that content again)
 //

@@ -25,23 +25,20 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	for t, next := sh.waiting.head, (*trace)(nil); t != nil; t = next {
 		next = t.next // t may leave the list
 		idle := now.Sub(t.lastActivity) >= cfg.WaitDuration
-		if cfg.Outcome != nil {
-			sh.expireDecision(m, t, now, out)
-		}
+		sh.expireDecision(m, t, now, out)
 		for _, it := range t.held { // only it leaves t.held
 			waited := now.Sub(it.heldAt)
 			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait &&
 				sh.endContentWait(m, t, it, now, ReleaseContent, out) {
 				continue
 			}
-			if it.reason&WaitDecision != 0 {
-				// Its parent wait ends after the decision: an open parent in a trace that may
-				// still be dropped would deliver a connector of a dropped trace.
-				continue
-			}
-			if it.reason&WaitParent != 0 && idle {
+			// A parent wait ends after the decision: an open parent in a trace that may still be
+			// dropped would deliver a connector of a dropped trace.
+			switch {
+			case it.reason&(WaitParent|WaitDecision) != WaitParent:
+			case idle:
 				sh.expireParent(m, t, it, ReleaseWaitExpired, out)
-			} else if it.reason&WaitParent != 0 && waited >= cfg.MaxWaitDuration {
+			case waited >= cfg.MaxWaitDuration:
 				sh.expireParent(m, t, it, ReleaseMaxWait, out)
 			}
 		}
@@ -73,14 +70,17 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 }
 
 // finish hands what an operation released to the releaser.
-func (m *Memory) finish(out *released) { m.queue(m.settle(out)) }
+func (m *Memory) finish(out *released) { queue(m, &m.ready, m.settle(out), m.wake) }
 
 // settle ends an operation, with no shard lock held: its records are done, its open parents and
 // dropped spans journaled before the spans that point at them go on, and its events observed.
 func (m *Memory) settle(out *released) []*Delivery {
-	out.finishRefs()
+	for _, r := range out.done {
+		r.Done(1)
+	}
+	out.done = nil
 	m.journalAfterApply(out)
-	m.queueScores(m.groupScores(out.scores))
+	queue(m, &m.readyScores, m.groupScores(out.scores), m.scoreWake)
 	out.scores = nil
 	if !out.stats.empty() {
 		m.observe(&out.stats)
@@ -104,21 +104,24 @@ func (m *Memory) Enforce() {
 		return
 	}
 	var out released
-	idle, waiting := fronts{}, fronts{waiting: true}
+	idle := fronts{pick: (*shard).oldestIdle}
+	waiting := fronts{pick: func(sh *shard) *trace { return sh.waiting.head }}
 	for why, over := m.overBudget(); over; why, over = m.overBudget() {
-		if !m.evictOne(why, &idle, &out) && !m.evictOne(why, &waiting, &out) {
+		evict := func(sh *shard, t *trace) { sh.evict(m, t, why, &out) }
+		if !idle.takeOldest(m, evict) && !waiting.takeOldest(m, evict) {
 			break
 		}
 	}
 	m.finish(&out)
 }
 
-// fronts are the activity times of the shards' oldest traces of one kind (idle or waiting), read
-// once per Enforce, not per eviction; a front only becomes newer, so the order stays oldest first.
+// fronts are the activity times of the shards' oldest traces of one kind (pick: idle, waiting or
+// undecided), read once per Enforce, not per eviction; a front only becomes newer, so the order
+// stays oldest first.
 type fronts struct {
-	waiting bool
-	at      []time.Time
-	has     []bool
+	pick func(*shard) *trace
+	at   []time.Time
+	has  []bool
 }
 
 func (f *fronts) scan(m *Memory) {
@@ -133,7 +136,7 @@ func (f *fronts) scan(m *Memory) {
 }
 
 func (f *fronts) read(i int, sh *shard) *trace {
-	t := sh.oldest(f.waiting)
+	t := f.pick(sh)
 	if f.has[i] = t != nil; t != nil {
 		f.at[i] = t.lastActivity
 	}
@@ -150,8 +153,9 @@ func (f *fronts) oldest() int {
 	return best
 }
 
-// evictOne evicts the oldest of the shards' oldest traces of f's kind; false when no shard has one.
-func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
+// takeOldest runs take on the oldest of the shards' fronts, under its shard's lock; false when no
+// shard has one.
+func (f *fronts) takeOldest(m *Memory, take func(*shard, *trace)) bool {
 	best := f.oldest()
 	if best < 0 {
 		f.scan(m) // the first look, or traces may have come since the last one
@@ -162,11 +166,16 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 	sh := m.shards[best]
 	sh.mu.Lock()
 	defer sh.unlock(m)
-	t := f.read(best, sh)
-	if t == nil {
-		return true // taken meanwhile; the caller looks again
+	if t := f.read(best, sh); t != nil { // nil: taken meanwhile; the caller looks again
+		take(sh, t)
+		f.read(best, sh)
 	}
-	if f.waiting {
+	return true
+}
+
+// evict forgets t, or compacts it when content waits in it, its held spans released by rule 1.
+func (sh *shard) evict(m *Memory, t *trace, why EvictReason, out *released) {
+	if t.list == sh.waiting {
 		sh.releaseAll(m, t, ReleaseEvicted, out)
 		out.stats.EvictedWaiting++
 	}
@@ -176,15 +185,11 @@ func (m *Memory) evictOne(why EvictReason, f *fronts, out *released) bool {
 		sh.forget(m, t, out)
 	}
 	out.stats.Evicted[why]++
-	f.read(best, sh)
-	return true
 }
 
-// oldest is the shard's next to evict: its oldest waiting trace, or idle or late one without content.
-func (sh *shard) oldest(waiting bool) *trace {
-	if waiting {
-		return sh.waiting.head
-	}
+// oldestIdle is the shard's oldest idle or late trace without content, the next to evict before
+// its waiting ones.
+func (sh *shard) oldestIdle() *trace {
 	var oldest *trace
 	for _, l := range [...]*traceList{sh.late, sh.idle} {
 		t := l.head
@@ -224,15 +229,20 @@ func (sh *shard) releaseAll(m *Memory, t *trace, why ReleaseReason, out *release
 
 // Drain releases every held span by rule 1 (shutdown) and returns them with every queued delivery.
 func (m *Memory) Drain() []*Delivery {
+	m.forWaiting(func(sh *shard, t *trace, out *released) { sh.releaseAll(m, t, ReleaseShutdown, out) })
+	return m.TakeReady()
+}
+
+// forWaiting runs f on every waiting trace, under its shard's lock, and finishes what it released.
+func (m *Memory) forWaiting(f func(sh *shard, t *trace, out *released)) {
 	var out released
 	for _, sh := range m.shards {
 		sh.mu.Lock()
 		for t, next := sh.waiting.head, (*trace)(nil); t != nil; t = next {
-			next = t.next
-			sh.releaseAll(m, t, ReleaseShutdown, &out)
+			next = t.next // t may leave the list
+			f(sh, t, &out)
 		}
 		sh.unlock(m)
 	}
 	m.finish(&out)
-	return m.TakeReady()
 }

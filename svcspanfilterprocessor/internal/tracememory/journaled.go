@@ -29,18 +29,19 @@ func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og
 	m.planVerdicts(refs)
 	for i := range refs {
 		r := &refs[i]
+		tid, id := r.span.TraceID(), r.span.SpanID()
 		switch {
 		case r.planned == Drop:
-			r.mayHold = m.cfg.ConnectorSpans && m.known(r.span, mayConnect)
+			r.mayHold = m.cfg.ConnectorSpans && m.known(tid, id, mayConnect)
 		case r.scopeAwaits && m.join.AwaitsContent(r.span):
 			r.mayHold = true
-		case m.cfg.Outcome != nil && !m.known(r.span, isDecided):
+		case m.cfg.Outcome != nil && !m.known(tid, id, isDecided):
 			r.mayHold = true // it waits for its trace's decision
 		default:
 			if local == nil {
 				local = sc.indexCall(refs)
 			}
-			r.mayHold = !resolvesInCall(refs, local, r) || m.known(r.span, waitedForOrHeld)
+			r.mayHold = !resolvesInCall(refs, local, r) || m.known(tid, id, waitedForOrHeld)
 		}
 		if !r.mayHold {
 			continue
@@ -80,13 +81,13 @@ func waitedForOrHeld(t *trace, id pcommon.SpanID) bool {
 	return waited || t.held[id] != nil
 }
 
-// known asks what of span's trace, if the memory has it.
-func (m *Memory) known(span ptrace.Span, what func(*trace, pcommon.SpanID) bool) bool {
-	sh := m.shards[m.shardOf(span.TraceID())]
+// known asks what of span id's trace, if the memory has it.
+func (m *Memory) known(tid pcommon.TraceID, id pcommon.SpanID, what func(*trace, pcommon.SpanID) bool) bool {
+	sh := m.shards[m.shardOf(tid)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	t := sh.traces[span.TraceID()]
-	return t != nil && what(t, span.SpanID())
+	t := sh.traces[tid]
+	return t != nil && what(t, id)
 }
 
 // planVerdicts plans the spans kept only in an experiment: kept when a span of the call marks its
@@ -103,7 +104,7 @@ func (m *Memory) planVerdicts(refs []spanRef) {
 	for i := range refs {
 		if r := &refs[i]; r.planned == KeepIfExperiment {
 			r.planned = Drop
-			if marked[r.span.TraceID()] || m.known(r.span, isExperiment) {
+			if marked[r.span.TraceID()] || m.known(r.span.TraceID(), r.span.SpanID(), isExperiment) {
 				r.planned = Keep
 			}
 		}
@@ -295,7 +296,6 @@ func (m *Memory) recoverOpenV1(rec journal.Record) error {
 // (a restart neither lengthens nor shortens late_parent_window).
 func (m *Memory) recoverEntries(rec journal.Record, size int, restore func(t *trace, entry []byte)) error {
 	if len(rec.Payload) == 0 || len(rec.Payload)%size != 0 {
-		m.NewRecordRef(rec.ID, 1).Done(1)
 		return fmt.Errorf("journal record %d: %d bytes, not entries of %d", rec.ID, len(rec.Payload), size)
 	}
 	ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
@@ -315,24 +315,32 @@ func (m *Memory) recoverEntries(rec journal.Record, size int, restore func(t *tr
 // Recover restores the dropped spans, then the open parents, so that the spans recovered after them
 // walk through the ones and point at the others, then re-admits the held spans of the KindSpans
 // records, oldest first, with their original held time and request metadata (spans that resolve
-// among themselves are queued for the releaser at once). Other kinds are left to their owners.
+// among themselves are queued for the releaser at once). Other kinds are left to their owners. A
+// record that cannot be read, or of outcome sampling when it is off now, is removed.
 func (m *Memory) Recover(records []journal.Record) error {
 	var errs []error
 	for _, pass := range []struct {
 		kind    journal.Kind
 		recover func(journal.Record) error
+		outcome bool
 	}{
-		{journal.KindDropped, m.recoverDropped},
-		{journal.KindOpen, m.recoverOpenV1},
-		{journal.KindOpenParents, m.recoverOpen},
-		{journal.KindDecided, m.recoverDecided},
-		{journal.KindSession, m.recoverSession},
-		{journal.KindSpans, m.recoverSpans},
-		{journal.KindScores, m.recoverScores},
+		{journal.KindDropped, m.recoverDropped, false},
+		{journal.KindOpen, m.recoverOpenV1, false},
+		{journal.KindOpenParents, m.recoverOpen, false},
+		{journal.KindDecided, m.recoverDecided, true},
+		{journal.KindSession, m.recoverSession, true},
+		{journal.KindSpans, m.recoverSpans, false},
+		{journal.KindScores, m.recoverScores, true},
 	} {
 		for _, rec := range records {
-			if rec.Kind == pass.kind {
-				errs = append(errs, pass.recover(rec))
+			if rec.Kind != pass.kind {
+				continue
+			}
+			if pass.outcome && m.cfg.Outcome == nil { // off now: nothing is decided by trace
+				m.NewRecordRef(rec.ID, 1).Done(1)
+			} else if err := pass.recover(rec); err != nil {
+				errs = append(errs, err)
+				m.NewRecordRef(rec.ID, 1).Done(1) // unreadable: nothing to restore from it
 			}
 		}
 	}
@@ -351,7 +359,6 @@ func (m *Memory) Recover(records []journal.Record) error {
 func (m *Memory) recoverSpans(rec journal.Record) error {
 	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(rec.Payload)
 	if err != nil {
-		m.NewRecordRef(rec.ID, 1).Done(1) // unreadable: nothing to deliver from it
 		return fmt.Errorf("journal record %d: %w", rec.ID, err)
 	}
 	decisions := make([]Decision, td.SpanCount())
@@ -367,7 +374,7 @@ func (m *Memory) recoverSpans(rec journal.Record) error {
 		d := &Delivery{Info: info, Traces: td, Spans: n, refs: map[*RecordRef]int{adm.ref: n}}
 		adm.Deliveries = append(adm.Deliveries, d)
 	}
-	m.queue(adm.Deliveries)
+	queue(m, &m.ready, adm.Deliveries, m.wake)
 	adm.ref.Done(1) // the guard: the record goes when its last span is handed on
 	return nil
 }

@@ -89,12 +89,6 @@ func (sh *shard) sizeHeld(m *Memory) {
 	sh.perEntry = m.perEntry.Load()
 }
 
-func (sh *shard) sizeIfMany(m *Memory) {
-	if len(sh.unsized) > unsizedCap {
-		sh.sizeHeld(m)
-	}
-}
-
 // sizeDeliveries sizes refused deliveries exactly: they stay in the ready bytes while refused.
 func (m *Memory) sizeDeliveries(ds []*Delivery) {
 	for _, d := range ds {

@@ -107,7 +107,7 @@ func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, zap.NewNop())
 	cfg.LateParentWindow = max(cfg.LateParentWindow, cfg.RememberDuration)
-	j, join = cmp.Or(j, journal.Nop), cmp.Or[Join](join, noJoin{})
+	j = cmp.Or(j, journal.Nop)
 	if observe == nil {
 		observe = func(*Stats) {}
 	}
@@ -129,10 +129,12 @@ func (m *Memory) shardOf(id pcommon.TraceID) int {
 	return int(uint32(id[12])<<24|uint32(id[13])<<16|uint32(id[14])<<8|uint32(id[15])) % len(m.shards)
 }
 
-// HeldSpans and HeldBytes: the spans held and their size; ReadyBytes: released spans not yet taken
-// by the next consumer; Bytes: all the budget counts; Wake: signalled when deliveries are queued.
+// HeldSpans and HeldBytes: the spans held and their size (DecisionBytes: of those waiting for their
+// trace's decision); ReadyBytes: released spans not yet taken by the next consumer; Bytes: all the
+// budget counts; Wake: signalled when deliveries are queued.
 func (m *Memory) HeldSpans() int64      { return m.heldSpans.Load() }
 func (m *Memory) HeldBytes() int64      { return m.heldBytes.Load() }
+func (m *Memory) DecisionBytes() int64  { return m.decisionBytes.Load() }
 func (m *Memory) ReadyBytes() int64     { return m.readyBytes.Load() }
 func (m *Memory) Bytes() int64          { return m.bytes.Load() + m.readyBytes.Load() }
 func (m *Memory) Traces() int64         { return m.traces.Load() }

@@ -32,16 +32,16 @@ type heldScore struct {
 // logOrigin is the request, resource and scope a held score record goes on under, and the logs
 // pipeline (sink) that holds it: released, it goes on there.
 type logOrigin struct {
-	request            *requestOrigin
-	sink               any
-	resource           pcommon.Resource
-	scope              pcommon.InstrumentationScope
-	resURL, scopeURL   string
-	copiedRes, copiedS bool
+	request          *requestOrigin
+	sink             any
+	resource         pcommon.Resource
+	scope            pcommon.InstrumentationScope
+	resURL, scopeURL string
+	owned            bool // resource and scope are copies
 }
 
 // ScoreDelivery is released score records of one request and sink, for one ConsumeLogs call of
-// that sink's next consumer, in the budget until it is Delivered (or Discarded).
+// that sink's next consumer, in the budget until ScoresDelivered (also when given up).
 type ScoreDelivery struct {
 	Info    client.Info
 	Sink    any // the sink that held them; nil after a restart (any sink delivers them)
@@ -78,11 +78,15 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 	// Plan: copies of the records that may be held (their trace undecided), written ahead.
 	var copies plog.Logs
 	var size int64
+	scores := false
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
 			var dest plog.ScopeLogs
 			for _, lr := range sl.LogRecords().All() {
-				if !IsHeldScore(lr) || m.knownTrace(lr.TraceID(), isDecided) {
+				if !IsHeldScore(lr) {
+					continue
+				}
+				if scores = true; m.known(lr.TraceID(), pcommon.SpanID{}, isDecided) {
 					continue
 				}
 				if dest == (plog.ScopeLogs{}) {
@@ -101,7 +105,7 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 			}
 		}
 	}
-	if copies == (plog.Logs{}) && !m.anyScore(ld) {
+	if !scores {
 		return 0, 0, nil
 	}
 	if size > 0 { // records of decided traces only pass or drop: no room needed
@@ -121,28 +125,15 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 		}
 		ref.id = id
 	}
-	held, dropped = m.applyScores(newRequestOrigin(info), sink, ld, now, ref, true)
+	held, dropped = m.applyScores(newRequestOrigin(info), sink, ld, now, ref)
 	ref.Done(1)
 	m.Enforce()
 	return held, dropped, nil
 }
 
-func (m *Memory) anyScore(ld plog.Logs) bool {
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			for _, lr := range sl.LogRecords().All() {
-				if IsHeldScore(lr) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// applyScores settles each score record of ld; planned: the records of undecided traces were
-// written ahead (recovery: they come from the journal), else such a record decides its trace.
-func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now time.Time, ref *RecordRef, planned bool) (held, dropped int) {
+// applyScores settles each score record of ld: of an undecided trace (written ahead, or from the
+// journal) it is held and observed, of a trace decided dropped removed, else it stays in ld.
+func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now time.Time, ref *RecordRef) (held, dropped int) {
 	var out released
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
@@ -154,35 +145,32 @@ func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now tim
 				sh := m.shards[m.shardOf(lr.TraceID())]
 				sh.mu.Lock()
 				defer sh.unlock(m)
-				t := sh.traces[lr.TraceID()]
-				if t == nil || !isDecided(t, pcommon.SpanID{}) {
-					t = sh.touch(m, lr.TraceID(), now)
-					d := m.decisionState(t)
-					m.cfg.Outcome.ObserveScore(&d.state, lr)
-					if d.firstAt.IsZero() || now.Before(d.firstAt) {
-						d.firstAt = now
+				if t := sh.traces[lr.TraceID()]; t != nil && isDecided(t, pcommon.SpanID{}) {
+					if t.dropped() {
+						dropped++
+						out.stats.ScoresDropped++
 					}
-					if !planned {
-						sh.decide(m, t, now, &out) // not written ahead: decided on what arrived
-					} else {
-						origin.own()
-						hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
-						lr.CopyTo(hs.record)
-						sh.holdScore(m, t, hs)
-						ref.add(1)
-						held++
-						if _, matched := m.cfg.Outcome.Matched(&d.state); matched {
-							sh.decide(m, t, now, &out)
-						}
-						return true
-					}
+					return t.dropped()
 				}
-				if t.dropped() {
-					dropped++
-					out.stats.ScoresDropped++
-					return true
+				t := sh.touch(m, lr.TraceID(), now)
+				d := m.decisionState(t)
+				m.cfg.Outcome.ObserveScore(&d.state, lr)
+				if d.firstAt.IsZero() || now.Before(d.firstAt) {
+					d.firstAt = now
 				}
-				return false
+				origin.own()
+				hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
+				lr.CopyTo(hs.record)
+				t.keepRefs().scores = append(t.keepRefs().scores, hs) // in the budget and the decision bytes
+				m.addBytes(t, hs.bytes)
+				sh.pending.decisionBytes += hs.bytes
+				sh.place(t)
+				ref.add(1)
+				held++
+				if _, matched := m.cfg.Outcome.Matched(&d.state); matched {
+					sh.decide(m, t, now, &out)
+				}
+				return true
 			})
 		}
 	}
@@ -192,36 +180,15 @@ func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now tim
 
 // own makes the origin keep copies of its resource and scope (the call's ld goes on).
 func (o *logOrigin) own() {
-	if !o.copiedRes {
-		res := pcommon.NewResource()
+	if !o.owned {
+		res, scope := pcommon.NewResource(), pcommon.NewInstrumentationScope()
 		o.resource.CopyTo(res)
-		o.resource, o.copiedRes = res, true
-	}
-	if !o.copiedS {
-		scope := pcommon.NewInstrumentationScope()
 		o.scope.CopyTo(scope)
-		o.scope, o.copiedS = scope, true
+		o.resource, o.scope, o.owned = res, scope, true
 	}
 }
 
 func scoreSize(lr plog.LogRecord) int64 { return mapSize(lr.Attributes()) + scoreCost }
-
-func (m *Memory) knownTrace(id pcommon.TraceID, what func(*trace, pcommon.SpanID) bool) bool {
-	sh := m.shards[m.shardOf(id)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	t := sh.traces[id]
-	return t != nil && what(t, pcommon.SpanID{})
-}
-
-// holdScore holds hs under t (counted in the budget and the decision bytes).
-func (sh *shard) holdScore(m *Memory, t *trace, hs *heldScore) {
-	r := t.keepRefs()
-	r.scores = append(r.scores, hs)
-	m.addBytes(t, hs.bytes)
-	sh.pending.decisionBytes += hs.bytes
-	sh.place(t)
-}
 
 // decideScores releases (keep) or drops t's held score records (under the shard lock).
 func (sh *shard) decideScores(m *Memory, t *trace, keep bool, out *released) {
@@ -283,19 +250,6 @@ func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 	return out
 }
 
-func (m *Memory) queueScores(ds []*ScoreDelivery) {
-	if len(ds) == 0 {
-		return
-	}
-	m.readyMu.Lock()
-	m.readyScores = append(m.readyScores, ds...)
-	m.readyMu.Unlock()
-	select {
-	case m.scoreWake <- struct{}{}:
-	default:
-	}
-}
-
 // ScoreWake is signalled when score deliveries are queued.
 func (m *Memory) ScoreWake() <-chan struct{} { return m.scoreWake }
 
@@ -335,40 +289,29 @@ func (m *Memory) RequeueScores(ds ...*ScoreDelivery) {
 // DrainScores decides every undecided trace that holds score records (the logs side's shutdown,
 // on_shutdown: release) and returns the sink's queued score deliveries.
 func (m *Memory) DrainScores(sink any) []*ScoreDelivery {
-	var out released
-	for _, sh := range m.shards {
-		sh.mu.Lock()
-		for t, next := sh.waiting.head, (*trace)(nil); t != nil; t = next {
-			next = t.next
-			if t.refs != nil && len(t.refs.scores) > 0 {
-				sh.decide(m, t, m.cfg.Now(), &out)
-			}
+	m.forWaiting(func(sh *shard, t *trace, out *released) {
+		if t.refs != nil && len(t.refs.scores) > 0 {
+			sh.decide(m, t, m.cfg.Now(), out)
 		}
-		sh.unlock(m)
-	}
-	m.finish(&out)
+	})
 	return m.TakeReadyScores(sink)
 }
 
 // recoverScores holds again the score records of a KindScores record, observed again, with their
 // original time; those of traces decided kept (KindDecided, recovered before) go on at once.
 func (m *Memory) recoverScores(rec journal.Record) error {
-	ref := m.NewRecordRef(rec.ID, 1)
-	if m.cfg.Outcome == nil { // outcome sampling is off now: the records go on as any other
-		ref.Done(1)
-		return nil
-	}
 	ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload)
 	if err != nil {
-		ref.Done(1)
 		return fmt.Errorf("journal record %d: %w", rec.ID, err)
 	}
+	ref := m.NewRecordRef(rec.ID, 1)
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
-	m.applyScores(newRequestOrigin(info), nil, ld, rec.HeldAt, ref, true)
+	m.applyScores(newRequestOrigin(info), nil, ld, rec.HeldAt, ref)
 	if n := ld.LogRecordCount(); n > 0 { // of traces decided kept: they go on under the record
 		ref.add(n)
 		m.readyBytes.Add(int64(n) * scoreCost)
-		m.queueScores([]*ScoreDelivery{{Info: info, Logs: ld, Records: n, bytes: int64(n) * scoreCost, refs: map[*RecordRef]int{ref: n}}})
+		d := &ScoreDelivery{Info: info, Logs: ld, Records: n, bytes: int64(n) * scoreCost, refs: map[*RecordRef]int{ref: n}}
+		queue(m, &m.readyScores, []*ScoreDelivery{d}, m.scoreWake)
 	}
 	ref.Done(1)
 	return nil

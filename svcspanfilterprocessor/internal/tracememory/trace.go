@@ -333,9 +333,7 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 	it.reason &^= WaitParent
 	it.waitOn = pcommon.SpanID{}
 	out.reparent(it.span, parent, reparent)
-	if m.cfg.Outcome != nil {
-		markRoot(t, it.span, it.origin.resource.resource, it.origin.scope)
-	}
+	markRoot(t, it.span, it.origin.resource.resource, it.origin.scope)
 	if it.reason == 0 {
 		sh.release(m, t, it, why, out)
 	}
@@ -438,12 +436,4 @@ type released struct {
 	opened, dropped, decided entries
 	sessions                 []keptSession
 	scores                   []*heldScore // score records released by a decision
-}
-
-// finishRefs marks the collected records done; call it with no shard lock held.
-func (out *released) finishRefs() {
-	for _, r := range out.done {
-		r.Done(1)
-	}
-	out.done = nil
 }
