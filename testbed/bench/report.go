@@ -170,7 +170,7 @@ func (r Report) Markdown(chart string) string {
 		"C2: the same binary and filter with `testbed/peer/peer-c2-config.yaml`, the strongest hand-written peer: the transform processor masks only the content attributes of each instrumentation (svcmetadata's coverage list) with the six builtin rules' patterns, where A masks every attribute. " +
 		"All three have the same queue (1 GiB, `sizer: bytes`), retry and memory limiter settings.")
 	p("- **Sustained input rate.** %s", searchRule(cfg))
-	p("- **Highest input rate taken (capacity at saturation).** The highest input rate any step of the search took (spans accepted per second over the step), held or not, among the steps in which the collector refused and dropped no request and the platform received everything the step should deliver: at saturation the sender falls behind the asked rate, so the step fails, while what it sends still gets through. It is the median of the searches like the sustained rate; the issue's figure stays the sustained rate.")
+	p("- **Highest input rate taken (capacity at saturation).** The highest input rate any step of the search took (spans accepted per second over the step), held or not, among the steps in which the collector refused and dropped no request and the platform received everything the step should deliver: at saturation the sender falls behind the asked rate, so the step fails, while what it sends still gets through. Over every step of every search; the issue's figure stays the sustained rate.")
 	p("- **CPU, memory, bytes.** Fixed runs, %d rounds in which the builds take turns, each run with a fresh collector, on the same traces (same sequence numbers) at %.0f spans/s (half the lowest sustained rate, so that every build keeps up) for about %s; the table gives the median of the rounds. CPU is utime+stime from `/proc/<pid>/stat` from the first request until the platform held everything; idle is the collector's CPU use per second measured for %s before the load, times the run's duration (the ratio \"idle use taken out\" compares the rest); peak RSS is `VmHWM` from `/proc/<pid>/status` at the end; bytes are the request bodies the platform received, as sent (gzip).",
 		cfg.Rounds, fixedRate(r), cfg.FixedDuration, cfg.IdleWindow)
 	p("- **Latency.** The sender notes when it starts each request; the platform notes when it has read each request and keeps, per span id, the time of its first arrival (stats-only: one number per span). A span's latency is the difference; every expected span of every accepted trace is measured, p50 and p99 by nearest rank. Requests carry whole traces, so no span waits in the collector for a parent: each is delivered directly, and the figure is the receive → export path (queue, batching, the journal and the exporter) plus loopback HTTP both ways.")
@@ -272,7 +272,7 @@ func searchNumber(st Step) string {
 // searchRule says exactly how the sustained rate was searched.
 func searchRule(cfg Config) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Steps of %s from %.0f spans/s, doubling (up to %.0f) until a step fails", cfg.StepDuration, cfg.StartRate, cfg.MaxRate)
+	fmt.Fprintf(&b, "Steps of %s from %.0f spans/s, doubling (up to %.0f) until a step fails (when the first fails, 0 counts as the rate that held)", cfg.StepDuration, cfg.StartRate, cfg.MaxRate)
 	if cfg.Refinements > 0 && cfg.Resolution == 0 { // a report of a run before the rule below
 		fmt.Fprintf(&b, ", then %d bisection steps", cfg.Refinements)
 	} else if cfg.Refinements > 0 {
@@ -286,7 +286,7 @@ func searchRule(cfg Config) string {
 		"The value is the highest rate that held, a lower bound within the last bisection interval.",
 		cfg.DrainTimeout, saturated, cfg.Repeats)
 	if cfg.Searches > 1 {
-		fmt.Fprintf(&b, " The search runs %d times for each build, the builds taking turns (every build once, then again), so that a slow spell of the shared machine does not fall on one build's only search; the figure is the median of the searches (with two, their mean), each search's value in brackets.", cfg.Searches)
+		fmt.Fprintf(&b, " The search runs %d times for each build, the builds taking turns (every build once, then again), so that a slow spell of the shared machine does not fall on one build's only search; the figure is the best of the searches, each search's value in brackets: other processes can only take CPU from the collector or the sender, never lend it, so a rate that held is one the build sustains and a lower search is one that was crowded (the median of two would be their mean, dragged down by the crowded one).", cfg.Searches)
 	}
 	return b.String()
 }

@@ -72,18 +72,6 @@ func peakRate(steps []Step) float64 {
 	return peak
 }
 
-// median of v (the mean of the middle two for an even count); 0 for none.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(v))
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // sizedWorkload is the run's workload with every LLM input and output of one size, chosen so
 // that the encoded OTLP averages kib KiB per input span (plain spans included). The size per
 // span grows linearly with the content size, so two probe workloads give the line.

@@ -116,40 +116,25 @@ func TestPeakRate(t *testing.T) {
 	}
 }
 
-func TestMedian(t *testing.T) {
-	for _, tc := range []struct {
-		v    []float64
-		want float64
-	}{
-		{nil, 0},
-		{[]float64{7}, 7},
-		{[]float64{16000, 14000}, 15000},
-		{[]float64{3, 1, 2}, 2},
-	} {
-		if got := median(tc.v); got != tc.want {
-			t.Errorf("median(%v) = %v, want %v", tc.v, got, tc.want)
-		}
-	}
-}
-
-// Two searches of a build: the sustained rate and the highest rate taken are the medians, the
-// steps say which search they belong to, and the report shows each search's value.
+// Two searches of a build: the sustained rate is the best of them and the highest rate taken
+// the highest of every step, the steps say which search they belong to, and the report shows
+// each search's value.
 func TestTwoSearches(t *testing.T) {
 	res := Result{Build: Build{Name: "A"}}
-	res.addSearch(searchResult{number: 1, sustained: 14000, peakRSS: 100,
-		steps: []Step{{Rate: 14000, Accepted: 14000, Held: true}, {Rate: 15000, Accepted: 14600}}})
-	res.addSearch(searchResult{number: 2, sustained: 15000, peakRSS: 200,
+	res.addSearch(searchResult{number: 1, sustained: 15000, peakRSS: 100,
 		steps: []Step{{Rate: 15000, Accepted: 15000, Held: true}, {Rate: 16000, Accepted: 15200}}})
-	if res.Sustained != 14500 || res.Peak != 14900 || res.LadderPeakRSS != 200 {
-		t.Errorf("sustained %v, peak %v, peak RSS %v; want 14500, 14900, 200", res.Sustained, res.Peak, res.LadderPeakRSS)
+	res.addSearch(searchResult{number: 2, sustained: 6750, peakRSS: 200, // crowded out
+		steps: []Step{{Rate: 6750, Accepted: 6788, Held: true}, {Rate: 7000, Accepted: 6605}}})
+	if res.Sustained != 15000 || res.Peak != 15200 || res.LadderPeakRSS != 200 {
+		t.Errorf("sustained %v, peak %v, peak RSS %v; want 15000, 15200, 200", res.Sustained, res.Peak, res.LadderPeakRSS)
 	}
 	if res.Steps[0].Search != 1 || res.Steps[3].Search != 2 {
 		t.Errorf("steps not numbered by search: %+v", res.Steps)
 	}
-	if got := sustainedOf(res); got != "14500 (14000, 15000)" {
+	if got := sustainedOf(res); got != "15000 (15000, 6750)" {
 		t.Errorf("sustainedOf = %q", got)
 	}
-	if got := peak(res); got != "14900 (14600, 15200)" {
+	if got := peak(res); got != "15200 (15200, 6788)" {
 		t.Errorf("peak = %q", got)
 	}
 }

@@ -46,7 +46,7 @@ func main() {
 	seed := flag.Uint64("seed", 1, "workload seed")
 	mix := flag.Bool("mix", true, "LLM spans in the shapes of six instrumentations (Vercel AI SDK, OpenLLMetry, OpenInference, GenAI semconv old and new, svc SDK); false: GenAI semconv only")
 	step := flag.Duration("step", 5*time.Second, "duration of each step of the sustained-rate search")
-	startRate := flag.Float64("start-rate", 500, "first step of the rate search, spans/s")
+	startRate := flag.Float64("start-rate", 2000, "first step of the rate search, spans/s (a first step that fails is bisected below, by the same rule)")
 	maxRate := flag.Float64("max-rate", 64000, "highest step of the rate search, spans/s")
 	refinements := flag.Int("refinements", 6, "most bisection steps after the first failed step (-1: none)")
 	resolution := flag.Float64("resolution", 16, "bisect until the interval between the highest rate held and the lowest failed is at most 1/N of the failed rate")
