@@ -375,16 +375,14 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 			}
 		}
 	}
-	if err := sizedSearches(ctx, cfg, &rep); err != nil {
-		return rep, err
+	if !cfg.NoSearch {
+		if err := sizedSearches(ctx, cfg, &rep); err != nil {
+			return rep, err
+		}
 	}
 	fixedRate := cfg.FixedRate
 	if fixedRate <= 0 {
-		lowest := rep.Results[0].Sustained
-		for _, r := range rep.Results {
-			lowest = min(lowest, r.Sustained)
-		}
-		fixedRate = max(lowest/2, cfg.StartRate/2)
+		fixedRate = defaultFixedRate(rep.Results, cfg.StartRate)
 	}
 	for round := range cfg.Rounds {
 		for i := range rep.Results {
@@ -416,6 +414,22 @@ type searchResult struct {
 	steps     []Step
 	sustained float64
 	peakRSS   int64
+}
+
+// defaultFixedRate is half the lowest sustained rate, so that every build keeps up; builds that
+// held no step (their searches bisect below the first step) do not count, and when none held
+// one it is a quarter of the first step.
+func defaultFixedRate(results []Result, startRate float64) float64 {
+	lowest := 0.0
+	for _, r := range results {
+		if r.Sustained > 0 && (lowest == 0 || r.Sustained < lowest) {
+			lowest = r.Sustained
+		}
+	}
+	if lowest == 0 {
+		return startRate / 4
+	}
+	return lowest / 2
 }
 
 // ladder runs one sustained-rate search of one build on workload w.

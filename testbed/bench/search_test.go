@@ -197,3 +197,26 @@ func TestReadReportFillsPeak(t *testing.T) {
 		t.Errorf("A's highest rate taken = %v, want 5000 (the failed step that lost nothing)", a.Peak)
 	}
 }
+
+// The fixed runs go at half the lowest sustained rate, however high the search started.
+func TestDefaultFixedRate(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sustained []float64
+		want      float64
+	}{
+		{name: "the slowest peer sets it, below the first step", sustained: []float64{13500, 16000, 1000, 750}, want: 375},
+		{name: "a build that held nothing does not count", sustained: []float64{13500, 0, 6000}, want: 3000},
+		{name: "none held a step", sustained: []float64{0, 0}, want: 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var results []Result
+			for _, s := range tc.sustained {
+				results = append(results, Result{Sustained: s})
+			}
+			if got := defaultFixedRate(results, 2000); got != tc.want {
+				t.Errorf("defaultFixedRate = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

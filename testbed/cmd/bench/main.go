@@ -68,7 +68,7 @@ func main() {
 	outcomeSessions := flag.Int("outcome-sessions", 600, "conversations of the outcome workload (2 to 6 traces each)")
 	outcomeCompress := flag.Float64("outcome-compress", 6, "how many times faster than the workload's own time the outcome run replays its exports (the collectors' waits are divided alike)")
 	outcomeKill := flag.Bool("outcome-kill", true, "run O and T once more with a SIGKILL halfway")
-	quick := flag.Bool("quick", false, "a short run to check the machinery: 3s steps, no refinement, one 6s fixed run, small curves")
+	quick := flag.Bool("quick", false, "a short run to check the machinery: 3s steps from 500 spans/s, no refinement, one search, one sized search (16 KiB per span), one 6s fixed run, small curves")
 	stages := flag.Bool("stages", false, "print the CPU by stage of the CPU profiles named as arguments (e.g. those of --cpu-profile), without running anything")
 	flag.Parse()
 
@@ -104,7 +104,8 @@ func main() {
 	}
 	if *quick {
 		*step, *refinements, *repeats, *fixedDuration, *drain, *rounds = 3*time.Second, -1, -1, 6*time.Second, 8*time.Second, 1
-		*searches, *spanSizes = 1, "16"
+		// Without bisection a search from 2000 would find nothing for C and C2.
+		*searches, *spanSizes, *startRate = 1, "16", 500
 	}
 	curveOpts := bench.CurveOptions{Enabled: *curves, SVCOtelcol: *svcBin}
 	if *quick {
