@@ -132,11 +132,13 @@ $(INSTRUMENTATION_DIR)/node_modules/.package-lock.json: $(INSTRUMENTATION_DIR)/p
 ## bench: Go benchmarks of the components beside contrib, then the load runs of builds A (svc-otelcol),
 ## M (A with nothing on disk), B and B1 (forwarding floor, gzip at otlphttp's default level and at
 ## level 1, A's), C and C2 (contrib OTTL peers), collector and
-## driver pinned to CPUs of their own, and the cost curves, into testbed/results/bench.{md,svg,json}
-## and bench-*.svg; then bench-outcome (below). A short run to check the machinery (no Go benchmarks, about 4 minutes, results
+## driver pinned to CPUs of their own (each build's sustained rate searched twice to within 1/16,
+## and for A, M and B at 4 and 16 KiB per span too), and the cost curves, into testbed/results/bench.{md,svg,json}
+## and bench-*.svg; then bench-outcome (below). A short run to check the machinery (no Go benchmarks, about 5 minutes, results
 ## elsewhere): make bench GO_BENCH_COUNT=0 BENCH_ARGS='--quick --out /tmp/bench-quick'
-# One count of the Go benchmarks keeps `make bench` within 30 minutes on two shared cores (they
-# compare in-run, interleaved); raise it on a quiet machine for benchstat.
+# The load runs take about 20 minutes and bench-outcome about 10; one count of the Go benchmarks
+# keeps `make bench` within about 40 minutes on two shared cores (they compare in-run,
+# interleaved); raise it on a quiet machine for benchstat.
 GO_BENCH_COUNT ?= 1
 BENCH_ARGS ?= --out results
 bench: build $(PEER)

@@ -54,6 +54,7 @@ func (r Report) Ratios() []Ratio {
 			Ratio{"CPU per input span A/" + other, ratio(a.CPUPer100k, o.CPUPer100k), cpuTarget},
 			Ratio{"CPU per input span, idle use taken out, A/" + other, ratio(a.CPUPer100k-a.IdlePer100k, o.CPUPer100k-o.IdlePer100k), ""},
 			Ratio{"sustained input rate A/" + other, ratio(a.Sustained, o.Sustained), ""},
+			Ratio{"highest input rate taken (capacity at saturation) A/" + other, ratio(a.Peak, o.Peak), ""},
 			Ratio{"spans per collector CPU-second at the highest rate held A/" + other, ratio(PerCore(a), PerCore(o)), ""},
 			Ratio{"peak RSS (fixed run) A/" + other, ratio(float64(a.PeakRSS), float64(o.PeakRSS)), rssTarget},
 			Ratio{"peak RSS (rate search) A/" + other, ratio(float64(a.LadderPeakRSS), float64(o.LadderPeakRSS)), ""},
@@ -87,8 +88,8 @@ func (r Report) Markdown(chart string) string {
 		p("**The run did not finish** (%s): the figures below are what was measured until then.", r.Error)
 		p("")
 	}
-	p("| build | what | CPU s per 100k input spans: median [range] (of it idle) | sustained input rate (spans/s) | peak RSS, fixed run (MiB) | peak RSS, rate search (MiB) | MB to the platform per 100k input spans | delivered in the fixed run |")
-	p("|---|---|---:|---:|---:|---:|---:|---|")
+	p("| build | what | CPU s per 100k input spans: median [range] (of it idle) | sustained input rate (spans/s) | highest input rate taken (spans/s) | peak RSS, fixed run (MiB) | peak RSS, rate search (MiB) | MB to the platform per 100k input spans | delivered in the fixed run |")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---|")
 	for _, res := range r.Results {
 		delivered := fmt.Sprintf("%d spans", res.Account.Spans.Delivered)
 		if res.Build.Delivers == GenAISpansAndScores {
@@ -97,8 +98,8 @@ func (r Report) Markdown(chart string) string {
 		if l := res.Lost(); l > 0 {
 			delivered += fmt.Sprintf(" (%d LOST over the rounds)", l)
 		}
-		p("| %s | %s | %.2f [%.2f–%.2f] (%.2f) | %s | %.0f | %.0f | %.2f | %s |", res.Build.Name, res.Build.Title,
-			res.CPUPer100k, res.CPURange[0], res.CPURange[1], res.IdlePer100k, sustained(res), mib(res.PeakRSS), mib(res.LadderPeakRSS), res.BytesPer100k/1e6, delivered)
+		p("| %s | %s | %.2f [%.2f–%.2f] (%.2f) | %s | %s | %.0f | %.0f | %.2f | %s |", res.Build.Name, res.Build.Title,
+			res.CPUPer100k, res.CPURange[0], res.CPURange[1], res.IdlePer100k, sustainedOf(res), peak(res), mib(res.PeakRSS), mib(res.LadderPeakRSS), res.BytesPer100k/1e6, delivered)
 	}
 	p("")
 	if chart != "" {
@@ -145,6 +146,7 @@ func (r Report) Markdown(chart string) string {
 		p("**Same filter decisions (A and C2, fixed run):** %s.", r.SameSpansC2)
 		p("")
 	}
+	r.sizedMarkdown(p)
 	r.curvesMarkdown(p)
 	p("## Workload")
 	p("")
@@ -167,8 +169,8 @@ func (r Report) Markdown(chart string) string {
 		"C: an ocb build of contrib's filter, redaction and transform processors (`testbed/peer/builder-config.yaml`) with `testbed/peer/peer-config.yaml`, run with `--feature-gates=" + LambdaGate + "`; that file lists where C differs from A (no trace integrity, no scores, masks every attribute). " +
 		"C2: the same binary and filter with `testbed/peer/peer-c2-config.yaml`, the strongest hand-written peer: the transform processor masks only the content attributes of each instrumentation (svcmetadata's coverage list) with the six builtin rules' patterns, where A masks every attribute. " +
 		"All three have the same queue (1 GiB, `sizer: bytes`), retry and memory limiter settings.")
-	p("- **Sustained input rate.** Steps of %s from %.0f spans/s, doubling until a step fails, then %d bisection steps. A step holds when the collector refused no request (HTTP 429/503, gRPC RESOURCE_EXHAUSTED/UNAVAILABLE) and answered every request, the sender kept 95%% of the rate, and the platform held every span and score the step should deliver %s after its end. A failed step restarts the collector; one that failed only because other processes took a pinned CPU (the collector refused, lost and dropped nothing and had less than %.2f cores, a pinned CPU was busy with other work) is run again, up to %d times, the same rule for every build. The value is the highest rate that held, a lower bound within the last bisection interval.",
-		cfg.StepDuration, cfg.StartRate, cfg.Refinements, cfg.DrainTimeout, saturated, cfg.Repeats)
+	p("- **Sustained input rate.** %s", searchRule(cfg))
+	p("- **Highest input rate taken (capacity at saturation).** The highest input rate any step of the search took (spans accepted per second over the step), held or not, among the steps in which the collector refused and dropped no request and the platform received everything the step should deliver: at saturation the sender falls behind the asked rate, so the step fails, while what it sends still gets through. Over every step of every search; the issue's figure stays the sustained rate.")
 	p("- **CPU, memory, bytes.** Fixed runs, %d rounds in which the builds take turns, each run with a fresh collector, on the same traces (same sequence numbers) at %.0f spans/s (half the lowest sustained rate, so that every build keeps up) for about %s; the table gives the median of the rounds. CPU is utime+stime from `/proc/<pid>/stat` from the first request until the platform held everything; idle is the collector's CPU use per second measured for %s before the load, times the run's duration (the ratio \"idle use taken out\" compares the rest); peak RSS is `VmHWM` from `/proc/<pid>/status` at the end; bytes are the request bodies the platform received, as sent (gzip).",
 		cfg.Rounds, fixedRate(r), cfg.FixedDuration, cfg.IdleWindow)
 	p("- **Latency.** The sender notes when it starts each request; the platform notes when it has read each request and keeps, per span id, the time of its first arrival (stats-only: one number per span). A span's latency is the difference; every expected span of every accepted trace is measured, p50 and p99 by nearest rank. Requests carry whole traces, so no span waits in the collector for a parent: each is delivered directly, and the figure is the receive → export path (queue, batching, the journal and the exporter) plus loopback HTTP both ways.")
@@ -181,11 +183,16 @@ func (r Report) Markdown(chart string) string {
 	p("")
 	p("## Rate search steps")
 	p("")
-	p("| build | asked (spans/s) | offered | accepted | held | why not |")
-	p("|---|---:|---:|---:|---|---|")
+	p("| build | search | asked (spans/s) | offered | accepted | held | why not |")
+	p("|---|---:|---:|---:|---:|---|---|")
 	for _, res := range r.Results {
 		for _, st := range res.Steps {
-			p("| %s | %.0f | %.0f | %.0f | %v | %s |", res.Build.Name, st.Rate, st.Offered, st.Accepted, st.Held, st.Why)
+			p("| %s | %s | %.0f | %.0f | %.0f | %v | %s |", res.Build.Name, searchNumber(st), st.Rate, st.Offered, st.Accepted, st.Held, st.Why)
+		}
+	}
+	for _, sz := range r.Sized {
+		for _, st := range sz.Steps {
+			p("| %s, %.0f KiB per span | | %.0f | %.0f | %.0f | %v | %s |", sz.Build, sz.KiBPerSpan, st.Rate, st.Offered, st.Accepted, st.Held, st.Why)
 		}
 	}
 	p("")
@@ -225,6 +232,63 @@ func sustained(res Result) string {
 		}
 	}
 	return fmt.Sprintf("≥ %.0f (every step held)", res.Sustained)
+}
+
+// sustainedOf is the sustained rate with each search's when there were several.
+func sustainedOf(res Result) string {
+	v := sustained(res)
+	if len(res.Searches) < 2 {
+		return v
+	}
+	each := make([]string, len(res.Searches))
+	for i, s := range res.Searches {
+		each[i] = fmt.Sprintf("%.0f", s.Sustained)
+	}
+	return fmt.Sprintf("%s (%s)", v, strings.Join(each, ", "))
+}
+
+// peak is the highest input rate taken, with each search's when there were several.
+func peak(res Result) string {
+	if res.Peak == 0 {
+		return ""
+	}
+	if len(res.Searches) < 2 {
+		return fmt.Sprintf("%.0f", res.Peak)
+	}
+	each := make([]string, len(res.Searches))
+	for i, s := range res.Searches {
+		each[i] = fmt.Sprintf("%.0f", s.Peak)
+	}
+	return fmt.Sprintf("%.0f (%s)", res.Peak, strings.Join(each, ", "))
+}
+
+func searchNumber(st Step) string {
+	if st.Search == 0 {
+		return ""
+	}
+	return fmt.Sprint(st.Search)
+}
+
+// searchRule says exactly how the sustained rate was searched.
+func searchRule(cfg Config) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Steps of %s from %.0f spans/s, doubling (up to %.0f) until a step fails (when the first fails, 0 counts as the rate that held)", cfg.StepDuration, cfg.StartRate, cfg.MaxRate)
+	if cfg.Refinements > 0 && cfg.Resolution == 0 { // a report of a run before the rule below
+		fmt.Fprintf(&b, ", then %d bisection steps", cfg.Refinements)
+	} else if cfg.Refinements > 0 {
+		fmt.Fprintf(&b, ", then bisection between the highest rate that held and the lowest that failed until that interval is at most 1/%.0f of the failed rate (at most %d bisection steps; from a doubling ladder that takes 3 or 4): the sustained rate is within about %.0f%% of the capacity the steps saw, so two builds a few percent apart no longer land a whole ladder step apart",
+			cfg.Resolution, cfg.Refinements, 100/cfg.Resolution)
+	} else {
+		b.WriteString(", no bisection")
+	}
+	fmt.Fprintf(&b, ". A step holds when the collector refused no request (HTTP 429/503, gRPC RESOURCE_EXHAUSTED/UNAVAILABLE) and answered every request, the sender kept 95%% of the rate, and the platform held every span and score the step should deliver %s after its end. "+
+		"A failed step restarts the collector; one that failed only because other processes took a pinned CPU (the collector refused, lost and dropped nothing and had less than %.2f cores, a pinned CPU was busy with other work) is run again, up to %d times, the same rule for every build. "+
+		"The value is the highest rate that held, a lower bound within the last bisection interval.",
+		cfg.DrainTimeout, saturated, cfg.Repeats)
+	if cfg.Searches > 1 {
+		fmt.Fprintf(&b, " The search runs %d times for each build, the builds taking turns (every build once, then again), so that a slow spell of the shared machine does not fall on one build's only search; the figure is the best of the searches, each search's value in brackets: other processes can only take CPU from the collector or the sender, never lend it, so a rate that held is one the build sustains and a lower search is one that was crowded (the median of two would be their mean, dragged down by the crowded one).", cfg.Searches)
+	}
+	return b.String()
 }
 
 func verdict(v float64, target string) string {
@@ -309,7 +373,15 @@ func ReadReport(path string) (Report, error) {
 	if err != nil {
 		return r, err
 	}
-	return r, json.Unmarshal(raw, &r)
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, err
+	}
+	for i, res := range r.Results {
+		if res.Peak == 0 { // a report from before the highest rate taken was kept
+			r.Results[i].Peak = peakRate(res.Steps)
+		}
+	}
+	return r, nil
 }
 
 // Write writes bench.md, bench.svg and bench.json into dir.

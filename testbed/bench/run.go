@@ -28,15 +28,25 @@ type Config struct {
 	// Concurrency is the sender's most requests in flight; default 4.
 	Concurrency int
 
-	// The sustained-rate search: steps of StepDuration from StartRate, doubling up to MaxRate
-	// until a step fails, then Refinements bisection steps between the last rate that held
-	// and the first that failed. A step holds when the collector refused nothing, answered
-	// fast enough for the sender to keep the rate, and the platform received every span and
-	// score it should within DrainTimeout of the step's end.
+	// The sustained-rate search (search.go): steps of StepDuration from StartRate, doubling up
+	// to MaxRate until a step fails, then bisection steps between the highest rate that held
+	// and the lowest that failed until that interval is at most 1/Resolution of the failed
+	// rate (default 16), at most Refinements of them (default 6). A step holds when the
+	// collector refused nothing, answered fast enough for the sender to keep the rate, and the
+	// platform received every span and score it should within DrainTimeout of the step's end.
 	StartRate, MaxRate float64
 	StepDuration       time.Duration
 	Refinements        int
+	Resolution         float64
 	DrainTimeout       time.Duration
+	// Searches is how many times the search runs for each build, the builds taking turns
+	// (A, M, B, ... then again); the sustained rate is the best of the searches. Default 1.
+	Searches int
+	// SpanSizes are the average encoded sizes of an input span, in KiB, of the further
+	// workloads whose sustained rate is searched by the same rule for SizedBuilds (every LLM
+	// input and output of one size, chosen to give that average); none by default.
+	SpanSizes   []float64 `json:",omitempty"`
+	SizedBuilds []string  `json:",omitempty"`
 	// Repeats is how many times a step is run again when it failed only because other processes
 	// of the machine took the pinned CPUs (CrowdedOut), the same rule for every build; default 1,
 	// negative: never.
@@ -92,7 +102,13 @@ func (c Config) withDefaults() Config {
 	if c.Refinements < 0 {
 		c.Refinements = 0
 	} else if c.Refinements == 0 {
-		c.Refinements = 2
+		c.Refinements = 6
+	}
+	if c.Resolution <= 1 {
+		c.Resolution = 16
+	}
+	if c.Searches <= 0 {
+		c.Searches = 1
 	}
 	if c.Repeats < 0 {
 		c.Repeats = 0
@@ -133,6 +149,9 @@ type Step struct {
 	// Repeated: the step failed crowded out (CrowdedOut) and was run again; the next step
 	// of the result is its repetition.
 	Repeated bool `json:",omitempty"`
+	// Search numbers the searches of the build from 1 (Config.Searches); 0 in reports of
+	// runs with one search.
+	Search int `json:",omitempty"`
 	// DriverCores and CollectorCores are the CPU the driver (sender and platform) and the
 	// collector used while the step sent, in cores; DriverCPUBusy and CollectorCPUBusy how
 	// busy their pinned CPUs were with anything (0 when not pinned).
@@ -143,10 +162,14 @@ type Step struct {
 // Result is one build's figures.
 type Result struct {
 	Build Build
-	// Steps of the sustained-rate search, in the order run; Sustained is the highest rate
-	// that held (0 when none did); LadderPeakRSS the highest VmHWM of its collectors.
+	// Steps of the sustained-rate searches, in the order run; Sustained is the highest rate
+	// that held in any of them (0 when none did), Searches each one's; Peak the highest rate
+	// any step took without loss (peakRate), the capacity at saturation; LadderPeakRSS the
+	// highest VmHWM of their collectors.
 	Steps         []Step
 	Sustained     float64
+	Peak          float64  `json:",omitempty"`
+	Searches      []Search `json:",omitempty"`
 	LadderPeakRSS int64
 
 	// FixedRate is the rate of the fixed runs; Runs are the fixed runs, one per round. The
@@ -157,6 +180,39 @@ type Result struct {
 	FixedRun
 	// CPURange is the lowest and highest CPUPer100k of the rounds.
 	CPURange [2]float64
+}
+
+// Search is what one sustained-rate search of a build found.
+type Search struct {
+	Sustained, Peak float64
+}
+
+// addSearch adds one search's steps and figures to the result.
+func (r *Result) addSearch(s searchResult) {
+	for i := range s.steps {
+		s.steps[i].Search = s.number
+	}
+	r.Steps = append(r.Steps, s.steps...)
+	r.Searches = append(r.Searches, Search{Sustained: s.sustained, Peak: peakRate(s.steps)})
+	r.LadderPeakRSS = max(r.LadderPeakRSS, s.peakRSS)
+	// The best of the searches: other processes of the machine can only take CPU from the
+	// collector or the sender, never lend it, so a step that held (or a rate taken without
+	// loss) shows what the build can do, and a lower search is one that was crowded.
+	r.Sustained, r.Peak = max(r.Sustained, s.sustained), peakRate(r.Steps)
+}
+
+// SizedResult is the sustained-rate search of one build on a workload of one span size.
+type SizedResult struct {
+	Build string
+	// KiBPerSpan is the average asked for, BytesPerSpan what the workload's encoded OTLP
+	// averages per input span, IOBytes the size of each LLM input and output that gives it.
+	KiBPerSpan   float64
+	BytesPerSpan float64
+	IOBytes      int
+	Steps        []Step
+	// Sustained and Peak as in Result.
+	Sustained, Peak float64
+	PeakRSS         int64
 }
 
 // FixedRun is what one fixed run of one build measured.
@@ -251,6 +307,9 @@ type Report struct {
 	// is missing); SameSpansC2 the same for A and C2.
 	SameSpans   string
 	SameSpansC2 string `json:",omitempty"`
+	// Sized are the sustained-rate searches on workloads of other span sizes
+	// (Config.SpanSizes), by size, then build.
+	Sized []SizedResult `json:",omitempty"`
 	// Curves are the cost curves (curves.go), when measured.
 	Curves *Curves `json:",omitempty"`
 	// Error says why the run stopped early, if it did.
@@ -301,23 +360,29 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		return rep, errors.New("bench: without the rate search the fixed rate must be given")
 	}
 	for _, b := range cfg.Builds {
-		if cfg.NoSearch {
-			rep.Results = append(rep.Results, Result{Build: b})
-			continue
+		rep.Results = append(rep.Results, Result{Build: b})
+	}
+	for search := 1; !cfg.NoSearch && search <= cfg.Searches; search++ {
+		for i := range rep.Results {
+			res := &rep.Results[i]
+			s, err := ladder(ctx, cfg, w, res.Build)
+			if cfg.Searches > 1 {
+				s.number = search
+			}
+			res.addSearch(s)
+			if err != nil {
+				return rep, fmt.Errorf("build %s: %w", res.Build.Name, err)
+			}
 		}
-		res, err := ladder(ctx, cfg, w, b)
-		rep.Results = append(rep.Results, res)
-		if err != nil {
-			return rep, fmt.Errorf("build %s: %w", b.Name, err)
+	}
+	if !cfg.NoSearch {
+		if err := sizedSearches(ctx, cfg, &rep); err != nil {
+			return rep, err
 		}
 	}
 	fixedRate := cfg.FixedRate
 	if fixedRate <= 0 {
-		lowest := rep.Results[0].Sustained
-		for _, r := range rep.Results {
-			lowest = min(lowest, r.Sustained)
-		}
-		fixedRate = max(lowest/2, cfg.StartRate/2)
+		fixedRate = defaultFixedRate(rep.Results, cfg.StartRate)
 	}
 	for round := range cfg.Rounds {
 		for i := range rep.Results {
@@ -343,9 +408,33 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	return rep, nil
 }
 
-// ladder runs the sustained-rate search of one build.
-func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (Result, error) {
-	res := Result{Build: b}
+// searchResult is one sustained-rate search of one build: its steps, in the order run.
+type searchResult struct {
+	number    int // of the build's searches, from 1; 0 when there is one
+	steps     []Step
+	sustained float64
+	peakRSS   int64
+}
+
+// defaultFixedRate is half the lowest sustained rate, so that every build keeps up; builds that
+// held no step (their searches bisect below the first step) do not count, and when none held
+// one it is a quarter of the first step.
+func defaultFixedRate(results []Result, startRate float64) float64 {
+	lowest := 0.0
+	for _, r := range results {
+		if r.Sustained > 0 && (lowest == 0 || r.Sustained < lowest) {
+			lowest = r.Sustained
+		}
+	}
+	if lowest == 0 {
+		return startRate / 4
+	}
+	return lowest / 2
+}
+
+// ladder runs one sustained-rate search of one build on workload w.
+// The result is named: the deferred closeRig adds the last collector's peak RSS to it.
+func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (res searchResult, err error) {
 	var rig *Rig
 	var results []loadgen.Result
 	var seq uint64
@@ -354,7 +443,7 @@ func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (Resu
 			return
 		}
 		if u, err := rig.Usage(); err == nil {
-			res.LadderPeakRSS = max(res.LadderPeakRSS, u.PeakRSS)
+			res.peakRSS = max(res.peakRSS, u.PeakRSS)
 		}
 		// A failed step may leave a backlog that a graceful stop would drain for 30s.
 		rig.Collector.Kill()
@@ -428,39 +517,26 @@ func ladder(ctx context.Context, cfg Config, w *loadgen.Workload, b Build) (Resu
 		st, err := step(rate)
 		for i := 0; err == nil && i < cfg.Repeats && CrowdedOut(st, cfg.Pin.Enabled); i++ {
 			st.Repeated = true
-			res.Steps = append(res.Steps, st)
+			res.steps = append(res.steps, st)
 			st, err = step(rate)
 		}
 		return st, err
 	}
 
-	held, failed := 0.0, 0.0
-	for rate := cfg.StartRate; rate <= cfg.MaxRate; rate *= 2 {
-		st, err := stepRepeated(rate)
-		if err != nil {
-			return res, err
-		}
-		res.Steps = append(res.Steps, st)
-		if !st.Held {
-			failed = rate
+	search := newRateSearch(cfg)
+	for {
+		rate, ok := search.next()
+		if !ok {
 			break
 		}
-		held = rate
-	}
-	for i := 0; failed > 0 && i < cfg.Refinements; i++ {
-		rate := (held + failed) / 2
 		st, err := stepRepeated(rate)
 		if err != nil {
 			return res, err
 		}
-		res.Steps = append(res.Steps, st)
-		if st.Held {
-			held = rate
-		} else {
-			failed = rate
-		}
+		res.steps = append(res.steps, st)
+		search.record(rate, st.Held)
 	}
-	res.Sustained = held
+	res.sustained = search.sustained()
 	return res, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -45,9 +46,13 @@ func main() {
 	seed := flag.Uint64("seed", 1, "workload seed")
 	mix := flag.Bool("mix", true, "LLM spans in the shapes of six instrumentations (Vercel AI SDK, OpenLLMetry, OpenInference, GenAI semconv old and new, svc SDK); false: GenAI semconv only")
 	step := flag.Duration("step", 5*time.Second, "duration of each step of the sustained-rate search")
-	startRate := flag.Float64("start-rate", 500, "first step of the rate search, spans/s")
+	startRate := flag.Float64("start-rate", 2000, "first step of the rate search, spans/s (a first step that fails is bisected below, by the same rule)")
 	maxRate := flag.Float64("max-rate", 64000, "highest step of the rate search, spans/s")
-	refinements := flag.Int("refinements", 2, "bisection steps after the first failed step (-1: none)")
+	refinements := flag.Int("refinements", 6, "most bisection steps after the first failed step (-1: none)")
+	resolution := flag.Float64("resolution", 16, "bisect until the interval between the highest rate held and the lowest failed is at most 1/N of the failed rate")
+	searches := flag.Int("searches", 2, "sustained-rate searches per build, the builds taking turns; the report takes the best (other processes only ever slow a search down)")
+	spanSizes := flag.String("span-sizes", "4,16", "average KiB per input span of the further workloads whose sustained rate is searched (empty: none)")
+	sizedBuilds := flag.String("sized-builds", "A,M,B", "builds searched on the workloads of --span-sizes")
 	repeats := flag.Int("repeats", 1, "how many times a step that failed only because other processes took a pinned CPU is run again (-1: never)")
 	drain := flag.Duration("drain", 10*time.Second, "how long after a step the platform may still be receiving its spans (A holds content-candidate spans up to content_join.wait, 5s)")
 	fixedRate := flag.Float64("fixed-rate", 0, "rate of the fixed run, spans/s (0: half the lowest sustained rate)")
@@ -55,7 +60,7 @@ func main() {
 	idle := flag.Duration("idle", 3*time.Second, "idle CPU measurement before each fixed run")
 	rounds := flag.Int("rounds", 3, "fixed runs per build, the builds taking turns (the report takes medians)")
 	concurrency := flag.Int("concurrency", 4, "requests in flight")
-	timeout := flag.Duration("timeout", 16*time.Minute, "upper bound of the whole run")
+	timeout := flag.Duration("timeout", 40*time.Minute, "upper bound of the whole run")
 	render := flag.String("render", "", "render the report of an earlier run from its bench.json into --out, without running anything")
 	search := flag.Bool("search", true, "run the sustained-rate search (false: the fixed runs alone, at --fixed-rate)")
 	profile := flag.String("cpu-profile", "", "directory for a CPU profile of each fixed run (builds with the pprof extension: A, M, B); figures of such a run compare only with each other")
@@ -63,7 +68,7 @@ func main() {
 	outcomeSessions := flag.Int("outcome-sessions", 600, "conversations of the outcome workload (2 to 6 traces each)")
 	outcomeCompress := flag.Float64("outcome-compress", 6, "how many times faster than the workload's own time the outcome run replays its exports (the collectors' waits are divided alike)")
 	outcomeKill := flag.Bool("outcome-kill", true, "run O and T once more with a SIGKILL halfway")
-	quick := flag.Bool("quick", false, "a short run to check the machinery: 3s steps, no refinement, one 6s fixed run, small curves")
+	quick := flag.Bool("quick", false, "a short run to check the machinery: 3s steps from 500 spans/s, no refinement, one search, one sized search (16 KiB per span), one 6s fixed run, small curves")
 	stages := flag.Bool("stages", false, "print the CPU by stage of the CPU profiles named as arguments (e.g. those of --cpu-profile), without running anything")
 	flag.Parse()
 
@@ -99,12 +104,18 @@ func main() {
 	}
 	if *quick {
 		*step, *refinements, *repeats, *fixedDuration, *drain, *rounds = 3*time.Second, -1, -1, 6*time.Second, 8*time.Second, 1
+		// Without bisection a search from 2000 would find nothing for C and C2.
+		*searches, *spanSizes, *startRate = 1, "16", 500
 	}
 	curveOpts := bench.CurveOptions{Enabled: *curves, SVCOtelcol: *svcBin}
 	if *quick {
 		curveOpts.PromptSizes, curveOpts.PromptBytes, curveOpts.PromptSpans = []int{1 << 10, 64 << 10, 1 << 20}, 4<<20, 1000
 		curveOpts.OpenTraces, curveOpts.ScoreEvents, curveOpts.Scores = []int{500, 2000}, []int{1, 8}, 4000
 		curveOpts.ProfileDuration = 3 * time.Second
+	}
+	sizes, err := parseSizes(*spanSizes)
+	if err != nil {
+		fail(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -119,6 +130,10 @@ func main() {
 		MaxRate:       *maxRate,
 		StepDuration:  *step,
 		Refinements:   *refinements,
+		Resolution:    *resolution,
+		Searches:      *searches,
+		SpanSizes:     sizes,
+		SizedBuilds:   strings.Split(*sizedBuilds, ","),
 		Repeats:       *repeats,
 		DrainTimeout:  *drain,
 		FixedRate:     *fixedRate,
@@ -170,13 +185,29 @@ func main() {
 	fmt.Println(rep.Markdown(""))
 	fmt.Printf("wrote %s/bench.md, bench.svg, bench.json in %s\n", *out, rep.Elapsed.Round(time.Second))
 	for _, q := range rep.Ratios() {
-		if strings.HasPrefix(q.Name, "CPU per input span A") || strings.HasPrefix(q.Name, "sustained") || strings.HasPrefix(q.Name, "spans per") || strings.HasPrefix(q.Name, "peak RSS (fixed") {
+		if strings.HasPrefix(q.Name, "CPU per input span A") || strings.HasPrefix(q.Name, "sustained") || strings.HasPrefix(q.Name, "highest input rate") || strings.HasPrefix(q.Name, "spans per") || strings.HasPrefix(q.Name, "peak RSS (fixed") {
 			fmt.Printf("%-48s %6.2f %s\n", q.Name, q.Value, q.Target)
 		}
 	}
 	if runErr != nil {
 		fail(fmt.Errorf("the run did not finish; the report holds what was measured: %w", runErr))
 	}
+}
+
+// parseSizes reads a comma-separated list of KiB per span.
+func parseSizes(list string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("--span-sizes: %q is not a size in KiB", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // printStages prints one column per profile of the share of its CPU each stage took, and the
