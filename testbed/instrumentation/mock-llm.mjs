@@ -33,6 +33,12 @@ function chunks(text) {
   return out;
 }
 
+// CREATED is the creation time of every answer (unix seconds), fixed, so that two runs of one
+// program answer alike: instrumentations record it (the Vercel AI SDK as ai.response.timestamp),
+// and the platform-view comparison compares it between a direct run and one through the gateway,
+// which the wall clock would set seconds apart.
+export const CREATED = 1_764_158_400; // 2025-11-26T12:00:00Z
+
 let seq = 0;
 const id = (p) => `${p}_${Date.now().toString(36)}${(++seq).toString(36)}`;
 
@@ -42,7 +48,7 @@ function chatCompletion(req, res, body) {
   const model = body.model;
   const usage = { prompt_tokens: USAGE.input, completion_tokens: USAGE.output, total_tokens: USAGE.input + USAGE.output,
     prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } };
-  const created = Math.floor(Date.now() / 1000);
+  const created = CREATED;
   const cid = id('chatcmpl');
   if (!body.stream) {
     return json(res, { id: cid, object: 'chat.completion', created, model, system_fingerprint: 'fp_mock',
@@ -62,7 +68,7 @@ function chatCompletion(req, res, body) {
 function responses(req, res, body) {
   const prompt = textOf(body.input) + '\n' + textOf(body.instructions);
   const text = answerFor(prompt);
-  const created_at = Math.floor(Date.now() / 1000);
+  const created_at = CREATED;
   const msg = { type: 'message', id: id('msg'), status: 'completed', role: 'assistant',
     content: [{ type: 'output_text', text, annotations: [], logprobs: [] }] };
   const usage = { input_tokens: USAGE.input, input_tokens_details: { cached_tokens: 0 },
