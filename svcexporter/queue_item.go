@@ -60,6 +60,21 @@ func queueHeaderSize(magic []byte, fields int, reqCtx []byte) int {
 	return len(magic) + 2 + (fields+1)*binary.MaxVarintLen64 + len(reqCtx)
 }
 
+// frameQueueItem makes the item of header and body, body being the end of frame: in place, in the
+// room before body and the capacity after it, when they suffice (no copy of the body), else in a
+// new buffer.
+func frameQueueItem(frame, body, header []byte) []byte {
+	var item []byte
+	if room := len(frame) - len(body); room >= len(header) && cap(frame)-len(frame) >= queueItemTrailer {
+		item = frame[room-len(header):]
+		copy(item, header)
+	} else {
+		item = make([]byte, 0, len(header)+len(body)+queueItemTrailer)
+		item = append(append(item, header...), body...)
+	}
+	return appendQueueChecksum(item)
+}
+
 // appendQueueChecksum ends an item (header and payload) with its checksum.
 func appendQueueChecksum(item []byte) []byte {
 	return binary.LittleEndian.AppendUint32(item, crc32.Checksum(item, crc32c))

@@ -41,7 +41,9 @@ type scoresQueueEncoding struct {
 	exp *svcExporter
 }
 
-// Marshal frames the encoded scores of req with its context; nothing is encoded here.
+// Marshal frames the encoded scores of req with its context; nothing is encoded here. The scores
+// of a request made from score records (newScoresRequest) get the header written in the room
+// before them and the checksum after them, in place: the item is not a copy.
 func (enc scoresQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.Request) ([]byte, error) {
 	r, ok := req.(*scoresRequest)
 	if !ok {
@@ -52,13 +54,19 @@ func (enc scoresQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.
 		return nil, err
 	}
 	n := r.count()
-	item := make([]byte, 0, queueHeaderSize(scoresQueueMagic, 2, reqCtx)+n*binary.MaxVarintLen32+len(r.body)+queueItemTrailer)
-	item = appendQueueHeader(item, scoresQueueMagic, scoresQueueVersion, 0, reqCtx, uint64(n), uint64(r.dropped))
+	header := make([]byte, 0, queueHeaderSize(scoresQueueMagic, 2, reqCtx)+n*binary.MaxVarintLen32)
+	header = appendQueueHeader(header, scoresQueueMagic, scoresQueueVersion, 0, reqCtx, uint64(n), uint64(r.dropped))
 	for i := range n {
-		item = binary.AppendUvarint(item, uint64(r.ends[i]-r.start(i)))
+		header = binary.AppendUvarint(header, uint64(r.ends[i]-r.start(i)))
 	}
-	item = append(item, r.body...)
-	return appendQueueChecksum(item), nil
+	return frameQueueItem(r.frame, r.body, header), nil
+}
+
+// scoresItemRoom is the room newScoresRequest leaves before the scores of n for the queue item's
+// header: the fixed fields, a request context of up to 512 bytes (client metadata larger than
+// that costs a copy of the scores) and the length of each score.
+func scoresItemRoom(n int) int {
+	return len(scoresQueueMagic) + 2 + 3*binary.MaxVarintLen64 + 512 + n*binary.MaxVarintLen32
 }
 
 // Unmarshal reads a stored item. Items of this exporter come back as their scores' JSON, not

@@ -7,16 +7,15 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
@@ -78,15 +77,31 @@ func TestScoresQueueEncodingRoundTrip(t *testing.T) {
 	ld := makeScores(250)
 	// An invalid record: dropped before the queue, still one of the push's items.
 	ld.ResourceLogs().At(1).ScopeLogs().At(0).LogRecords().AppendEmpty().Attributes().PutStr(scorerecord.AttrName, "")
-	empty := exp.newScoresRequest(context.Background(), plog.NewLogs())
-	for name, r := range map[string]*scoresRequest{"250 and an invalid one": exp.newScoresRequest(context.Background(), ld), "none": empty} {
+	bigMetadata := client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(map[string][]string{
+		"authorization": {tenantA.authorization()},
+		"x-large":       {strings.Repeat("v", 2*scoresItemRoom(0))},
+	})})
+	for name, tt := range map[string]struct {
+		ctx     context.Context
+		r       func() *scoresRequest
+		inPlace bool
+	}{
+		"250 and an invalid one":        {passThroughCtx(), func() *scoresRequest { return exp.newScoresRequest(context.Background(), ld) }, true},
+		"metadata larger than the room": {bigMetadata, func() *scoresRequest { return exp.newScoresRequest(context.Background(), ld) }, false},
+		"the rest of a retry":           {passThroughCtx(), func() *scoresRequest { return exp.newScoresRequest(context.Background(), ld).from(100) }, false},
+		"none":                          {passThroughCtx(), func() *scoresRequest { return exp.newScoresRequest(context.Background(), plog.NewLogs()) }, true},
+	} {
 		t.Run(name, func(t *testing.T) {
-			item, err := enc.Marshal(passThroughCtx(), r)
+			r := tt.r()
+			item, err := enc.Marshal(tt.ctx, r)
 			require.NoError(t, err)
 			require.True(t, bytes.HasPrefix(item, scoresQueueMagic))
+			if tt.inPlace && len(r.body) > 0 {
+				assert.Same(t, &r.body[0], &item[len(item)-queueItemTrailer-len(r.body)], "the item is framed around the scores, not a copy")
+			}
 			ctx, got, err := enc.Unmarshal(item)
 			require.NoError(t, err)
-			assert.Equal(t, metadataOf(passThroughCtx()), metadataOf(ctx))
+			assert.Equal(t, metadataOf(tt.ctx), metadataOf(ctx))
 			read := got.(*scoresRequest)
 			assert.Equal(t, r.ItemsCount(), read.ItemsCount())
 			assert.Equal(t, r.BytesSize(), read.BytesSize())
@@ -364,7 +379,6 @@ func TestPersistentQueueDeliversScoresAfterRestart(t *testing.T) {
 			ctx := context.Background()
 			p := newFakePlatform(t)
 			var down atomic.Bool
-			down.Store(true)
 			log := &scoreLog{ids: map[string]int{}}
 			p.setScores(func(w http.ResponseWriter, r *http.Request, body []byte) {
 				if down.Load() {
@@ -379,10 +393,7 @@ func TestPersistentQueueDeliversScoresAfterRestart(t *testing.T) {
 				cfg = passThroughConfig(p.srv.URL)
 			}
 			withPersistentQueue(cfg)
-			dir := t.TempDir()
 			env := newTestEnv(t)
-
-			host, ext := startFileStorage(t, dir)
 			var writer exporter.Logs
 			if tt.writer == "this release" {
 				var err error
@@ -391,44 +402,32 @@ func TestPersistentQueueDeliversScoresAfterRestart(t *testing.T) {
 			} else {
 				writer = previousReleaseLogs(t, env.settings, cfg)
 			}
-			require.NoError(t, writer.Start(ctx, host))
 			const pushes, perPush = 6, 150
 			want := map[string]int{}
-			for i := range pushes {
-				tn := []tenant{tenantA, tenantB}[i%2]
-				pushCtx := ctx
-				if tt.passThrough {
-					pushCtx = tn.ctx()
-				}
-				require.NoError(t, writer.ConsumeLogs(pushCtx, tenantScores(tn, i*perPush, perPush)))
-				for k := range perPush {
-					want[fmt.Sprintf("%s-%d", tn.publicKey, i*perPush+k)] = 1
+			push := func() {
+				for i := range pushes {
+					tn := []tenant{tenantA, tenantB}[i%2]
+					pushCtx := ctx
+					if tt.passThrough {
+						pushCtx = tn.ctx()
+					}
+					require.NoError(t, writer.ConsumeLogs(pushCtx, tenantScores(tn, i*perPush, perPush)))
+					for k := range perPush {
+						want[fmt.Sprintf("%s-%d", tn.publicKey, i*perPush+k)] = 1
+					}
 				}
 			}
-			require.Eventually(t, func() bool { return len(p.received(scoresPath)) > 0 }, 5*time.Second, 5*time.Millisecond,
-				"the exporter tried to send")
-			require.NoError(t, writer.Shutdown(ctx))
+			var magic []byte
 			if tt.writer == "this release" {
-				c, err := ext.GetClient(ctx, component.KindExporter, env.settings.ID, "logs")
-				require.NoError(t, err)
-				item, err := c.Get(ctx, "0")
-				require.NoError(t, err)
-				require.NotEmpty(t, item)
-				assert.Equal(t, scoresQueueMagic, item[:len(scoresQueueMagic)], "stored in the exporter's own format")
-				require.NoError(t, c.Close(ctx))
+				magic = scoresQueueMagic
 			}
-			require.NoError(t, ext.Shutdown(ctx))
-			assert.Zero(t, log.count())
-
-			down.Store(false)
-			host, ext = startFileStorage(t, dir)
 			reader, err := NewFactory().CreateLogs(ctx, env.settings, cfg)
 			require.NoError(t, err)
-			require.NoError(t, reader.Start(ctx, host))
-			require.Eventually(t, func() bool { return log.count() >= len(want) }, 10*time.Second, 10*time.Millisecond,
-				"every queued score is delivered after the restart")
-			require.NoError(t, reader.Shutdown(ctx))
-			require.NoError(t, ext.Shutdown(ctx))
+			throughRestart(t, queueRestart{
+				env: env, platform: p, down: &down, path: scoresPath, signal: "logs", magic: magic,
+				writer: writer, push: push, reader: reader,
+				delivered: log.count, toDeliver: pushes * perPush,
+			})
 
 			log.mu.Lock()
 			defer log.mu.Unlock()
@@ -453,13 +452,7 @@ func TestPassThroughScoreBatchesNeverMixTenants(t *testing.T) {
 		log.add(t, r, body)
 		w.WriteHeader(http.StatusOK)
 	})
-	cfg := passThroughConfig(p.srv.URL)
-	q := exporterhelper.NewDefaultQueueConfig()
-	b := exporterhelper.NewDefaultBatchConfig()
-	b.FlushTimeout = 50 * time.Millisecond
-	b.MinSize = 1000 // never reached: every batch is a flush of what both tenants sent meanwhile
-	q.Batch = configoptional.Some(b)
-	cfg.QueueConfig = configoptional.Some(q)
+	cfg := batchingPassThroughConfig(p.srv.URL)
 	env := newTestEnv(t)
 	exp, err := NewFactory().CreateLogs(context.Background(), env.settings, cfg)
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
@@ -23,6 +24,9 @@ type scoresRequest struct {
 	body []byte
 	// ends[i] is the offset in body just past the comma after score i.
 	ends []int
+	// frame is the buffer body was made in (newScoresRequest): body is its end, the bytes before
+	// it are free for the queue item's header; nil otherwise.
+	frame []byte
 	// dropped counts the records of the push dropped (logged and counted) when the request was
 	// made, as invalid or not encodable: they stay among its items, as exporterhelper's own logs
 	// request counted every record, so that the queue's and exporterhelper's counts mean what
@@ -45,8 +49,10 @@ func (e *svcExporter) newScoresRequest(ctx context.Context, ld plog.Logs) *score
 	records := ld.LogRecordCount()
 	reqs := e.readScores(ctx, ld)
 	r := &scoresRequest{ends: make([]int, 0, len(reqs)), dropped: records - len(reqs)}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf) // encodes as json.Marshal does, with a newline after each
+	buf := scoresBuffers.Get().(*bytes.Buffer)
+	defer putScoresBuffer(buf)
+	buf.Reset()
+	enc := json.NewEncoder(buf) // encodes as json.Marshal does, with a newline after each
 	for i := range reqs {
 		if err := enc.Encode(&reqs[i]); err != nil { // Encode writes nothing then
 			r.dropped++
@@ -58,9 +64,23 @@ func (e *svcExporter) newScoresRequest(ctx context.Context, ld plog.Logs) *score
 		buf.Bytes()[buf.Len()-1] = ','
 		r.ends = append(r.ends, buf.Len())
 	}
-	r.body = buf.Bytes()
+	// The scores are kept in a buffer of their size, with room for the persistent queue to frame
+	// them as its item without a copy (scoresQueueEncoding.Marshal).
+	room := scoresItemRoom(len(r.ends))
+	r.frame = make([]byte, room+buf.Len(), room+buf.Len()+queueItemTrailer)
+	copy(r.frame[room:], buf.Bytes())
+	r.body = r.frame[room:]
 	r.size = len(r.body)
 	return r
+}
+
+// scoresBuffers are the buffers scores are encoded in, of the largest push of late.
+var scoresBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putScoresBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= 16<<20 { // a buffer of an unusual push is left to the GC
+		scoresBuffers.Put(buf)
+	}
 }
 
 // scoresRequestFromLogs is the converter of the exporterhelper.
@@ -173,7 +193,7 @@ func (r *scoresRequest) merge(o *scoresRequest) {
 	for _, end := range o.ends {
 		ends = append(ends, len(r.body)+end)
 	}
-	r.body, r.ends = body, ends
+	r.body, r.ends, r.frame = body, ends, nil
 	r.dropped += o.dropped
 	r.size += o.size
 }

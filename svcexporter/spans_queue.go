@@ -74,15 +74,7 @@ func (e spansQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.Req
 	}
 	header := appendQueueHeader(make([]byte, 0, queueHeaderSize(spansQueueMagic, 2, reqCtx)),
 		spansQueueMagic, spansQueueVersion, code, reqCtx, uint64(r.spans), uint64(r.BytesSize()))
-	var item []byte
-	if room := len(r.frame) - len(r.body); room >= len(header) && cap(r.frame)-len(r.frame) >= queueItemTrailer {
-		item = r.frame[room-len(header):]
-		copy(item, header)
-	} else {
-		item = make([]byte, 0, len(header)+len(r.body)+queueItemTrailer)
-		item = append(append(item, header...), r.body...)
-	}
-	return appendQueueChecksum(item), nil
+	return frameQueueItem(r.frame, r.body, header), nil
 }
 
 // Unmarshal reads a stored batch. Batches of this exporter come back as their body, not decoded;
