@@ -16,7 +16,8 @@ import (
 	"github.com/svc/svc-collector/pkg/scorerecord"
 )
 
-// pushScores sends the score records of ld as the exporter sends what its queue hands on.
+// pushScores sends the score records of ld as the exporter sends them through its queue: made
+// into a request, then sent (the consume function of a plog exporter, as pushTraces is).
 func (e *svcExporter) pushScores(ctx context.Context, ld plog.Logs) error {
 	return e.sendScoreBatch(ctx, e.newScoresRequest(ctx, ld))
 }
@@ -75,9 +76,9 @@ func (e *svcExporter) sendScoreBatch(ctx context.Context, r *scoresRequest) erro
 	})
 }
 
-// readScores returns the valid score requests of ld. Invalid
-// records are logged at error level and dropped. A score without an id gets a deterministic one,
-// so that a resent request replaces its scores at the platform instead of duplicating them.
+// readScores returns the valid score requests of ld. Invalid records are logged at error level
+// and dropped. A score without an id gets a deterministic one, so that a resent request replaces
+// its scores at the platform instead of duplicating them.
 func (e *svcExporter) readScores(ctx context.Context, ld plog.Logs) []scorerecord.Request {
 	n := ld.LogRecordCount()
 	reqs := make([]scorerecord.Request, 0, n)

@@ -19,8 +19,9 @@ import (
 //	magic         0x00 "svcs"
 //	version       1
 //	flag          0
-//	fields        score count, then the count of the push's records dropped before the queue
-//	              (invalid: they count among the request's items)
+//	fields        score count, the count of the push's records dropped before the queue
+//	              (invalid: they count among the request's items), and the size the bytes
+//	              sizer counts (the records' protobuf)
 //	payload       the length of each score's JSON and its comma, uvarints, then the JSON of
 //	              each score followed by a comma
 //
@@ -54,8 +55,8 @@ func (enc scoresQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.
 		return nil, err
 	}
 	n := r.count()
-	header := make([]byte, 0, queueHeaderSize(scoresQueueMagic, 2, reqCtx)+n*binary.MaxVarintLen32)
-	header = appendQueueHeader(header, scoresQueueMagic, scoresQueueVersion, 0, reqCtx, uint64(n), uint64(r.dropped))
+	header := make([]byte, 0, queueHeaderSize(scoresQueueMagic, 3, reqCtx)+n*binary.MaxVarintLen32)
+	header = appendQueueHeader(header, scoresQueueMagic, scoresQueueVersion, 0, reqCtx, uint64(n), uint64(r.dropped), uint64(r.size))
 	for i := range n {
 		header = binary.AppendUvarint(header, uint64(r.ends[i]-r.start(i)))
 	}
@@ -66,7 +67,7 @@ func (enc scoresQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.
 // header: the fixed fields, a request context of up to 512 bytes (client metadata larger than
 // that costs a copy of the scores) and the length of each score.
 func scoresItemRoom(n int) int {
-	return len(scoresQueueMagic) + 2 + 3*binary.MaxVarintLen64 + 512 + n*binary.MaxVarintLen32
+	return len(scoresQueueMagic) + 2 + 4*binary.MaxVarintLen64 + 512 + n*binary.MaxVarintLen32
 }
 
 // Unmarshal reads a stored item. Items of this exporter come back as their scores' JSON, not
@@ -84,14 +85,14 @@ func (enc scoresQueueEncoding) unmarshal(data []byte) (context.Context, xexporte
 	if !isQueueItem(data, scoresQueueMagic) {
 		return enc.unmarshalStock(data)
 	}
-	var fields [2]uint64
+	var fields [3]uint64
 	_, ctx, payload, err := readQueueItem(data, scoresQueueMagic, scoresQueueVersion, fields[:])
 	if err != nil {
 		return ctx, nil, fmt.Errorf("%w: %w", errCorruptQueuedScores, err)
 	}
-	count, dropped := fields[0], fields[1]
+	count, dropped, size := fields[0], fields[1], fields[2]
 	// Every score takes at least one byte of length and three of JSON ("{},").
-	if count > uint64(len(payload))/4 || dropped > 1<<31 {
+	if count > uint64(len(payload))/4 || dropped > 1<<31 || size > 1<<40 {
 		return ctx, nil, fmt.Errorf("%w: bad header", errCorruptQueuedScores)
 	}
 	ends := make([]int, int(count))
@@ -113,14 +114,15 @@ func (enc scoresQueueEncoding) unmarshal(data []byte) (context.Context, xexporte
 			return ctx, nil, fmt.Errorf("%w: bad score framing", errCorruptQueuedScores)
 		}
 	}
-	return ctx, &scoresRequest{body: payload, ends: ends, dropped: int(dropped), size: len(payload)}, nil
+	return ctx, &scoresRequest{body: payload, ends: ends, dropped: int(dropped), size: int(size)}, nil
 }
 
 var logsMarshaler = &plog.ProtoMarshaler{}
 
 // unmarshalStock reads what exporterhelper v0.164's logs encoding stored: the xpdata request
-// format with its context, or (older releases) a plain OTLP protobuf without one. Its size is
-// the one exporterhelper counted when it queued the item, so that the queue's size stays right.
+// format with its context, or (older releases) a plain OTLP protobuf without one. The request
+// made of it has the size exporterhelper counted when it queued the item, so that the queue's
+// size stays right.
 func (enc scoresQueueEncoding) unmarshalStock(data []byte) (context.Context, xexporterhelper.Request, error) {
 	ctx, ld, err := pdatareq.UnmarshalLogs(data)
 	if errors.Is(err, pdatareq.ErrInvalidFormat) {
@@ -129,7 +131,5 @@ func (enc scoresQueueEncoding) unmarshalStock(data []byte) (context.Context, xex
 	if err != nil {
 		return ctx, nil, fmt.Errorf("%w: %w", errCorruptQueuedScores, err)
 	}
-	r := enc.exp.newScoresRequest(ctx, ld)
-	r.size = logsMarshaler.LogsSize(ld)
-	return ctx, r, nil
+	return ctx, enc.exp.newScoresRequest(ctx, ld), nil
 }

@@ -151,6 +151,9 @@ func TestScoresQueueEncodingReadsItemsOfTheStockEncoding(t *testing.T) {
 			assert.Equal(t, string(want), string(r.arrayJSON(0, r.count())))
 		})
 	}
+	made := exp.newScoresRequest(context.Background(), ld)
+	assert.Equal(t, stockReq.ItemsCount(), made.ItemsCount(), "a queue bounded in items holds what it held before")
+	assert.Equal(t, stockReq.BytesSize(), made.BytesSize(), "a queue bounded in bytes holds what it held before")
 	assert.NotEmpty(t, env.logs.FilterMessage("Dropping an invalid score record").All(), "an invalid record is logged as before")
 
 	// The other way round: the new format is not taken for the stock one.
@@ -220,7 +223,7 @@ func TestScoresMergeSplit(t *testing.T) {
 		ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().AppendEmpty().Attributes().PutStr(scorerecord.AttrName, "")
 		return exp.newScoresRequest(ctx, ld)
 	}
-	scoreSize := len(exp.newScoresRequest(ctx, makeScores(1)).body)
+	scoreSize := exp.newScoresRequest(ctx, makeScores(1)).BytesSize()
 	tests := []struct {
 		name      string
 		sizer     exporterhelper.RequestSizerType
@@ -242,10 +245,11 @@ func TestScoresMergeSplit(t *testing.T) {
 			a := withInvalid(tt.a)
 			wantJSON := string(a.arrayJSON(0, a.count()))
 			var b xexporterhelper.Request
-			wantItems := a.ItemsCount()
+			wantItems, wantBytes := a.ItemsCount(), a.BytesSize()
 			if tt.b >= 0 {
 				rb := withInvalid(tt.b)
 				wantItems += rb.ItemsCount()
+				wantBytes += rb.BytesSize()
 				wantJSON = wantJSON[:len(wantJSON)-1] + "," + string(rb.arrayJSON(0, rb.count()))[1:]
 				b = rb
 			}
@@ -257,16 +261,16 @@ func TestScoresMergeSplit(t *testing.T) {
 			}
 			var sizes []int
 			var scores []json.RawMessage
-			items := 0
+			items, bytes := 0, 0
 			for _, req := range reqs {
 				r := req.(*scoresRequest)
 				sizes = append(sizes, r.ItemsCount())
 				items += r.ItemsCount()
+				bytes += r.BytesSize()
 				if tt.maxSize > 0 {
 					size := r.ItemsCount()
 					if tt.sizer == exporterhelper.RequestSizerTypeBytes {
 						size = r.BytesSize()
-						assert.Equal(t, len(r.body), r.BytesSize())
 					}
 					assert.LessOrEqual(t, size, tt.maxSize)
 				}
@@ -283,6 +287,8 @@ func TestScoresMergeSplit(t *testing.T) {
 			}
 			if tt.wantErr == "" {
 				assert.Equal(t, wantItems, items, "every record counted once")
+				// Split, each score's part of the size is rounded down.
+				assert.InDelta(t, wantBytes, bytes, float64(len(scores)), "the size is shared out, not counted twice")
 				all, err := json.Marshal(scores)
 				require.NoError(t, err)
 				assert.Equal(t, wantJSON, string(all), "every score once, in order, as encoded")

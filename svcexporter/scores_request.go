@@ -32,9 +32,10 @@ type scoresRequest struct {
 	// request counted every record, so that the queue's and exporterhelper's counts mean what
 	// they meant.
 	dropped int
-	// size is what the bytes sizer counts: the JSON of the scores with their separators, or for
-	// an item queued by a release before this one, the size of its protobuf, as exporterhelper
-	// counted it when it queued the item.
+	// size is what the bytes sizer counts: the size of the records' OTLP protobuf, as
+	// exporterhelper's logs request counted it (so that a queue bounded in bytes holds what it
+	// held before), computed once when the request is made and kept in the queue item. A part of
+	// a request (a split, the rest of a retry) counts the part of it its scores' JSON takes.
 	size int
 }
 
@@ -70,7 +71,7 @@ func (e *svcExporter) newScoresRequest(ctx context.Context, ld plog.Logs) *score
 	r.frame = make([]byte, room+buf.Len(), room+buf.Len()+queueItemTrailer)
 	copy(r.frame[room:], buf.Bytes())
 	r.body = r.frame[room:]
-	r.size = len(r.body)
+	r.size = logsMarshaler.LogsSize(ld)
 	return r
 }
 
@@ -127,6 +128,14 @@ func (r *scoresRequest) idAndName(i int) (id, name string) {
 	return s.ID, s.Name
 }
 
+// bytesOf is the part of r's size that scores [lo, hi) take: in proportion to their JSON.
+func (r *scoresRequest) bytesOf(lo, hi int) int {
+	if hi <= lo {
+		return 0
+	}
+	return int(int64(r.size) * int64(r.ends[hi-1]-r.start(lo)) / int64(len(r.body)))
+}
+
 // from is a request of the scores from i on (none dropped: they were counted with this one).
 func (r *scoresRequest) from(i int) *scoresRequest {
 	offset := r.start(i)
@@ -134,7 +143,7 @@ func (r *scoresRequest) from(i int) *scoresRequest {
 	for _, end := range r.ends[i:] {
 		ends = append(ends, end-offset)
 	}
-	return &scoresRequest{body: r.body[offset:], ends: ends, size: len(r.body) - offset}
+	return &scoresRequest{body: r.body[offset:], ends: ends, size: r.bytesOf(i, r.count())}
 }
 
 // scoresRetryError hands the retry the scores of a push not delivered yet, as consumererror.Logs
@@ -205,7 +214,6 @@ func (r *scoresRequest) split(maxSize int, byItems bool) ([]xexporterhelper.Requ
 	cur, curSize := &scoresRequest{}, 0
 	flush := func() {
 		if cur.ItemsCount() > 0 {
-			cur.size = len(cur.body)
 			res = append(res, cur)
 		}
 		cur, curSize = &scoresRequest{}, 0
@@ -223,8 +231,8 @@ func (r *scoresRequest) split(maxSize int, byItems bool) ([]xexporterhelper.Requ
 	}
 	tooLarge := 0
 	for i := range r.count() {
-		segment := r.body[r.start(i):r.ends[i]]
-		size := len(segment)
+		bytes := r.bytesOf(i, i+1)
+		size := bytes
 		if byItems {
 			size = 1
 		}
@@ -235,8 +243,9 @@ func (r *scoresRequest) split(maxSize int, byItems bool) ([]xexporterhelper.Requ
 		if curSize+size > maxSize {
 			flush()
 		}
-		cur.body = append(cur.body, segment...)
+		cur.body = append(cur.body, r.body[r.start(i):r.ends[i]]...)
 		cur.ends = append(cur.ends, len(cur.body))
+		cur.size += bytes
 		curSize += size
 	}
 	flush()
