@@ -63,9 +63,9 @@ func (enc scoresQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.
 	return frameQueueItem(r.frame, r.body, header), nil
 }
 
-// scoresItemRoom is the room newScoresRequest leaves before the scores of n for the queue item's
-// header: the fixed fields, a request context of up to 512 bytes (client metadata larger than
-// that costs a copy of the scores) and the length of each score.
+// scoresItemRoom is the room newScoresRequest leaves before n scores for the queue item's header:
+// the fixed fields, a request context of up to 512 bytes (client metadata larger than that costs
+// a copy of the scores) and the length of each score.
 func scoresItemRoom(n int) int {
 	return len(scoresQueueMagic) + 2 + 4*binary.MaxVarintLen64 + 512 + n*binary.MaxVarintLen32
 }
@@ -116,8 +116,6 @@ func (enc scoresQueueEncoding) unmarshal(data []byte) (context.Context, xexporte
 	}
 	return ctx, &scoresRequest{body: payload, ends: ends, dropped: int(dropped), size: int(size)}, nil
 }
-
-var logsMarshaler = &plog.ProtoMarshaler{}
 
 // unmarshalStock reads what exporterhelper v0.164's logs encoding stored: the xpdata request
 // format with its context, or (older releases) a plain OTLP protobuf without one. The request

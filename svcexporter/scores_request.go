@@ -84,6 +84,8 @@ func putScoresBuffer(buf *bytes.Buffer) {
 	}
 }
 
+var logsMarshaler = &plog.ProtoMarshaler{}
+
 // scoresRequestFromLogs is the converter of the exporterhelper.
 func (e *svcExporter) scoresRequestFromLogs(ctx context.Context, ld plog.Logs) (xexporterhelper.Request, error) {
 	return e.newScoresRequest(ctx, ld), nil
