@@ -11,10 +11,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
@@ -482,4 +484,56 @@ func TestPassThroughScoreBatchesNeverMixTenants(t *testing.T) {
 		assert.Equal(t, 1, n, id)
 	}
 	assert.Less(t, len(p.received(scoresPath)), 40, "scores were batched (fewer requests than pushes)")
+}
+
+// Through the exporterhelper's retry, in memory and on file_storage: after a retryable failure
+// the retry sends only the scores not accepted yet, with the ids they were sent with.
+func TestScoresRetryResendsOnlyTheRest(t *testing.T) {
+	for _, queue := range []string{"memory", "file_storage"} {
+		t.Run(queue, func(t *testing.T) {
+			clearCompressionEnv(t)
+			p := newFakePlatform(t)
+			log := &scoreLog{ids: map[string]int{}}
+			var calls atomic.Int32
+			p.setScores(func(w http.ResponseWriter, r *http.Request, body []byte) {
+				if calls.Add(1) == 2 {
+					w.WriteHeader(http.StatusServiceUnavailable)
+					return
+				}
+				log.add(t, r, body)
+				w.WriteHeader(http.StatusOK)
+			})
+			cfg := withPersistentQueue(testConfig(p.srv.URL))
+			var host component.Host = componenttest.NewNopHost()
+			if queue == "memory" {
+				cfg.QueueConfig.Get().StorageID = nil
+			} else {
+				sh, ext := startFileStorage(t, t.TempDir())
+				defer func() { require.NoError(t, ext.Shutdown(context.Background())) }()
+				host = sh
+			}
+			env := newTestEnv(t)
+			exp, err := NewFactory().CreateLogs(context.Background(), env.settings, cfg)
+			require.NoError(t, err)
+			require.NoError(t, exp.Start(context.Background(), host))
+			ld := makeScores(250)
+			for r := 0; r < ld.ResourceLogs().Len(); r++ { // ids made by the exporter
+				lrs := ld.ResourceLogs().At(r).ScopeLogs().At(0).LogRecords()
+				for i := 0; i < lrs.Len(); i++ {
+					lrs.At(i).Attributes().Remove(scorerecord.AttrID)
+				}
+			}
+			require.NoError(t, exp.ConsumeLogs(context.Background(), ld))
+			require.Eventually(t, func() bool { return log.count() >= 250 }, 10*time.Second, 10*time.Millisecond)
+			require.NoError(t, exp.Shutdown(context.Background()))
+
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			assert.Len(t, log.ids, 250)
+			for id, n := range log.ids {
+				assert.Equal(t, 1, n, "score %s", id)
+			}
+			assert.Equal(t, int32(4), calls.Load(), "100 accepted, 100 failed, then those 100 and the last 50")
+		})
+	}
 }
