@@ -72,7 +72,7 @@ func BenchmarkScores(b *testing.B) {
 	b.Run("baseline_raw_post", func(b *testing.B) {
 		exp := startBenchExporter(b, cfg, set)
 		ld := makeScores(benchScoresPerPush)
-		reqs, _ := exp.readScores(context.Background(), ld)
+		reqs := exp.readScores(context.Background(), ld)
 		var bodies [][]byte
 		for _, c := range evenChunks(len(reqs), scorerecord.MaxBatchSize) {
 			body, err := json.Marshal(reqs[c.lo:c.hi])

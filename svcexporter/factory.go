@@ -65,8 +65,13 @@ func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewLogs(ctx, set, cfg, exp.pushScores,
-		append(helperOptions(exp), exporterhelper.WithQueue(queueConfig(cfg.(*Config))))...)
+	// Scores are requests of this exporter (scoresRequest), encoded as JSON once, before the
+	// queue, which stores them so (scores_queue.go).
+	opts := append(helperOptions(exp),
+		xexporterhelper.WithQueueBatch(queueConfig(cfg.(*Config)), xexporterhelper.QueueBatchSettings{
+			Encoding: scoresQueueEncoding{exp: exp},
+		}))
+	return xexporterhelper.NewLogsRequest(ctx, set, exp.scoresRequestFromLogs, exp.pushScoresRequest, opts...)
 }
 
 // helperOptions are the exporterhelper settings of both signals but the queue's.

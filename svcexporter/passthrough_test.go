@@ -182,13 +182,7 @@ func TestPassThroughBatchesNeverMixTenants(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	cfg := passThroughConfig(p.srv.URL)
-	q := exporterhelper.NewDefaultQueueConfig()
-	b := exporterhelper.NewDefaultBatchConfig()
-	b.FlushTimeout = 50 * time.Millisecond
-	b.MinSize = 1000 // never reached: every batch is a flush of what both tenants sent meanwhile
-	q.Batch = configoptional.Some(b)
-	cfg.QueueConfig = configoptional.Some(q)
+	cfg := batchingPassThroughConfig(p.srv.URL)
 	env := newTestEnv(t)
 	exp, err := NewFactory().CreateTraces(context.Background(), env.settings, cfg)
 	require.NoError(t, err)
@@ -209,6 +203,19 @@ func TestPassThroughBatchesNeverMixTenants(t *testing.T) {
 	assert.Empty(t, mixed)
 	assert.Equal(t, map[string]int{tenantA.publicKey: 100, tenantB.publicKey: 100}, spans)
 	assert.Less(t, len(p.received(tracesPath)), 40, "spans were batched (fewer requests than pushes)")
+}
+
+// batchingPassThroughConfig is a pass-through exporter whose queue batches: every batch is a flush
+// of what the tenants sent within 50 ms.
+func batchingPassThroughConfig(endpoint string) *Config {
+	cfg := passThroughConfig(endpoint)
+	q := exporterhelper.NewDefaultQueueConfig()
+	b := exporterhelper.NewDefaultBatchConfig()
+	b.FlushTimeout = 50 * time.Millisecond
+	b.MinSize = 1000 // never reached: every batch is a flush of what both tenants sent meanwhile
+	q.Batch = configoptional.Some(b)
+	cfg.QueueConfig = configoptional.Some(q)
+	return cfg
 }
 
 // The public keys counted by exporter_svc_credentials_refused are bounded: a gateway that lets in

@@ -2,6 +2,8 @@ package svcexporter
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +20,11 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	pdatareq "go.opentelemetry.io/collector/pdata/xpdata/request"
 
+	"github.com/svc/svc-collector/pkg/scorerecord"
 	"github.com/svc/svc-collector/svcexporter/internal/metadata"
 )
 
@@ -99,4 +105,120 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// connectorScores are score records as the score connector writes them for a request of about
+// 580 spans: n scores under one resource, numeric and categorical, with a comment, an
+// environment and judge metadata, most on a span.
+func connectorScores(n int) plog.Logs {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr("service.name", "chat-app")
+	lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
+	names := []string{"helpfulness", "relevance", "faithfulness", "toxicity", "user_feedback"}
+	for i := range n {
+		s := scorerecord.Score{
+			ID:            fmt.Sprintf("%08x-b215-80e8-af70-bab50a25bc14", i),
+			TraceID:       testTraceID(i/6 + 1),
+			ObservationID: testSpanID(i + 1),
+			Name:          names[i%len(names)],
+			Value:         pcommon.NewValueDouble(float64(i%100) / 100),
+			DataType:      "NUMERIC",
+			Environment:   "production",
+			Timestamp:     pcommon.NewTimestampFromTime(scoreTime.Add(time.Duration(i) * time.Millisecond)),
+			Metadata:      pcommon.NewMap(),
+		}
+		if s.Name == "user_feedback" {
+			s.Value, s.DataType, s.ObservationID = pcommon.NewValueStr("thumbs_up"), "CATEGORICAL", pcommon.SpanID{}
+		}
+		if i%3 == 0 {
+			s.Comment = "clear answer, grounded in the retrieved context"
+		}
+		s.Metadata.PutStr("judge", "gpt-x")
+		s.Metadata.PutInt("rounds", 2)
+		scorerecord.Write(lrs.AppendEmpty(), s)
+	}
+	return ld
+}
+
+// BenchmarkScoresQueueItem stores and reads back the scores of one request of ~580 spans (350
+// score records) with the client metadata of a pass-through request, as the persistent queue
+// does. encoding=stock is exporterhelper's logs encoding, as the release before used it (the plog
+// encoded as an xpdata request, decoded at read, its records read and encoded as JSON at send);
+// encoding=svcs is this release's (the records read and encoded as JSON once, before the queue;
+// the read only frames them). scope=queue is the queue's Marshal and Unmarshal alone;
+// scope=handoff-to-bodies is all the scores cost from the pipeline's hand-off to the bodies of
+// their POST requests (the send itself aside), where this release does the JSON encoding.
+// cpu-ns/op is the process's CPU time per op, steadier than ns/op on a shared machine.
+//
+//	go test -run '^$' -bench 'BenchmarkScoresQueueItem' -benchmem -count 6 . | tee out.txt; benchstat -col /encoding out.txt
+func BenchmarkScoresQueueItem(b *testing.B) {
+	ld := connectorScores(350)
+	ld.MarkReadOnly()
+	set := exportertest.NewNopSettings(metadata.Type)
+	exp, err := newSvcExporter(testConfig("http://127.0.0.1:9"), set)
+	require.NoError(b, err)
+	defer exp.releaseVersionCheck()
+	ctx := passThroughCtx()
+	enc := scoresQueueEncoding{exp: exp}
+	// What exporterhelper's logs encoding does (checked in
+	// TestScoresQueueEncodingReadsItemsOfTheStockEncoding): its request is internal.
+	stockMarshal := func() []byte {
+		item, err := pdatareq.MarshalLogs(ctx, ld)
+		require.NoError(b, err)
+		return item
+	}
+	stockUnmarshal := func(item []byte) plog.Logs {
+		_, read, err := pdatareq.UnmarshalLogs(item)
+		require.NoError(b, err)
+		return read
+	}
+	svcsUnmarshal := func(item []byte) *scoresRequest {
+		_, read, err := enc.Unmarshal(item)
+		require.NoError(b, err)
+		return read.(*scoresRequest)
+	}
+	queued := exp.newScoresRequest(ctx, ld)
+
+	for _, scope := range []string{"queue", "handoff-to-bodies"} {
+		b.Run("scope="+scope+"/encoding=stock", func(b *testing.B) {
+			var item []byte
+			before := cpuTime()
+			for b.Loop() {
+				item = stockMarshal()
+				read := stockUnmarshal(item)
+				if scope == "queue" {
+					continue
+				}
+				reqs := exp.readScores(ctx, read)
+				for _, c := range evenChunks(len(reqs), scorerecord.MaxBatchSize) {
+					_, err := json.Marshal(reqs[c.lo:c.hi])
+					require.NoError(b, err)
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(len(item)), "item-bytes")
+		})
+		b.Run("scope="+scope+"/encoding=svcs", func(b *testing.B) {
+			var item []byte
+			before := cpuTime()
+			for b.Loop() {
+				r := queued
+				if scope != "queue" {
+					r = exp.newScoresRequest(ctx, ld)
+				}
+				item, err = enc.Marshal(ctx, r)
+				require.NoError(b, err)
+				read := svcsUnmarshal(item)
+				if scope == "queue" {
+					continue
+				}
+				for _, c := range evenChunks(read.count(), scorerecord.MaxBatchSize) {
+					_ = read.arrayJSON(c.lo, c.hi)
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(len(item)), "item-bytes")
+		})
+	}
 }

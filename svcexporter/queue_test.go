@@ -160,7 +160,6 @@ func TestPersistentQueueDeliversAfterRestart(t *testing.T) {
 			ctx := context.Background()
 			p := newFakePlatform(t)
 			var down atomic.Bool
-			down.Store(true)
 			log := &deliveryLog{}
 			p.setTraces(func(w http.ResponseWriter, r *http.Request, body []byte) {
 				if down.Load() {
@@ -176,11 +175,8 @@ func TestPersistentQueueDeliversAfterRestart(t *testing.T) {
 			}
 			cfg.ClientConfig.Compression = tt.compression
 			withPersistentQueue(cfg)
-			dir := t.TempDir()
 			env := newTestEnv(t)
 
-			// Before the restart: everything is queued, nothing delivered.
-			host, ext := startFileStorage(t, dir)
 			var writer exporter.Traces
 			if tt.writer == "this release" {
 				var err error
@@ -189,48 +185,34 @@ func TestPersistentQueueDeliversAfterRestart(t *testing.T) {
 			} else {
 				writer = previousReleaseTraces(t, env.settings, cfg)
 			}
-			require.NoError(t, writer.Start(ctx, host))
 			const pushes, perPush = 6, 10
 			tenants := map[pcommon.SpanID]tenant{}
-			for i := range pushes {
-				tn := []tenant{tenantA, tenantB}[i%2]
-				td := numberedTraces(tn, 1+i*perPush, perPush)
-				for _, id := range spanIDs(t, td) {
-					tenants[id] = tn
+			push := func() {
+				for i := range pushes {
+					tn := []tenant{tenantA, tenantB}[i%2]
+					td := numberedTraces(tn, 1+i*perPush, perPush)
+					for _, id := range spanIDs(t, td) {
+						tenants[id] = tn
+					}
+					pushCtx := ctx
+					if tt.passThrough {
+						pushCtx = tn.ctx()
+					}
+					require.NoError(t, writer.ConsumeTraces(pushCtx, td))
 				}
-				pushCtx := ctx
-				if tt.passThrough {
-					pushCtx = tn.ctx()
-				}
-				require.NoError(t, writer.ConsumeTraces(pushCtx, td))
 			}
-			require.Eventually(t, func() bool { return len(p.received(tracesPath)) > 0 }, 5*time.Second, 5*time.Millisecond,
-				"the exporter tried to send")
-			require.NoError(t, writer.Shutdown(ctx))
-
+			var magic []byte
 			if tt.writer == "this release" {
-				// The queue holds the batches as they go on the wire.
-				c, err := ext.GetClient(ctx, component.KindExporter, env.settings.ID, "traces")
-				require.NoError(t, err)
-				item, err := c.Get(ctx, "0")
-				require.NoError(t, err)
-				require.NotEmpty(t, item)
-				assert.Equal(t, spansQueueMagic, item[:len(spansQueueMagic)], "stored in the exporter's own format")
-				require.NoError(t, c.Close(ctx))
+				magic = spansQueueMagic
 			}
-			require.NoError(t, ext.Shutdown(ctx))
-			assert.Zero(t, log.spanCount())
-
-			// After the restart, with this release.
-			down.Store(false)
-			host, ext = startFileStorage(t, dir)
 			reader, err := NewFactory().CreateTraces(ctx, env.settings, cfg)
 			require.NoError(t, err)
-			require.NoError(t, reader.Start(ctx, host))
-			require.Eventually(t, func() bool { return log.spanCount() >= pushes*perPush }, 10*time.Second, 10*time.Millisecond,
-				"every queued span is delivered after the restart")
-			require.NoError(t, reader.Shutdown(ctx))
-			require.NoError(t, ext.Shutdown(ctx))
+			throughRestart(t, queueRestart{
+				env: env, platform: p, down: &down, path: tracesPath, signal: "traces", magic: magic,
+				writer: writer, push: push, reader: reader,
+				delivered: func() int { return log.spanCount() },
+				toDeliver: pushes * perPush,
+			})
 
 			got := map[pcommon.SpanID]int{}
 			for i, d := range log.all() {
@@ -259,6 +241,59 @@ func TestPersistentQueueDeliversAfterRestart(t *testing.T) {
 			assert.Equal(t, want, got, "every span exactly once")
 		})
 	}
+}
+
+// queueRestart is a restart of a collector with a persistent queue: what writer queues (push)
+// while the platform is down, reader delivers after the restart.
+type queueRestart struct {
+	env      *testEnv
+	platform *fakePlatform
+	down     *atomic.Bool
+	path     string // where the platform takes the signal
+	signal   string // the signal's name in the storage ("traces", "logs")
+	// magic is the format writer stores its items in; nil: not checked (exporterhelper's).
+	magic     []byte
+	writer    component.Component
+	push      func()
+	reader    component.Component
+	delivered func() int // how many items the platform accepted
+	toDeliver int
+}
+
+// throughRestart starts writer on a file_storage in a new directory, pushes while the platform
+// is down, stops both once the platform was tried and checks the format of the first item; then
+// starts reader on a new file_storage of the same directory (a restart, or an upgrade from the
+// release before), brings the platform up and waits until everything queued was delivered.
+func throughRestart(t *testing.T, r queueRestart) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	r.down.Store(true)
+	host, ext := startFileStorage(t, dir)
+	require.NoError(t, r.writer.Start(ctx, host))
+	r.push()
+	require.Eventually(t, func() bool { return len(r.platform.received(r.path)) > 0 }, 5*time.Second, 5*time.Millisecond,
+		"the exporter tried to send")
+	require.NoError(t, r.writer.Shutdown(ctx))
+	if r.magic != nil {
+		c, err := ext.GetClient(ctx, component.KindExporter, r.env.settings.ID, r.signal)
+		require.NoError(t, err)
+		item, err := c.Get(ctx, "0")
+		require.NoError(t, err)
+		require.NotEmpty(t, item)
+		assert.Equal(t, r.magic, item[:len(r.magic)], "stored in the exporter's own format")
+		require.NoError(t, c.Close(ctx))
+	}
+	require.NoError(t, ext.Shutdown(ctx))
+	assert.Zero(t, r.delivered(), "nothing is delivered while the platform is down")
+
+	r.down.Store(false)
+	host, ext = startFileStorage(t, dir)
+	require.NoError(t, r.reader.Start(ctx, host))
+	require.Eventually(t, func() bool { return r.delivered() >= r.toDeliver }, 10*time.Second, 10*time.Millisecond,
+		"everything queued is delivered after the restart")
+	require.NoError(t, r.reader.Shutdown(ctx))
+	require.NoError(t, ext.Shutdown(ctx))
 }
 
 // tenantOf is the public key of the tenant whose Authorization header this is.

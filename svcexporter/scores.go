@@ -9,38 +9,49 @@ import (
 	"strconv"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/pkg/scorerecord"
 )
 
-// recordRef locates one log record in a plog.Logs.
-type recordRef struct{ resource, scope, record int }
-
-// pushScores maps the score records of ld onto CreateScoreRequests, drops the invalid ones
-// (docs/contract.md §10) and sends the rest to POST {endpoint}/api/public/scores in requests of at most
-// scorerecord.MaxBatchSize. When a request fails with a retryable error, the records from that
-// request on come back to the exporterhelper's retry (consumererror.Logs), so an accepted
-// request is never sent twice by this exporter; a resent one is deduplicated by the platform
-// through the score ids.
+// pushScores sends the score records of ld as the exporter sends them through its queue: made
+// into a request, then sent (the consume function of a plog exporter, as pushTraces is).
 func (e *svcExporter) pushScores(ctx context.Context, ld plog.Logs) error {
-	if ld.LogRecordCount() == 0 {
+	return e.sendScoreBatch(ctx, e.newScoresRequest(ctx, ld))
+}
+
+// pushScoresRequest is the exporterhelper's consume function of scores.
+func (e *svcExporter) pushScoresRequest(ctx context.Context, req xexporterhelper.Request) error {
+	r, ok := req.(*scoresRequest)
+	if !ok {
+		return consumererror.NewPermanent(fmt.Errorf("svc exporter: cannot send a %T as scores", req))
+	}
+	return e.sendScoreBatch(ctx, r)
+}
+
+// sendScoreBatch sends the scores of r (the valid ones of a push: docs/contract.md §10) to
+// POST {endpoint}/api/public/scores in requests of at most scorerecord.MaxBatchSize. When a
+// request fails with a retryable error, the scores from that request on come back to the
+// exporterhelper's retry (scoresRetryError), so an accepted request is never sent twice by this
+// exporter; a resent one is deduplicated by the platform through the score ids.
+func (e *svcExporter) sendScoreBatch(ctx context.Context, r *scoresRequest) error {
+	if r.ItemsCount() == 0 {
 		return nil
 	}
-	// Credentials first: without them nothing of the push can go, valid or not.
-	creds, err := e.credentialsFor(ctx, ld.LogRecordCount(), "scores", e.telemetry.ExporterSvcSendFailedScores)
+	// Credentials first: without them nothing of the push can go.
+	creds, err := e.credentialsFor(ctx, r.ItemsCount(), "scores", e.telemetry.ExporterSvcSendFailedScores)
 	if err != nil {
 		return err
 	}
-	reqs, refs := e.readScores(ctx, ld)
-	dropped := ld.LogRecordCount() - len(reqs)
-	if len(reqs) == 0 {
+	n := r.count()
+	if n == 0 {
 		return nil
 	}
 
-	res := deliver(len(reqs), evenChunks(len(reqs), scorerecord.MaxBatchSize), func(r itemRange) error {
-		return e.sendScores(ctx, creds, reqs[r.lo:r.hi])
+	res := deliver(n, evenChunks(n, scorerecord.MaxBatchSize), func(rg itemRange) error {
+		return e.sendScores(ctx, creds, r.arrayJSON(rg.lo, rg.hi), rg.len())
 	}, isTooLarge, nil)
 	if res.splits > 0 {
 		e.telemetry.ExporterSvcRequestsSplit.Add(ctx, int64(res.splits))
@@ -48,29 +59,29 @@ func (e *svcExporter) pushScores(ctx context.Context, ld plog.Logs) error {
 	if len(res.refusedAlone) > 0 {
 		e.telemetry.ExporterSvcScoresDroppedTooLarge.Add(ctx, int64(len(res.refusedAlone)))
 		for _, it := range res.refusedAlone {
+			id, name := r.idAndName(it.index)
 			e.logger.Error("svc platform refused a score as too large even on its own; the score is dropped, the rest of its batch is delivered",
-				zap.String("score_id", reqs[it.index].ID),
-				zap.String("score_name", reqs[it.index].Name),
+				zap.String("score_id", id),
+				zap.String("score_name", name),
 				zap.Error(it.err))
 		}
 	}
 
-	return e.outcome(ctx, res, len(reqs), "scores", e.telemetry.ExporterSvcSentScores, e.telemetry.ExporterSvcSendFailedScores, func(err error, from int) error {
-		if from == 0 && dropped == 0 {
-			return err // the retry resends ld as it is
+	return e.outcome(ctx, res, n, "scores", e.telemetry.ExporterSvcSentScores, e.telemetry.ExporterSvcSendFailedScores, func(err error, from int) error {
+		if from == 0 && r.dropped == 0 {
+			return err // the retry resends r as it is
 		}
-		// Only the valid records not sent yet go back to the retry, with their ids.
-		return consumererror.NewLogs(err, logsOf(ld, refs[from:], reqs[from:]))
+		// Only the scores not sent yet go back to the retry, encoded, with their ids.
+		return &scoresRetryError{err: err, rest: r.from(from)}
 	})
 }
 
-// readScores returns the valid score requests of ld with the place of each record. Invalid
-// records are logged at error level and dropped. A score without an id gets a deterministic one,
-// so that a resent request replaces its scores at the platform instead of duplicating them.
-func (e *svcExporter) readScores(ctx context.Context, ld plog.Logs) ([]scorerecord.Request, []recordRef) {
+// readScores returns the valid score requests of ld. Invalid records are logged at error level
+// and dropped. A score without an id gets a deterministic one, so that a resent request replaces
+// its scores at the platform instead of duplicating them.
+func (e *svcExporter) readScores(ctx context.Context, ld plog.Logs) []scorerecord.Request {
 	n := ld.LogRecordCount()
 	reqs := make([]scorerecord.Request, 0, n)
-	refs := make([]recordRef, 0, n)
 	invalid := 0
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
@@ -96,14 +107,13 @@ func (e *svcExporter) readScores(ctx context.Context, ld plog.Logs) ([]scorereco
 				}
 				e.dropNonFiniteMetadata(&req)
 				reqs = append(reqs, req)
-				refs = append(refs, recordRef{i, j, k})
 			}
 		}
 	}
 	if invalid > 0 {
 		e.telemetry.ExporterSvcScoresDroppedInvalid.Add(ctx, int64(invalid))
 	}
-	return reqs, refs
+	return reqs
 }
 
 // dropNonFiniteMetadata removes the metadata entries holding a NaN or an infinity, which JSON
@@ -147,24 +157,21 @@ type partialResult struct {
 	Errors   []json.RawMessage `json:"errors"`
 }
 
-func (e *svcExporter) sendScores(ctx context.Context, c requestCredentials, batch []scorerecord.Request) error {
-	body, err := json.Marshal(batch)
-	if err != nil {
-		return consumererror.NewPermanent(fmt.Errorf("encoding scores as JSON: %w", err))
-	}
+// sendScores posts body, the JSON array of count scores.
+func (e *svcExporter) sendScores(ctx context.Context, c requestCredentials, body []byte, count int) error {
 	resp, err := e.post(ctx, c, e.plainClient, e.scoresURL, contentTypeJSON, "", body)
 	if err != nil {
 		return err
 	}
 	if resp.code != http.StatusMultiStatus {
-		e.telemetry.ExporterSvcScoresAccepted.Add(ctx, int64(len(batch)))
+		e.telemetry.ExporterSvcScoresAccepted.Add(ctx, int64(count))
 		return nil
 	}
 
 	// 207: part of the batch is rejected; the rejected scores are not retried (docs/contract.md §11).
 	var result partialResult
 	if err := json.Unmarshal(resp.body, &result); err != nil {
-		e.logger.Warn(fmt.Sprintf("svc rejected some of %d scores in batch: the response body is unreadable", len(batch)),
+		e.logger.Warn(fmt.Sprintf("svc rejected some of %d scores in batch: the response body is unreadable", count),
 			zap.Error(err), zap.String("body", e.serverMessage(c, "text/plain", resp.body)))
 		return nil
 	}
@@ -172,7 +179,7 @@ func (e *svcExporter) sendScores(ctx context.Context, c requestCredentials, batc
 	if result.Rejected != nil {
 		rejected = *result.Rejected
 	}
-	accepted := len(batch) - rejected
+	accepted := count - rejected
 	if result.Accepted != nil {
 		accepted = *result.Accepted
 	}
@@ -182,40 +189,10 @@ func (e *svcExporter) sendScores(ctx context.Context, c requestCredentials, batc
 	if result.Errors == nil {
 		errorsJSON = []byte("[]")
 	}
-	e.logger.Warn("svc rejected "+strconv.Itoa(rejected)+" of "+strconv.Itoa(len(batch))+" scores in batch: "+c.redact(string(errorsJSON)),
+	e.logger.Warn("svc rejected "+strconv.Itoa(rejected)+" of "+strconv.Itoa(count)+" scores in batch: "+c.redact(string(errorsJSON)),
 		zap.Int("accepted", accepted),
 		zap.Int("rejected", rejected),
-		zap.Int("batch_size", len(batch)),
+		zap.Int("batch_size", count),
 		zap.String("public_key", c.publicKey))
 	return nil
-}
-
-// logsOf copies the records refs points at (in order) into a new plog.Logs, each under a copy
-// of its own resource and scope, and writes into each the id of its request in reqs, so that a
-// retry sends the very ids this attempt sent.
-func logsOf(ld plog.Logs, refs []recordRef, reqs []scorerecord.Request) plog.Logs {
-	out := plog.NewLogs()
-	var rl plog.ResourceLogs
-	var sl plog.ScopeLogs
-	last := recordRef{-1, -1, -1}
-	for i, r := range refs {
-		src := ld.ResourceLogs().At(r.resource)
-		if r.resource != last.resource {
-			rl = out.ResourceLogs().AppendEmpty()
-			src.Resource().CopyTo(rl.Resource())
-			rl.SetSchemaUrl(src.SchemaUrl())
-			last.scope = -1
-		}
-		srcScope := src.ScopeLogs().At(r.scope)
-		if r.scope != last.scope {
-			sl = rl.ScopeLogs().AppendEmpty()
-			srcScope.Scope().CopyTo(sl.Scope())
-			sl.SetSchemaUrl(srcScope.SchemaUrl())
-		}
-		lr := sl.LogRecords().AppendEmpty()
-		srcScope.LogRecords().At(r.record).CopyTo(lr)
-		lr.Attributes().PutStr(scorerecord.AttrID, reqs[i].ID)
-		last = r
-	}
-	return out
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/plogtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -313,17 +312,18 @@ func TestScoresPartialFailureReturnsOnlyUnsentRecords(t *testing.T) {
 	require.Error(t, err)
 	assert.False(t, consumererror.IsPermanent(err))
 	assert.Contains(t, err.Error(), "Throttle (4s)", "the Retry-After delay survives the wrapping")
-	var logsErr consumererror.Logs
-	require.True(t, errors.As(err, &logsErr), "the error carries the records to retry: %v", err)
-	// Chunk 1 was accepted and is not resent; the rest comes back as it was, each record under
-	// its own resource and scope, the invalid one left out.
+	rest := retriedScores(t, err)
+	// Chunk 1 was accepted and is not resent; the rest comes back as it was encoded, the invalid
+	// one left out.
 	want := makeScores(250)
 	sent := 0
 	want.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().RemoveIf(func(plog.LogRecord) bool {
 		sent++
 		return sent <= 100
 	})
-	require.NoError(t, plogtest.CompareLogs(want, logsErr.Data()))
+	wantRest := exp.newScoresRequest(context.Background(), want)
+	require.Equal(t, 150, rest.ItemsCount())
+	assert.Equal(t, string(wantRest.arrayJSON(0, 150)), string(rest.arrayJSON(0, rest.count())))
 	assert.Len(t, p.received(scoresPath), 2, "delivery stops at the first retryable failure")
 }
 
@@ -334,8 +334,8 @@ func TestScoresFirstChunkRetryableReturnsPlainError(t *testing.T) {
 	exp := startExporter(t, newTestEnv(t), testConfig(p.srv.URL))
 	err := exp.pushScores(context.Background(), makeScores(150))
 	require.Error(t, err)
-	var logsErr consumererror.Logs
-	assert.False(t, errors.As(err, &logsErr), "nothing was delivered: the retry resends the batch as it is")
+	var retryErr *scoresRetryError
+	assert.False(t, errors.As(err, &retryErr), "nothing was delivered: the retry resends the batch as it is")
 	assert.False(t, consumererror.IsPermanent(err))
 }
 
@@ -437,10 +437,15 @@ func TestScoresRetriedWithoutIDKeepTheirIDs(t *testing.T) {
 		}
 	}
 	err := exp.pushScores(context.Background(), ld)
-	var logsErr consumererror.Logs
-	require.True(t, errors.As(err, &logsErr), "%v", err)
+	rest := retriedScores(t, err)
 	require.Len(t, firstAttempt, 50)
-	assert.Equal(t, firstAttempt, scoreIDs(logsErr.Data()), "the records to retry carry the ids already sent")
+	var retried []map[string]any
+	require.NoError(t, json.Unmarshal(rest.arrayJSON(0, rest.count()), &retried))
+	var retriedIDs []string
+	for _, s := range retried {
+		retriedIDs = append(retriedIDs, s["id"].(string))
+	}
+	assert.Equal(t, firstAttempt, retriedIDs, "the scores to retry carry the ids already sent")
 }
 
 func TestScoresNonFiniteMetadataDoesNotSinkTheBatch(t *testing.T) {
@@ -460,4 +465,16 @@ func TestScoresNonFiniteMetadataDoesNotSinkTheBatch(t *testing.T) {
 	require.Len(t, b[0], 3, "every score is sent")
 	assert.Equal(t, map[string]any{"model": "gpt-x"}, b[0][0]["metadata"], "only the values JSON cannot carry are left out")
 	assert.Len(t, env.logs.FilterLevelExact(zapcore.WarnLevel).All(), 2)
+}
+
+// retriedScores is what the retry of a push failed with err sends: the request err hands to
+// OnError.
+func retriedScores(t *testing.T, err error) *scoresRequest {
+	t.Helper()
+	var retryErr *scoresRetryError
+	require.True(t, errors.As(err, &retryErr), "the error carries the scores to retry: %v", err)
+	rest, ok := (&scoresRequest{}).OnError(err).(*scoresRequest)
+	require.True(t, ok)
+	require.Same(t, retryErr.rest, rest, "the retry sends the scores the error carries")
+	return rest
 }

@@ -1,12 +1,10 @@
 package svcexporter // import "github.com/svc/svc-collector/svcexporter"
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
 	"go.opentelemetry.io/collector/config/configcompression"
 	"go.opentelemetry.io/collector/exporter/exporterhelper/xexporterhelper"
@@ -16,23 +14,18 @@ import (
 )
 
 // A span batch in the persistent queue (sending_queue.storage) is stored as it goes on the
-// wire, so that neither the queue nor the send decodes, re-encodes or re-compresses it:
+// wire, so that neither the queue nor the send decodes, re-encodes or re-compresses it. The
+// item is framed as queue_item.go says, with
 //
-//	magic         5 bytes  0x00 "svcq"
-//	version       1 byte   1
-//	compression   1 byte   0 none, 1 gzip: how body is compressed
-//	spans         uvarint  span count (the items sizer; checked against the body when decoded)
-//	proto size    uvarint  size of the uncompressed protobuf (the bytes sizer)
-//	context size  uvarint  then the request context: client metadata (pass-through
-//	                       credentials), client address and span context, in the format of
-//	                       pdata/xpdata/request (a TracesRequest without spans)
-//	body                   OTLP/protobuf ExportTraceServiceRequest, compressed as said
-//	crc           4 bytes  CRC-32C (Castagnoli) of everything before it, little endian
+//	magic         0x00 "svcq"
+//	version       1
+//	flag          compression: 0 none, 1 gzip: how the payload is compressed
+//	fields        span count (the items sizer; checked against the body when decoded), then the
+//	              size of the uncompressed protobuf (the bytes sizer)
+//	payload       OTLP/protobuf ExportTraceServiceRequest, compressed as said
 //
-// The first byte 0x00 is never the first byte of what exporterhelper's own encoding stored
-// (the releases before: an xpdata TracesRequest, which starts with 0x0D, or a plain OTLP
-// TracesData, which starts with a field tag, never 0), so items queued before an upgrade are
-// still read, by exporterhelper's format (see spansQueueEncoding.Unmarshal).
+// Items stored by exporterhelper's own encoding (the releases before: an xpdata TracesRequest,
+// or a plain OTLP TracesData) are still read, by its format (see spansQueueEncoding.Unmarshal).
 var spansQueueMagic = []byte{0x00, 's', 'v', 'c', 'q'}
 
 const spansQueueVersion = 1
@@ -42,8 +35,6 @@ const (
 	queuedUncompressed byte = 0
 	queuedGzip         byte = 1
 )
-
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
 // errCorruptQueuedSpans is wrapped by every error of an item the queue cannot read; the
 // persistent queue drops such an item.
@@ -59,11 +50,8 @@ type spansQueueEncoding struct {
 
 // queueItemRoom is the room encodeForQueue leaves before a body for the item's header: the fixed
 // fields and a request context of up to 512 bytes (client metadata larger than that costs a copy
-// of the body); queueItemTrailer is the checksum after it.
-const (
-	queueItemRoom    = 7 + 3*binary.MaxVarintLen64 + 512
-	queueItemTrailer = 4
-)
+// of the body).
+const queueItemRoom = 7 + 3*binary.MaxVarintLen64 + 512
 
 // Marshal stores req's wire body, encoding and compressing the spans if that was not done yet;
 // the body is kept on req as well. A body made for the queue (encodeForQueue) gets its header
@@ -76,30 +64,17 @@ func (e spansQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.Req
 	if err := r.encodeForQueue(queueItemRoom); err != nil {
 		return nil, err
 	}
-	reqCtx, err := pdatareq.MarshalTraces(ctx, ptrace.NewTraces())
+	reqCtx, err := marshalRequestContext(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("svc exporter: encoding the request context: %w", err)
+		return nil, err
 	}
 	code := queuedUncompressed
 	if r.bodyCompression == configcompression.TypeGzip {
 		code = queuedGzip
 	}
-	header := make([]byte, 0, len(spansQueueMagic)+2+3*binary.MaxVarintLen64+len(reqCtx))
-	header = append(header, spansQueueMagic...)
-	header = append(header, spansQueueVersion, code)
-	header = binary.AppendUvarint(header, uint64(r.spans))
-	header = binary.AppendUvarint(header, uint64(r.BytesSize()))
-	header = binary.AppendUvarint(header, uint64(len(reqCtx)))
-	header = append(header, reqCtx...)
-	var item []byte
-	if room := len(r.frame) - len(r.body); room >= len(header) && cap(r.frame)-len(r.frame) >= queueItemTrailer {
-		item = r.frame[room-len(header):]
-		copy(item, header)
-	} else {
-		item = make([]byte, 0, len(header)+len(r.body)+queueItemTrailer)
-		item = append(append(item, header...), r.body...)
-	}
-	return binary.LittleEndian.AppendUint32(item, crc32.Checksum(item, crc32c)), nil
+	header := appendQueueHeader(make([]byte, 0, queueHeaderSize(spansQueueMagic, 2, reqCtx)),
+		spansQueueMagic, spansQueueVersion, code, reqCtx, uint64(r.spans), uint64(r.BytesSize()))
+	return frameQueueItem(r.frame, r.body, header), nil
 }
 
 // Unmarshal reads a stored batch. Batches of this exporter come back as their body, not decoded;
@@ -107,71 +82,36 @@ func (e spansQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.Req
 func (e spansQueueEncoding) Unmarshal(data []byte) (context.Context, xexporterhelper.Request, error) {
 	ctx, req, err := e.unmarshal(data)
 	if err != nil {
-		logUnreadableQueuedSpans(e.logger, err, zap.Int("bytes", len(data)))
+		logUnreadableQueueItem(e.logger, "a span batch", err, zap.Int("bytes", len(data)))
 	}
 	return ctx, req, err
 }
 
-// logUnreadableQueuedSpans reports at error level a span batch of the persistent queue that
-// cannot be read, when the queue reads it (Unmarshal) or when its body is decoded (a body that
-// passed the checksum but does not decode): either way it cannot be sent and is dropped. It is a
-// local failure, kept apart from the platform's refusals.
-func logUnreadableQueuedSpans(logger *zap.Logger, err error, fields ...zap.Field) {
-	if logger == nil {
-		return
-	}
-	logger.Error("svc exporter: a span batch in the persistent queue cannot be read; it is dropped",
-		append(fields, zap.Error(err))...)
-}
-
 func (e spansQueueEncoding) unmarshal(data []byte) (context.Context, xexporterhelper.Request, error) {
-	if !bytes.HasPrefix(data, spansQueueMagic) {
+	if !isQueueItem(data, spansQueueMagic) {
 		return e.unmarshalStock(data)
 	}
-	ctx := context.Background()
-	corrupt := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", errCorruptQueuedSpans, fmt.Sprintf(format, args...))
-	}
-	if len(data) < len(spansQueueMagic)+2+3+4 {
-		return ctx, nil, corrupt("%d bytes is too short", len(data))
-	}
-	content, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(content, crc32c) != sum {
-		return ctx, nil, corrupt("checksum mismatch")
-	}
-	rest := content[len(spansQueueMagic):]
-	if rest[0] != spansQueueVersion {
-		return ctx, nil, corrupt("format version %d; this release reads version %d (a queue written by a newer release?)", rest[0], spansQueueVersion)
+	var fields [2]uint64
+	flag, reqCtx, body, err := readQueueItem(data, spansQueueMagic, spansQueueVersion, fields[:])
+	if err != nil {
+		return reqCtx, nil, fmt.Errorf("%w: %w", errCorruptQueuedSpans, err)
 	}
 	var compression configcompression.Type
-	switch rest[1] {
+	switch flag {
 	case queuedUncompressed:
 		compression = compressionNone
 	case queuedGzip:
 		compression = configcompression.TypeGzip
 	default:
-		return ctx, nil, corrupt("unknown compression code %d", rest[1])
+		return reqCtx, nil, fmt.Errorf("%w: unknown compression code %d", errCorruptQueuedSpans, flag)
 	}
-	rest = rest[2:]
-	var fields [3]uint64
-	for i := range fields {
-		v, n := binary.Uvarint(rest)
-		if n <= 0 {
-			return ctx, nil, corrupt("bad header")
-		}
-		fields[i], rest = v, rest[n:]
-	}
-	spans, protoSize, ctxLen := fields[0], fields[1], fields[2]
-	if ctxLen > uint64(len(rest)) || spans > 1<<31 || protoSize > 1<<40 {
-		return ctx, nil, corrupt("bad header")
-	}
-	reqCtx, _, err := pdatareq.UnmarshalTraces(rest[:ctxLen])
-	if err != nil {
-		return ctx, nil, corrupt("request context: %v", err)
+	spans, protoSize := fields[0], fields[1]
+	if spans > 1<<31 || protoSize > 1<<40 {
+		return reqCtx, nil, fmt.Errorf("%w: bad header", errCorruptQueuedSpans)
 	}
 	return reqCtx, &spansRequest{
 		codec:           e.codec,
-		body:            rest[ctxLen:],
+		body:            body,
 		bodyCompression: compression,
 		spans:           int(spans),
 		protoSize:       int(protoSize),

@@ -90,7 +90,7 @@ func (r *spansRequest) traces() (ptrace.Traces, error) {
 	}
 	if err != nil {
 		r.decodeErr = fmt.Errorf("%w: %w", errCorruptQueuedSpans, err)
-		logUnreadableQueuedSpans(r.codec.logger, r.decodeErr, zap.Int("spans", r.spans), zap.Int("bytes", len(r.body)))
+		logUnreadableQueueItem(r.codec.logger, "a span batch", r.decodeErr, zap.Int("spans", r.spans), zap.Int("bytes", len(r.body)))
 		return ptrace.Traces{}, r.decodeErr
 	}
 	r.td, r.decoded = td, true
