@@ -23,8 +23,8 @@ import (
 // BenchmarkQueueWrites writes items of 190 KB (a gzip span batch of the load runs) through a
 // file_storage client in the transactions of exporterhelper v0.164's persistent queue (queue:
 // the item and the metadata; read: the metadata, get the item; done: delete it, the metadata),
-// with `queued` items in the queue at once, on contrib's file_storage and on this one (its leaf
-// spacers). written-KB/item is what the process wrote (wchar of /proc/self/io) per item and
+// with `queued` items in the queue at once, on contrib's file_storage, on this one as it is by
+// default (its leaf spacers) and on this one with large_value_files (the items in value files). written-KB/item is what the process wrote (wchar of /proc/self/io) per item and
 // cpu-us/item its CPU time (user + system) per item: compare the sub-benchmarks of the same run.
 //
 //	go test -run '^$' -bench 'BenchmarkQueueWrites' -count 6 . | tee out.txt; benchstat -col /storage out.txt
@@ -35,14 +35,10 @@ func BenchmarkQueueWrites(b *testing.B) {
 	}
 	meta := make([]byte, 40)
 	for _, queued := range []int{1, 3} {
-		for _, kind := range []string{"contrib", "spaced"} {
+		for _, kind := range []string{"contrib", "spaced", "valuefiles"} {
 			b.Run("queued="+strconv.Itoa(queued)+"/storage="+kind, func(b *testing.B) {
 				ctx := context.Background()
-				f := NewFactory()
-				if kind == "contrib" {
-					f = filestorage.NewFactory()
-				}
-				client := startClient(b, f)
+				client := startClient(b, storageFactories[kind])
 				var next, first uint64
 				put := func() {
 					require.NoError(b, client.Batch(ctx, storage.SetOperation("qmv0", meta),
@@ -69,9 +65,32 @@ func BenchmarkQueueWrites(b *testing.B) {
 	}
 }
 
-func startClient(b testing.TB, f extension.Factory) storage.Client {
-	cfg := f.CreateDefaultConfig().(*filestorage.Config)
-	cfg.Directory = b.TempDir()
+// storageFactories are the storages compared: contrib's file_storage, this one as it is by
+// default (leaf spacers), and this one with large_value_files.
+var storageFactories = map[string]func(dir string) (extension.Factory, component.Config){
+	"contrib": func(dir string) (extension.Factory, component.Config) {
+		f := filestorage.NewFactory()
+		cfg := f.CreateDefaultConfig().(*filestorage.Config)
+		cfg.Directory = dir
+		return f, cfg
+	},
+	"spaced": func(dir string) (extension.Factory, component.Config) {
+		f := NewFactory()
+		cfg := f.CreateDefaultConfig().(*Config)
+		cfg.Directory = dir
+		return f, cfg
+	},
+	"valuefiles": func(dir string) (extension.Factory, component.Config) {
+		f := NewFactory()
+		cfg := f.CreateDefaultConfig().(*Config)
+		cfg.Directory = dir
+		cfg.LargeValueFiles = true
+		return f, cfg
+	},
+}
+
+func startClient(b testing.TB, factory func(dir string) (extension.Factory, component.Config)) storage.Client {
+	f, cfg := factory(b.TempDir())
 	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
 	require.NoError(b, err)
 	require.NoError(b, ext.Start(context.Background(), componenttest.NewNopHost()))

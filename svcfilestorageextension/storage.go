@@ -19,6 +19,7 @@ const LockFileName = ".svc-otelcol.lock"
 type exclusiveStorage struct {
 	storage.Extension
 	dir  string
+	cfg  *Config
 	lock *os.File
 }
 
@@ -63,7 +64,19 @@ func (s *exclusiveStorage) GetClient(ctx context.Context, kind component.Kind, i
 			// fails the queue's own first write, with the queue's error.
 			_ = addLeafSpacers(ctx, client)
 		}
-		return client, nil
+		wrapped, err := openValueFiles(ctx, client, valueFileOptions{
+			dir:          filepath.Join(s.dir, valueDirName(kind, id, name)),
+			writeLarge:   s.cfg.LargeValueFiles,
+			fsync:        s.cfg.FSync,
+			maxBytes:     s.cfg.MaxSize,
+			largeValue:   largeValueBytes,
+			segmentBytes: segmentBytes,
+		})
+		if err != nil {
+			_ = client.Close(ctx)
+			return nil, fmt.Errorf("file_storage directory %s: storage of %s: %w", s.dir, id, err)
+		}
+		return wrapped, nil
 	}
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w (file_storage timed out waiting for the lock of its file for %s)", inUseError(s.dir), id)
