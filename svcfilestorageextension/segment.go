@@ -20,8 +20,10 @@ import (
 //
 //	crc32c (4) | key length (4) | value length (4) | key | value
 //
-// little-endian, the checksum over everything after it. A record is only ever appended; the
-// segment is removed whole once no key of bbolt points at any of its records.
+// little-endian, the checksum over everything after it. Records are only appended. Once no key
+// of bbolt points at any of its records, a segment is removed, or kept as the spare that a later
+// segment is renamed from and written over from its start: the bytes after that segment's last
+// record are then an old segment's, which no pointer names (a pointer names segment and offset).
 
 const (
 	recordHeaderBytes = 12
@@ -35,11 +37,12 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 type segment struct {
-	num  uint64
-	path string
-	file *os.File
-	size int64 // where the next record goes
-	live int   // records a key of bbolt points at
+	num      uint64
+	path     string
+	file     *os.File
+	size     int64 // where the next record goes
+	fileSize int64 // the file's length: size, or more in a segment that was a spare
+	live     int   // records a key of bbolt points at
 	// pending: appended to by the batch under way, whose commit will point at it
 	pending bool
 }
@@ -67,21 +70,24 @@ func recordSize(key string, value []byte) int64 {
 	return int64(recordHeaderBytes + len(key) + len(value))
 }
 
-// createSegment creates an empty segment; with fsync its directory entry is synced too.
-func createSegment(dir string, num uint64, fsync bool) (*segment, error) {
+// createSegment creates an empty segment.
+func createSegment(dir string, num uint64) (*segment, error) {
 	path := filepath.Join(dir, segmentName(num))
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("value file %s: %w", path, err)
 	}
-	if fsync {
-		if err := syncDir(dir); err != nil {
-			_ = f.Close()
-			_ = os.Remove(path)
-			return nil, fmt.Errorf("value file %s: %w", path, err)
-		}
-	}
 	return &segment{num: num, path: path, file: f}, nil
+}
+
+// reuse renames an emptied segment to number num, to be written over from its start.
+func (s *segment) reuse(dir string, num uint64) error {
+	path := filepath.Join(dir, segmentName(num))
+	if err := os.Rename(s.path, path); err != nil {
+		return err
+	}
+	s.num, s.path, s.size, s.live = num, path, 0, 0
+	return nil
 }
 
 func syncDir(dir string) error {
@@ -130,23 +136,29 @@ func openSegment(path string, num uint64) (*segment, []scannedRecord, error) {
 		off = end
 	}
 	// Never appended to again: a new run starts a new segment.
-	return &segment{num: num, path: path, file: f, size: size}, records, nil
+	return &segment{num: num, path: path, file: f, size: size, fileSize: size}, records, nil
 }
 
-// append writes a record at the end of the segment and returns its offset and checksum.
+// append writes a record after the segment's last one and returns its offset and checksum.
 func (s *segment) append(key string, value []byte) (int64, uint32, error) {
-	buf := make([]byte, recordHeaderBytes+len(key), recordHeaderBytes+len(key)+len(value))
-	binary.LittleEndian.PutUint32(buf[4:], uint32(len(key)))
-	binary.LittleEndian.PutUint32(buf[8:], uint32(len(value)))
-	copy(buf[recordHeaderBytes:], key)
-	crc := crc32.Update(crc32.Checksum(buf[4:], castagnoli), castagnoli, value)
-	binary.LittleEndian.PutUint32(buf, crc)
-	buf = append(buf, value...) // one write: a record is torn only by a crash or a full disk
-	if _, err := s.file.WriteAt(buf, s.size); err != nil {
+	head := make([]byte, recordHeaderBytes+len(key))
+	binary.LittleEndian.PutUint32(head[4:], uint32(len(key)))
+	binary.LittleEndian.PutUint32(head[8:], uint32(len(value)))
+	copy(head[recordHeaderBytes:], key)
+	crc := crc32.Update(crc32.Checksum(head[4:], castagnoli), castagnoli, value)
+	binary.LittleEndian.PutUint32(head, crc)
+	off := s.size
+	// Two writes, no copy of the value; whatever stops between them leaves a record that fails
+	// its checksum and that no pointer names.
+	_, err := s.file.WriteAt(head, off)
+	if err == nil {
+		_, err = s.file.WriteAt(value, off+int64(len(head)))
+	}
+	s.fileSize = max(s.fileSize, off+int64(len(head)+len(value)))
+	if err != nil {
 		return 0, 0, err
 	}
-	off := s.size
-	s.size += int64(len(buf))
+	s.size += int64(len(head) + len(value))
 	return off, crc, nil
 }
 

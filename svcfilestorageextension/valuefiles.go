@@ -53,9 +53,13 @@ type valueFileClient struct {
 	mu       sync.Mutex // one operation at a time: appends, commits and what is remembered of them
 	segments map[uint64]*segment
 	active   *segment // the segment appended to; nil until the first large value
-	next     uint64   // the number of the next new segment
-	bytes    int64    // the bytes of all segments, for maxBytes
-	where    map[string]recordRef
+	// spare is an emptied segment that the next rotation renames and writes over from its start:
+	// writing over a file's pages costs the kernel less than growing a new file (measured in
+	// BenchmarkQueueWrites), and bbolt reuses its pages likewise.
+	spare *segment
+	next  uint64 // the number of the next new segment
+	bytes int64  // the bytes on disk of all segments, the spare included, for maxBytes
+	where map[string]recordRef
 }
 
 // recordRef is where the value bbolt points at for a key lives.
@@ -97,7 +101,7 @@ func openValueFiles(ctx context.Context, inner storage.Client, opts valueFileOpt
 			return nil, err
 		}
 		c.segments[num] = seg
-		c.bytes += seg.size
+		c.bytes += seg.fileSize
 		c.next = max(c.next, num+1)
 		for _, r := range recs {
 			get := storage.GetOperation(r.key)
@@ -117,7 +121,7 @@ func openValueFiles(ctx context.Context, inner storage.Client, opts valueFileOpt
 			c.where[f.rec.key] = recordRef{seg: f.seg.num, off: f.rec.off}
 		}
 	}
-	c.sweep()
+	c.sweep(false)
 	if !opts.writeLarge && len(c.segments) == 0 {
 		_ = os.Remove(opts.dir) // empty once drained; a leftover directory is harmless
 		return inner, nil
@@ -158,7 +162,7 @@ func (c *valueFileClient) Batch(ctx context.Context, ops ...*storage.Operation) 
 		for _, seg := range unsynced {
 			seg.pending = false
 		}
-		c.sweep() // segments that nothing points at any more, including after a failed commit
+		c.sweep(c.opts.writeLarge) // what nothing points at any more, also after a failed commit
 	}()
 
 	stored := ops
@@ -221,7 +225,10 @@ func (c *valueFileClient) append(key string, value []byte) (*segment, recordRef,
 	if full() && c.active != nil && c.active.live == 0 && !c.active.pending {
 		// The active segment holds only values that are gone: let it go to make room.
 		c.active = nil
-		c.sweep()
+	}
+	if full() {
+		c.sweep(false)
+		c.dropSpare()
 	}
 	if full() {
 		return nil, recordRef{}, nil, fmt.Errorf("value files %s: max_size of %d bytes reached: the storage extension has run out of available space", c.opts.dir, c.opts.maxBytes)
@@ -232,26 +239,47 @@ func (c *valueFileClient) append(key string, value []byte) (*segment, recordRef,
 		}
 	}
 	seg := c.active
+	grown := seg.fileSize
 	off, crc, err := seg.append(key, value)
+	c.bytes += seg.fileSize - grown
 	if err != nil {
-		// What was written of it stays at the end of a segment that takes no more appends: a torn
-		// record that the next open ignores.
+		// What was written of it stays in a segment that takes no more appends: a torn record,
+		// which nothing points at.
 		c.active = nil
 		return nil, recordRef{}, nil, fmt.Errorf("value file %s: %w", seg.path, err)
 	}
-	c.bytes += size
 	ptr := encodePointer(pointer{seg: seg.num, off: off, valueLen: uint32(len(value)), crc: crc})
 	return seg, recordRef{seg: seg.num, off: off}, ptr, nil
 }
 
-// rotate starts a new active segment; the old one is removed by sweep once nothing points at it.
+// rotate starts a new active segment, the spare renamed or a new file; the old one goes in sweep
+// once nothing points at it.
 func (c *valueFileClient) rotate() error {
-	seg, err := createSegment(c.opts.dir, c.next, c.opts.fsync)
-	if err != nil {
-		return err
+	c.active = nil
+	num := c.next
+	seg := c.spare
+	if seg != nil {
+		c.spare = nil
+		if err := seg.reuse(c.opts.dir, num); err != nil {
+			c.bytes -= seg.fileSize
+			_ = seg.remove()
+			seg = nil
+		}
+	}
+	if seg == nil {
+		var err error
+		if seg, err = createSegment(c.opts.dir, num); err != nil {
+			return err
+		}
 	}
 	c.next++
-	c.segments[seg.num] = seg
+	c.segments[num] = seg
+	if c.opts.fsync {
+		// The segment's name must last as long as the pointers to its records.
+		if err := syncDir(c.opts.dir); err != nil {
+			return fmt.Errorf("value files %s: %w", c.opts.dir, err) // not active: sweep takes it back
+		}
+	}
 	c.active = seg
 	return nil
 }
@@ -281,17 +309,31 @@ func (c *valueFileClient) forget(key string) {
 	}
 }
 
-// sweep removes the segments that hold no live value, except the active one.
-func (c *valueFileClient) sweep() {
+// sweep removes the segments that hold no live value, except the active one and one being
+// appended to by the batch under way; with keepSpare the first of them becomes the spare.
+func (c *valueFileClient) sweep(keepSpare bool) {
 	for num, seg := range c.segments {
-		if seg.live > 0 || seg == c.active {
+		if seg.live > 0 || seg == c.active || seg.pending {
+			continue
+		}
+		if keepSpare && c.spare == nil {
+			delete(c.segments, num)
+			c.spare = seg
 			continue
 		}
 		// A segment that cannot be removed now is removed at the next open.
 		if seg.remove() == nil {
 			delete(c.segments, num)
-			c.bytes -= seg.size
+			c.bytes -= seg.fileSize
 		}
+	}
+}
+
+// dropSpare removes the spare segment, if any.
+func (c *valueFileClient) dropSpare() {
+	if c.spare != nil && c.spare.remove() == nil {
+		c.bytes -= c.spare.fileSize
+		c.spare = nil
 	}
 }
 
@@ -303,8 +345,11 @@ func (c *valueFileClient) closeSegments() error {
 	return errors.Join(errs...)
 }
 
+// Close leaves the segments that hold live values (and the active one: the next open removes it
+// if it holds none) and removes the spare.
 func (c *valueFileClient) Close(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.dropSpare()
 	return errors.Join(c.closeSegments(), c.inner.Close(ctx))
 }

@@ -323,12 +323,15 @@ func TestValueFilesPersistentQueueAcrossRestart(t *testing.T) {
 		q.onDone(i)
 		delivered = append(delivered, i)
 	}
-	assert.Len(t, s.segments(), 3, "the first segment went once its 3 items were done")
+	assert.Equal(t, []string{segmentName(1), segmentName(2), segmentName(3), segmentName(4)}, s.segments(),
+		"the first segment, its 3 items done, is kept as the spare")
 	inFlight, v := q.readItem() // read, not done when the process stops
 	require.Equal(t, items[inFlight], v)
 	for _, item := range items[10:15] {
 		q.offer(item)
 	}
+	assert.Equal(t, []string{segmentName(2), segmentName(3), segmentName(4), segmentName(5)}, s.segments(),
+		"segment 5 is the spare renamed")
 
 	s.reopen()
 	q.client = s.client
@@ -349,7 +352,7 @@ func TestValueFilesPersistentQueueAcrossRestart(t *testing.T) {
 	}
 	slices.Sort(delivered)
 	assert.Equal(t, []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, delivered, "every item once")
-	assert.Len(t, s.segments(), 1, "drained: only the segment being appended to is left")
+	assert.Len(t, s.segments(), 2, "drained: only the segment being appended to and the spare are left")
 	s.reopen()
 	assert.Empty(t, s.segments(), "drained and restarted: no segment left")
 }
@@ -370,15 +373,16 @@ func (f *failingCommits) Batch(ctx context.Context, ops ...*storage.Operation) e
 }
 
 // Crashes and failures at each step of a write leave nothing live lost, and their garbage is gone
-// after the next open. Each staged as the files a crash leaves.
+// after the next open. Each staged as the files a crash leaves: stage runs on the open storage,
+// crash on the files once it is closed.
 func TestValueFilesCrashShapes(t *testing.T) {
 	kept, other := randomBytes(100<<10), randomBytes(100<<10)
 	tests := []struct {
-		name string
-		// stage writes "kept" under "k" (which must survive) and leaves garbage behind
-		stage func(t *testing.T, s *testStore, fail *failingCommits)
-		// segmentsBeforeReopen and segmentsAfter are the segment files before and after the reopen
-		segmentsBeforeReopen, segmentsAfter int
+		name  string
+		stage func(t *testing.T, s *testStore, fail *failingCommits) // writes "kept" under "k"
+		crash func(t *testing.T, s *testStore)
+		// segments before and after the open
+		segmentsBeforeOpen, segmentsAfter int
 	}{
 		{
 			name: "an appended record whose commit failed (or a SIGKILL before the commit)",
@@ -390,46 +394,72 @@ func TestValueFilesCrashShapes(t *testing.T) {
 				require.NoError(t, err)
 				require.Nil(t, got, "a failed batch stores nothing")
 			},
-			segmentsBeforeReopen: 2, segmentsAfter: 1,
+			segmentsBeforeOpen: 2, segmentsAfter: 1,
 		},
 		{
 			name: "a segment whose last delete committed but whose file was not removed",
 			stage: func(t *testing.T, s *testStore, _ *failingCommits) {
 				require.NoError(t, s.client.Set(context.Background(), "gone", other))
 				require.NoError(t, s.client.Set(context.Background(), "k", kept))
-				first := filepath.Join(s.opts.dir, segmentName(1))
-				saved, err := os.ReadFile(first)
-				require.NoError(t, err)
 				require.NoError(t, s.client.Delete(context.Background(), "gone"))
-				require.NoFileExists(t, first, "removed once nothing points at it")
-				require.NoError(t, os.WriteFile(first, saved, 0o600)) // as if the removal never happened
 			},
-			segmentsBeforeReopen: 2, segmentsAfter: 1,
+			crash: func(t *testing.T, s *testStore) {
+				// As if the process died before removing it: segment 1 as it was.
+				seg, err := createSegment(s.opts.dir, 1)
+				require.NoError(t, err)
+				_, _, err = seg.append("gone", other)
+				require.NoError(t, err)
+				require.NoError(t, seg.file.Close())
+			},
+			segmentsBeforeOpen: 2, segmentsAfter: 1,
 		},
 		{
 			name: "a torn last record in a segment of its own (a SIGKILL in the middle of an append)",
 			stage: func(t *testing.T, s *testStore, _ *failingCommits) {
 				require.NoError(t, s.client.Set(context.Background(), "k", kept))
-				seg, err := createSegment(s.opts.dir, 2, false)
+			},
+			crash: func(t *testing.T, s *testStore) {
+				seg, err := createSegment(s.opts.dir, 7)
 				require.NoError(t, err)
 				_, _, err = seg.append("torn", other)
 				require.NoError(t, err)
 				require.NoError(t, seg.file.Truncate(seg.size-100))
 				require.NoError(t, seg.file.Close())
 			},
-			segmentsBeforeReopen: 2, segmentsAfter: 1,
+			segmentsBeforeOpen: 2, segmentsAfter: 1,
 		},
 		{
 			name: "a torn record after a live one",
 			stage: func(t *testing.T, s *testStore, _ *failingCommits) {
 				require.NoError(t, s.client.Set(context.Background(), "k", kept))
+			},
+			crash: func(t *testing.T, s *testStore) {
 				f, err := os.OpenFile(filepath.Join(s.opts.dir, segmentName(1)), os.O_WRONLY|os.O_APPEND, 0)
 				require.NoError(t, err)
 				_, err = f.Write([]byte{1, 2, 3, 4, 4, 0, 0, 0, 0, 0, 1, 0, 't', 'o', 'r', 'n', 9})
 				require.NoError(t, err)
 				require.NoError(t, f.Close())
 			},
-			segmentsBeforeReopen: 1, segmentsAfter: 1,
+			segmentsBeforeOpen: 1, segmentsAfter: 1,
+		},
+		{
+			name: "a record whose value was not written in a reused segment (stale bytes after its header)",
+			stage: func(t *testing.T, s *testStore, _ *failingCommits) {
+				require.NoError(t, s.client.Set(context.Background(), "k", kept))
+			},
+			crash: func(t *testing.T, s *testStore) {
+				seg, err := createSegment(s.opts.dir, 7)
+				require.NoError(t, err)
+				_, _, err = seg.append("old", other)
+				require.NoError(t, err)
+				head := make([]byte, recordHeaderBytes+len("new"))
+				head[4], head[8] = 3, 10
+				copy(head[recordHeaderBytes:], "new")
+				_, err = seg.file.WriteAt(head, 0)
+				require.NoError(t, err)
+				require.NoError(t, seg.file.Close())
+			},
+			segmentsBeforeOpen: 2, segmentsAfter: 1,
 		},
 	}
 	for _, tt := range tests {
@@ -441,9 +471,13 @@ func TestValueFilesCrashShapes(t *testing.T) {
 				return fail
 			})
 			tt.stage(t, s, fail)
-			assert.Len(t, s.segments(), tt.segmentsBeforeReopen)
-			s.reopen()
-			assert.Len(t, s.segments(), tt.segmentsAfter, "garbage gone after the reopen")
+			s.close()
+			if tt.crash != nil {
+				tt.crash(t, s)
+			}
+			assert.Len(t, s.segments(), tt.segmentsBeforeOpen)
+			s.open()
+			assert.Len(t, s.segments(), tt.segmentsAfter, "garbage gone after the open")
 			got, err := s.client.Get(context.Background(), "k")
 			require.NoError(t, err)
 			assert.Equal(t, kept, got)
