@@ -31,8 +31,12 @@ const (
 	// largeValueBytes: the smallest value kept in a value file. A queue item is a gzip span batch
 	// of tens to hundreds of KiB, the queue's metadata a few bytes.
 	largeValueBytes = 16 << 10
-	// segmentBytes: a segment takes no more appends once this size is reached.
-	segmentBytes = 64 << 20
+	// segmentBytes: a segment takes no more appends once this size is reached. Small enough that
+	// a queue that keeps up empties a segment, and the next one is written over it (the spare),
+	// while its pages are still dirty in the page cache: they then reach the disk once, not at
+	// each reuse (BenchmarkQueueWrites' dirtied-KB/item: 8 KB per item of 190 KB, 65 KB with
+	// segments of 64 MiB).
+	segmentBytes = 8 << 20
 )
 
 // valueFileOptions are the settings of one component's value files.
