@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 )
 
+var _ storage.Walker = (*valueFileClient)(nil)
+
 // bbolt keeps values in the leaves of its B+tree and rewrites a whole leaf, every value in it,
 // when any key of the leaf changes. An exporter's persistent queue writes three transactions per
 // item (queue, read, done), each changing the metadata and the item, so every item of ~190 KB
@@ -161,6 +163,10 @@ func (c *valueFileClient) Delete(ctx context.Context, key string) error {
 func (c *valueFileClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.batch(ctx, ops)
+}
+
+func (c *valueFileClient) batch(ctx context.Context, ops []*storage.Operation) error {
 	var unsynced []*segment // the segments appended to in this batch
 	defer func() {
 		for _, seg := range unsynced {
@@ -220,6 +226,32 @@ func (c *valueFileClient) Batch(ctx context.Context, ops ...*storage.Operation) 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Walk is contrib's (storage.Walker), with the values of pointers read back. The operations fn
+// returns are applied once the walk is over, as one Batch; no other operation of this client runs
+// in between.
+func (c *valueFileClient) Walk(ctx context.Context, fn storage.WalkFunc) error {
+	walker, ok := c.inner.(storage.Walker)
+	if !ok {
+		return errors.New("file_storage: this storage cannot list its keys")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ops []*storage.Operation
+	err := walker.Walk(ctx, func(key string, stored []byte) ([]*storage.Operation, error) {
+		value, err := c.resolve(key, stored)
+		if err != nil {
+			return nil, err
+		}
+		more, err := fn(key, value)
+		ops = append(ops, more...)
+		return nil, err
+	})
+	if err != nil || len(ops) == 0 {
+		return err
+	}
+	return c.batch(ctx, ops)
 }
 
 // append writes a record to the active segment, starting a new one when it is full.

@@ -405,11 +405,7 @@ func TestValueFilesCrashShapes(t *testing.T) {
 			},
 			crash: func(t *testing.T, s *testStore) {
 				// As if the process died before removing it: segment 1 as it was.
-				seg, err := createSegment(s.opts.dir, 1)
-				require.NoError(t, err)
-				_, _, err = seg.append("gone", other)
-				require.NoError(t, err)
-				require.NoError(t, seg.file.Close())
+				writeSegment(t, s, 1, "gone", other)
 			},
 			segmentsBeforeOpen: 2, segmentsAfter: 1,
 		},
@@ -419,12 +415,8 @@ func TestValueFilesCrashShapes(t *testing.T) {
 				require.NoError(t, s.client.Set(context.Background(), "k", kept))
 			},
 			crash: func(t *testing.T, s *testStore) {
-				seg, err := createSegment(s.opts.dir, 7)
-				require.NoError(t, err)
-				_, _, err = seg.append("torn", other)
-				require.NoError(t, err)
+				seg := writeSegment(t, s, 7, "torn", other)
 				require.NoError(t, seg.file.Truncate(seg.size-100))
-				require.NoError(t, seg.file.Close())
 			},
 			segmentsBeforeOpen: 2, segmentsAfter: 1,
 		},
@@ -448,16 +440,12 @@ func TestValueFilesCrashShapes(t *testing.T) {
 				require.NoError(t, s.client.Set(context.Background(), "k", kept))
 			},
 			crash: func(t *testing.T, s *testStore) {
-				seg, err := createSegment(s.opts.dir, 7)
-				require.NoError(t, err)
-				_, _, err = seg.append("old", other)
-				require.NoError(t, err)
+				seg := writeSegment(t, s, 7, "old", other)
 				head := make([]byte, recordHeaderBytes+len("new"))
 				head[4], head[8] = 3, 10
 				copy(head[recordHeaderBytes:], "new")
-				_, err = seg.file.WriteAt(head, 0)
+				_, err := seg.file.WriteAt(head, 0)
 				require.NoError(t, err)
-				require.NoError(t, seg.file.Close())
 			},
 			segmentsBeforeOpen: 2, segmentsAfter: 1,
 		},
@@ -488,6 +476,16 @@ func TestValueFilesCrashShapes(t *testing.T) {
 			assert.Equal(t, other, got)
 		})
 	}
+}
+
+// writeSegment writes segment num with one record, as a run that crashed left it.
+func writeSegment(t *testing.T, s *testStore, num uint64, key string, value []byte) *segment {
+	seg, err := createSegment(s.opts.dir, num)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = seg.file.Close() })
+	_, _, err = seg.append(key, value)
+	require.NoError(t, err)
+	return seg
 }
 
 // A value whose segment is missing or corrupt is an error that names the file, never a nil.
@@ -549,6 +547,36 @@ func TestValueFilesTurnedOff(t *testing.T) {
 	got, err = s.client.Get(ctx, "new")
 	require.NoError(t, err)
 	assert.Equal(t, newer, got)
+}
+
+// Walk gives the values, not the pointers, and applies what fn returns: a large value deleted
+// by it frees its segment.
+func TestValueFilesWalk(t *testing.T) {
+	ctx := context.Background()
+	small, large := []byte("small"), randomBytes(100<<10)
+	s := openTestStore(t, t.TempDir(), 1, nil)
+	require.NoError(t, s.client.Batch(ctx, storage.SetOperation("a", small), storage.SetOperation("b", large), storage.SetOperation("c", large)))
+	seen := map[string][]byte{}
+	require.NoError(t, s.client.(storage.Walker).Walk(ctx, func(key string, value []byte) ([]*storage.Operation, error) {
+		seen[key] = slices.Clone(value)
+		if key == "b" {
+			return []*storage.Operation{storage.DeleteOperation(key)}, nil
+		}
+		return nil, nil
+	}))
+	assert.Equal(t, map[string][]byte{"a": small, "b": large, "c": large}, seen)
+	got, err := s.client.Get(ctx, "b")
+	require.NoError(t, err)
+	assert.Nil(t, got)
+	// Segment 1 (b) is the spare now, segment 2 (c) the active one; the walk stops at SkipAll.
+	seen = map[string][]byte{}
+	require.NoError(t, s.client.(storage.Walker).Walk(ctx, func(key string, value []byte) ([]*storage.Operation, error) {
+		seen[key] = value
+		return nil, storage.SkipAll
+	}))
+	assert.Len(t, seen, 1)
+	s.reopen()
+	assert.Equal(t, []string{segmentName(2)}, s.segments(), "b's segment went")
 }
 
 // contrib's max_size bounds the value files too: an append beyond it fails the write, and bbolt
