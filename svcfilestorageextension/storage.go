@@ -53,7 +53,8 @@ func (s *exclusiveStorage) unlock() {
 	}
 }
 
-// GetClient opens a component's storage file; a failure names the directory. A bbolt lock
+// GetClient opens a component's storage file and its value files (valuefiles.go: written with
+// large_value_files, read whenever some are left); a failure names the directory. A bbolt lock
 // timeout (a process that does not take the directory lock, e.g. another build of the collector,
 // holds the file) says what to do about it.
 func (s *exclusiveStorage) GetClient(ctx context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
