@@ -387,5 +387,8 @@ func (c *valueFileClient) Close(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dropSpare()
+	if c.spare != nil { // not removed: the next open does
+		_ = c.spare.file.Close()
+	}
 	return errors.Join(c.closeSegments(), c.inner.Close(ctx))
 }
