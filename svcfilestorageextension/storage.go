@@ -10,6 +10,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.uber.org/zap"
 )
 
 // LockFileName is the file in the storage directory that the running instance holds locked.
@@ -18,9 +19,10 @@ const LockFileName = ".svc-otelcol.lock"
 // exclusiveStorage is contrib's file storage with its directory locked from Start to Shutdown.
 type exclusiveStorage struct {
 	storage.Extension
-	dir  string
-	cfg  *Config
-	lock *os.File
+	dir    string
+	cfg    *Config
+	logger *zap.Logger
+	lock   *os.File
 }
 
 // Start locks the directory before contrib's extension starts, so that a second instance on the
@@ -72,6 +74,7 @@ func (s *exclusiveStorage) GetClient(ctx context.Context, kind component.Kind, i
 			maxBytes:     s.cfg.MaxSize,
 			largeValue:   largeValueBytes,
 			segmentBytes: segmentBytes,
+			logger:       s.logger,
 		})
 		if err != nil {
 			_ = client.Close(ctx)

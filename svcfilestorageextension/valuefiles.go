@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.uber.org/zap"
 )
 
 var _ storage.Walker = (*valueFileClient)(nil)
@@ -49,6 +50,7 @@ type valueFileOptions struct {
 	maxBytes     int64  // contrib's max_size, also the bound of the segments' bytes (0: none)
 	largeValue   int
 	segmentBytes int64
+	logger       *zap.Logger
 }
 
 // valueFileClient is a component's storage client whose large values are in segments.
@@ -327,10 +329,18 @@ func (c *valueFileClient) resolve(key string, stored []byte) ([]byte, error) {
 		return stored, nil
 	}
 	seg := c.segments[p.seg]
+	var value []byte
+	var err error
 	if seg == nil {
-		return nil, fmt.Errorf("value of key %q: value file %s is missing", key, filepath.Join(c.opts.dir, segmentName(p.seg)))
+		err = fmt.Errorf("value of key %q: value file %s is missing", key, filepath.Join(c.opts.dir, segmentName(p.seg)))
+	} else {
+		value, err = seg.read(key, p)
 	}
-	return seg.read(key, p)
+	if err != nil {
+		// Logged here as well: exporterhelper's queue drops an item it cannot read with a debug line.
+		c.opts.logger.Error("file_storage: a stored value cannot be read back", zap.Error(err))
+	}
+	return value, err
 }
 
 // forget records that key no longer points at the record it pointed at, if any.

@@ -19,6 +19,8 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 var (
@@ -54,6 +56,7 @@ func openTestStore(t *testing.T, dir string, segBytes int64, wrap func(storage.C
 		writeLarge:   true,
 		largeValue:   largeValueBytes,
 		segmentBytes: segBytes,
+		logger:       zap.NewNop(),
 	}}
 	s.open()
 	t.Cleanup(s.close)
@@ -514,12 +517,17 @@ func TestValueFilesMissingOrCorruptSegment(t *testing.T) {
 			s.close()
 			path := filepath.Join(s.opts.dir, segmentName(1))
 			require.NoError(t, tt.damage(path))
+			core, logs := observer.New(zap.ErrorLevel)
+			s.opts.logger = zap.New(core)
 			s.open()
 			got, err := s.client.Get(context.Background(), "k")
 			require.Error(t, err)
 			assert.Nil(t, got)
 			assert.Contains(t, err.Error(), path)
 			assert.Contains(t, err.Error(), tt.wantErr)
+			// The queue drops an item it cannot read with a debug line: the error is logged here.
+			require.Equal(t, 1, logs.Len())
+			assert.Contains(t, logs.All()[0].ContextMap()["error"], path)
 		})
 	}
 }
