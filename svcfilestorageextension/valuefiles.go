@@ -20,7 +20,7 @@ var _ storage.Walker = (*valueFileClient)(nil)
 // item (queue, read, done), each changing the metadata and the item, so every item of ~190 KB
 // was written to disk several times over. With large_value_files a value of largeValueBytes or
 // more is appended once to a value file (segment.go) and bbolt keeps under its key a pointer of
-// 36 bytes (pointer.go): the leaves bbolt rewrites hold pointers, not span batches.
+// 36 bytes (segment.go): the leaves bbolt rewrites hold pointers, not span batches.
 //
 // Durable state is written before it is applied: a value is appended (and with fsync, synced)
 // before the bbolt transaction that points at it; what this client remembers (which key's value
@@ -37,7 +37,7 @@ const (
 	// segmentBytes: a segment takes no more appends once this size is reached. Small enough that
 	// a queue that keeps up empties a segment, and the next one is written over it (the spare),
 	// while its pages are still dirty in the page cache: they then reach the disk once, not at
-	// each reuse (BenchmarkQueueWrites' dirtied-KB/item: 8 KB per item of 190 KB, 65 KB with
+	// each reuse (BenchmarkQueueWrites' dirtied-KB/item: 2-8 KB per item of 190 KB, 65 KB with
 	// segments of 64 MiB).
 	segmentBytes = 8 << 20
 )
