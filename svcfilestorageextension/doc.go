@@ -2,8 +2,9 @@
 
 // Package svcfilestorageextension is the distribution's `file_storage` extension: contrib's
 // filestorage extension, unchanged, with one directory per collector instance enforced at start,
-// and exporters' queues laid out so that bbolt does not rewrite the queued items at every write
-// (spacers.go).
+// exporters' queues laid out so that bbolt does not rewrite the queued items at every write
+// (spacers.go), and, with large_value_files, large values kept in append-only files with a
+// pointer to them in bbolt (valuefiles.go).
 //
 // Two collectors on one storage directory would otherwise fail late and obscurely: the second one's
 // exporter queue waits for the first one's bbolt file lock and fails with a bare "timeout". This

@@ -10,18 +10,22 @@ import (
 )
 
 // NewFactory returns the factory of `file_storage`: contrib's, with its type, configuration and
-// stability, whose extensions lock their directory at start.
+// stability, whose extensions lock their directory at start and can keep large values out of
+// bbolt (large_value_files).
 func NewFactory() extension.Factory {
 	contrib := filestorage.NewFactory()
 	return extension.NewFactory(
 		contrib.Type(),
-		contrib.CreateDefaultConfig,
+		func() component.Config {
+			return createDefaultConfig(contrib.CreateDefaultConfig().(*filestorage.Config))
+		},
 		func(ctx context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-			inner, err := contrib.Create(ctx, set, cfg)
+			c := cfg.(*Config)
+			inner, err := contrib.Create(ctx, set, &c.Config)
 			if err != nil {
 				return nil, err
 			}
-			return &exclusiveStorage{Extension: inner.(storage.Extension), dir: cfg.(*filestorage.Config).Directory}, nil
+			return &exclusiveStorage{Extension: inner.(storage.Extension), dir: c.Directory, cfg: c, logger: set.Logger}, nil
 		},
 		contrib.Stability(),
 	)

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -19,11 +18,12 @@ import (
 func TestQueueReadDoesNotRewriteQueuedItems(t *testing.T) {
 	item := make([]byte, 190<<10)
 	for name, tt := range map[string]struct {
-		factory   extension.Factory
+		factory   func(dir string) (extension.Factory, component.Config)
 		rewritten bool
 	}{
-		"contrib's file_storage": {factory: filestorage.NewFactory(), rewritten: true},
-		"this file_storage":      {factory: NewFactory()},
+		"contrib's file_storage":               {factory: storageFactories["contrib"], rewritten: true},
+		"this file_storage":                    {factory: storageFactories["spaced"]},
+		"this file_storage, large_value_files": {factory: storageFactories["valuefiles"]},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()

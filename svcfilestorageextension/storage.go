@@ -10,6 +10,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.uber.org/zap"
 )
 
 // LockFileName is the file in the storage directory that the running instance holds locked.
@@ -18,8 +19,10 @@ const LockFileName = ".svc-otelcol.lock"
 // exclusiveStorage is contrib's file storage with its directory locked from Start to Shutdown.
 type exclusiveStorage struct {
 	storage.Extension
-	dir  string
-	lock *os.File
+	dir    string
+	cfg    *Config
+	logger *zap.Logger
+	lock   *os.File
 }
 
 // Start locks the directory before contrib's extension starts, so that a second instance on the
@@ -52,7 +55,8 @@ func (s *exclusiveStorage) unlock() {
 	}
 }
 
-// GetClient opens a component's storage file; a failure names the directory. A bbolt lock
+// GetClient opens a component's storage file and its value files (valuefiles.go: written with
+// large_value_files, read whenever some are left); a failure names the directory. A bbolt lock
 // timeout (a process that does not take the directory lock, e.g. another build of the collector,
 // holds the file) says what to do about it.
 func (s *exclusiveStorage) GetClient(ctx context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
@@ -63,7 +67,20 @@ func (s *exclusiveStorage) GetClient(ctx context.Context, kind component.Kind, i
 			// fails the queue's own first write, with the queue's error.
 			_ = addLeafSpacers(ctx, client)
 		}
-		return client, nil
+		wrapped, err := openValueFiles(ctx, client, valueFileOptions{
+			dir:          filepath.Join(s.dir, valueDirName(kind, id, name)),
+			writeLarge:   s.cfg.LargeValueFiles,
+			fsync:        s.cfg.FSync,
+			maxBytes:     s.cfg.MaxSize,
+			largeValue:   largeValueBytes,
+			segmentBytes: segmentBytes,
+			logger:       s.logger,
+		})
+		if err != nil {
+			_ = client.Close(ctx)
+			return nil, fmt.Errorf("file_storage directory %s: storage of %s: %w", s.dir, id, err)
+		}
+		return wrapped, nil
 	}
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w (file_storage timed out waiting for the lock of its file for %s)", inUseError(s.dir), id)

@@ -19,7 +19,7 @@ import (
 func newStorage(t *testing.T, dir string) extension.Extension {
 	t.Helper()
 	f := NewFactory()
-	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg := f.CreateDefaultConfig().(*Config)
 	cfg.Directory = dir
 	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
 	require.NoError(t, err)
