@@ -57,7 +57,22 @@ func appendQueueHeader(dst, magic []byte, version, flag byte, reqCtx []byte, fie
 
 // queueHeaderSize is the most bytes appendQueueHeader writes for a context of reqCtx bytes.
 func queueHeaderSize(magic []byte, fields int, reqCtx []byte) int {
-	return len(magic) + 2 + (fields+1)*binary.MaxVarintLen64 + len(reqCtx)
+	return queueHeaderBytes(magic, fields, len(reqCtx))
+}
+
+// queueContextRoom is the request context a payload made for the queue leaves room for before
+// it: client metadata larger than that costs a copy of the payload when the item is framed.
+const queueContextRoom = 512
+
+// queueItemRoom is the room a payload made for the queue leaves before it for the item's header
+// (the fixed fields and a request context of up to queueContextRoom bytes), so that
+// frameQueueItem frames it in place.
+func queueItemRoom(magic []byte, fields int) int {
+	return queueHeaderBytes(magic, fields, queueContextRoom)
+}
+
+func queueHeaderBytes(magic []byte, fields, contextBytes int) int {
+	return len(magic) + 2 + (fields+1)*binary.MaxVarintLen64 + contextBytes
 }
 
 // frameQueueItem makes the item of header and body, body being the end of frame: in place, in the

@@ -64,10 +64,9 @@ func (enc scoresQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.
 }
 
 // scoresItemRoom is the room newScoresRequest leaves before n scores for the queue item's header:
-// the fixed fields, a request context of up to 512 bytes (client metadata larger than that costs
-// a copy of the scores) and the length of each score.
+// queueItemRoom and the length of each score.
 func scoresItemRoom(n int) int {
-	return len(scoresQueueMagic) + 2 + 4*binary.MaxVarintLen64 + 512 + n*binary.MaxVarintLen32
+	return queueItemRoom(scoresQueueMagic, 3) + n*binary.MaxVarintLen32
 }
 
 // Unmarshal reads a stored item. Items of this exporter come back as their scores' JSON, not

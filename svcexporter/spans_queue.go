@@ -2,7 +2,6 @@ package svcexporter // import "github.com/svc/svc-collector/svcexporter"
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -48,10 +47,8 @@ type spansQueueEncoding struct {
 	logger *zap.Logger
 }
 
-// queueItemRoom is the room encodeForQueue leaves before a body for the item's header: the fixed
-// fields and a request context of up to 512 bytes (client metadata larger than that costs a copy
-// of the body).
-const queueItemRoom = 7 + 3*binary.MaxVarintLen64 + 512
+// spansItemRoom is the room encodeForQueue leaves before a body for the item's header.
+var spansItemRoom = queueItemRoom(spansQueueMagic, 2)
 
 // Marshal stores req's wire body, encoding and compressing the spans if that was not done yet;
 // the body is kept on req as well. A body made for the queue (encodeForQueue) gets its header
@@ -61,7 +58,7 @@ func (e spansQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.Req
 	if !ok {
 		return nil, fmt.Errorf("svc exporter: cannot queue a %T as spans", req)
 	}
-	if err := r.encodeForQueue(queueItemRoom); err != nil {
+	if err := r.encodeForQueue(spansItemRoom); err != nil {
 		return nil, err
 	}
 	reqCtx, err := marshalRequestContext(ctx)

@@ -112,7 +112,7 @@ func TestSpansQueueItemFramedAroundTheBody(t *testing.T) {
 	for _, compression := range []configcompression.Type{configcompression.TypeGzip, compressionNone} {
 		for name, ctx := range map[string]context.Context{"no metadata": context.Background(),
 			"client metadata":               withKey(tenantA.authorization()),
-			"metadata larger than the room": withKey(strings.Repeat("k", 2*queueItemRoom))} {
+			"metadata larger than the room": withKey(strings.Repeat("k", 2*spansItemRoom))} {
 			t.Run(string(compression)+", "+name, func(t *testing.T) {
 				enc := spansQueueEncoding{codec: testCodec(t, compression)}
 				td := makeTraces(2, 2, 10, 200)

@@ -181,7 +181,7 @@ func spansRequestFromTraces(codec *spanBodyCodec, persistent bool) xexporterhelp
 	return func(_ context.Context, td ptrace.Traces) (xexporterhelper.Request, error) {
 		r := newSpansRequest(td, codec)
 		if persistent {
-			_ = r.encodeForQueue(queueItemRoom)
+			_ = r.encodeForQueue(spansItemRoom)
 		}
 		return r, nil
 	}

@@ -25,7 +25,7 @@ func NewFactory() extension.Factory {
 			if err != nil {
 				return nil, err
 			}
-			return &exclusiveStorage{Extension: inner.(storage.Extension), dir: c.Directory, cfg: c, logger: set.Logger}, nil
+			return &exclusiveStorage{Extension: inner.(storage.Extension), cfg: c, logger: set.Logger}, nil
 		},
 		contrib.Stability(),
 	)

@@ -19,7 +19,6 @@ const LockFileName = ".svc-otelcol.lock"
 // exclusiveStorage is contrib's file storage with its directory locked from Start to Shutdown.
 type exclusiveStorage struct {
 	storage.Extension
-	dir    string
 	cfg    *Config
 	logger *zap.Logger
 	lock   *os.File
@@ -29,7 +28,7 @@ type exclusiveStorage struct {
 // same directory fails here, at once and by name, instead of in an exporter's queue after the
 // bbolt lock times out.
 func (s *exclusiveStorage) Start(ctx context.Context, host component.Host) error {
-	lock, err := lockDirectory(s.dir)
+	lock, err := lockDirectory(s.cfg.Directory)
 	if err != nil {
 		return err
 	}
@@ -68,7 +67,7 @@ func (s *exclusiveStorage) GetClient(ctx context.Context, kind component.Kind, i
 			_ = addLeafSpacers(ctx, client)
 		}
 		wrapped, err := openValueFiles(ctx, client, valueFileOptions{
-			dir:          filepath.Join(s.dir, valueDirName(kind, id, name)),
+			dir:          filepath.Join(s.cfg.Directory, valueDirName(kind, id, name)),
 			writeLarge:   s.cfg.LargeValueFiles,
 			fsync:        s.cfg.FSync,
 			maxBytes:     s.cfg.MaxSize,
@@ -78,14 +77,14 @@ func (s *exclusiveStorage) GetClient(ctx context.Context, kind component.Kind, i
 		})
 		if err != nil {
 			_ = client.Close(ctx)
-			return nil, fmt.Errorf("file_storage directory %s: storage of %s: %w", s.dir, id, err)
+			return nil, fmt.Errorf("file_storage directory %s: storage of %s: %w", s.cfg.Directory, id, err)
 		}
 		return wrapped, nil
 	}
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("%w (file_storage timed out waiting for the lock of its file for %s)", inUseError(s.dir), id)
+		return nil, fmt.Errorf("%w (file_storage timed out waiting for the lock of its file for %s)", inUseError(s.cfg.Directory), id)
 	}
-	return nil, fmt.Errorf("file_storage directory %s: storage of %s: %w", s.dir, id, err)
+	return nil, fmt.Errorf("file_storage directory %s: storage of %s: %w", s.cfg.Directory, id, err)
 }
 
 // errDirectoryInUse is the error of a storage directory another instance holds.
