@@ -38,27 +38,26 @@ type contentLogsProcessor struct {
 	scores    *scoreSide // score records follow their trace with outcome sampling (scores.go)
 }
 
+// processLogs skips the call when what the memory took leaves it empty.
 func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
-	ld, err := p.takeContent(ctx, ld)
-	if err != nil || p.scores == nil {
-		return ld, err
+	took, err := p.takeContent(ctx, ld)
+	if err == nil && p.scores != nil && (!took || ld.LogRecordCount() > 0) {
+		took, err = p.scores.hold(ctx, ld)
 	}
-	if held, err := p.scores.hold(ctx, ld); err != nil || !held {
-		return ld, err
-	}
-	if ld.LogRecordCount() == 0 {
+	if err == nil && took && ld.LogRecordCount() == 0 {
 		return ld, processorhelper.ErrSkipProcessingData
 	}
-	return ld, nil
+	return ld, err
 }
 
-func (p *contentLogsProcessor) takeContent(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+// takeContent hands the content records of ld to the sink; took: ld had some.
+func (p *contentLogsProcessor) takeContent(ctx context.Context, ld plog.Logs) (took bool, err error) {
 	if !p.enabled {
-		return ld, nil
+		return false, nil
 	}
 	content, withoutSpan := takeContentRecords(ld)
 	if content == (plog.Logs{}) {
-		return ld, nil
+		return false, nil
 	}
 	if withoutSpan > 0 {
 		p.telemetry.ProcessorSvcspanfilterContentUnmatched.Add(ctx, int64(withoutSpan), noSpanContextOpt)
@@ -66,18 +65,12 @@ func (p *contentLogsProcessor) takeContent(ctx context.Context, ld plog.Logs) (p
 	}
 	if n := content.LogRecordCount(); n > 0 {
 		if sink := p.sink(); sink != nil {
-			if err := sink.AddContent(ctx, content); err != nil {
-				return ld, err
-			}
-		} else {
-			p.logger.Debug("Discarded GenAI content records: no traces pipeline of this component takes content",
-				zap.Int("records", n))
+			return true, sink.AddContent(ctx, content)
 		}
+		p.logger.Debug("Discarded GenAI content records: no traces pipeline of this component takes content",
+			zap.Int("records", n))
 	}
-	if ld.LogRecordCount() == 0 {
-		return ld, processorhelper.ErrSkipProcessingData
-	}
-	return ld, nil
+	return true, nil
 }
 
 // takeContentRecords removes the content records from ld, and what they leave empty: those with a
@@ -237,17 +230,15 @@ func recoverContent(m *tracememory.Memory, records []journal.Record, joinOn bool
 		if rec.Kind != journal.KindContent {
 			continue
 		}
+		var keys []spanKey
+		var bySpan map[spanKey]*genaicontent.Content
 		if !joinOn {
-			m.NewRecordRef(rec.ID, 1).Done(1)
 			out[tracememory.ContentDiscarded]++
-			continue
-		}
-		ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload)
-		if err != nil {
+		} else if ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload); err != nil {
 			errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
-			ld = plog.NewLogs()
+		} else {
+			keys, bySpan = contentBySpan(ld)
 		}
-		keys, bySpan := contentBySpan(ld)
 		if len(keys) == 0 { // nothing to give: the record is done
 			m.NewRecordRef(rec.ID, 1).Done(1)
 			continue

@@ -81,13 +81,11 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 			return nil
 		}
 	}
-	if err := errors.Join(
-		tb.RegisterProcessorSvcspanfilterSpansHeldCallback(gauge(p.mem.HeldSpans)),
+	if err := errors.Join(tb.RegisterProcessorSvcspanfilterSpansHeldCallback(gauge(p.mem.HeldSpans)),
 		tb.RegisterProcessorSvcspanfilterHeldBytesCallback(gauge(p.mem.HeldBytes)),
 		tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(gauge(p.mem.Bytes)),
 		tb.RegisterProcessorSvcspanfilterTracesInMemoryCallback(gauge(p.mem.Traces)),
-		tb.RegisterProcessorSvcspanfilterDecisionHeldBytesCallback(gauge(p.mem.DecisionBytes)),
-	); err != nil {
+		tb.RegisterProcessorSvcspanfilterDecisionHeldBytesCallback(gauge(p.mem.DecisionBytes))); err != nil {
 		tb.Shutdown()
 		return nil, err
 	}
@@ -146,6 +144,25 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 		}
 	}()
 	p.running.Store(true)
+	return nil
+}
+
+// startOutcome applies the sampling extension's outcome section, if it has one: the trace memory
+// holds the kept spans of undecided traces and decides them (docs/outcome-sampling.md), and the
+// filter's sampler keeps every trace. Before any span, and before recovery re-admits held spans.
+func (p *spanFilterProcessor) startOutcome(host component.Host) error {
+	o, err := sampling.OutcomeFromExtensions(host.GetExtensions(), *p.cfg.Sampling)
+	if err != nil || o == nil {
+		return err
+	}
+	maxHeld, limit := o.Config().MaxHeldMiB, p.cfg.TraceIntegrity.MemoryLimitMiB
+	if maxHeld > limit {
+		return fmt.Errorf("svcspanfilter: the outcome section of %s holds up to max_held_mib %d MiB, more than "+
+			"trace_integrity.memory_limit_mib %d: raise memory_limit_mib or lower max_held_mib", *p.cfg.Sampling, maxHeld, limit)
+	}
+	p.mem.SetOutcome(o, int64(maxHeld)<<20)
+	p.filter.sampler = sampling.NewRatio(1)
+	p.filter.outcome = true
 	return nil
 }
 
@@ -323,6 +340,15 @@ func reasonOpts[R ~uint8](n R, name func(R) string) []metric.AddOption {
 	return opts
 }
 
+// decidedOpt is the attribute set of a trace decision (a rule's name is the reason: few values).
+func decidedOpt(d tracememory.Decided) metric.AddOption {
+	decision := "dropped"
+	if d.Keep {
+		decision = "kept"
+	}
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("decision", decision), attribute.String("reason", d.Reason)))
+}
+
 func addByReason(ctx context.Context, c metric.Int64Counter, counts []int64, opts []metric.AddOption) {
 	for r, n := range counts {
 		if n > 0 {
@@ -380,10 +406,9 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 // shutdown: the client sends them again.
 var errNotRunning = errors.New("svcspanfilter: the traces pipeline of this component is not running; retry later")
 
-// errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
 var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
 
-// newProcessorJournal is journal.Nop without `storage`, else a storageJournal that opens at Start.
+// newProcessorJournal is journal.Nop without `storage`, else a storageJournal.
 func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) journal.Journal {
 	if cfg.Storage == nil {
 		return journal.Nop
@@ -391,12 +416,12 @@ func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) jo
 	return &storageJournal{storageID: *cfg.Storage, owner: owner, logger: logger}
 }
 
-// storageJournal is the journal in the storage extension named by the `storage` option.
+// storageJournal is the journal in the storage extension named by `storage`. The memory is built
+// before start opens it: until then, and after shutdown, it refuses (retryably).
 type storageJournal struct {
-	storageID component.ID
-	owner     component.ID
-	logger    *zap.Logger
-	s         atomic.Pointer[journal.Storage] // nil before start and after shutdown
+	storageID, owner component.ID
+	logger           *zap.Logger
+	s                atomic.Pointer[journal.Storage]
 }
 
 // start opens the processor's storage client, as exporterhelper's persistent queue does, and returns
@@ -426,7 +451,7 @@ func (j *storageJournal) start(ctx context.Context, host component.Host) ([]jour
 	return recovered, nil
 }
 
-// shutdown releases the storage client; what the journal still holds is recovered at the next start.
+// shutdown releases the storage client; what the journal holds is recovered at the next start.
 func (j *storageJournal) shutdown(ctx context.Context) error {
 	if s := j.s.Swap(nil); s != nil {
 		return s.Close(ctx)
