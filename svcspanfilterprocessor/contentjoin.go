@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -28,21 +30,27 @@ type contentSink interface {
 	AddContent(ctx context.Context, content plog.Logs) error
 }
 
-// contentLogsProcessor takes the content records out of the logs pipeline for the trace memory;
-// every other record (gen_ai.evaluation.result, application logs) goes on unchanged.
-type contentLogsProcessor struct {
+// logsProcessor is the logs side: it takes the content records out of the logs pipeline for the
+// trace memory, and has score records follow their trace with outcome sampling (scores.go); every
+// other record (application logs, ...) goes on unchanged.
+type logsProcessor struct {
 	logger    *zap.Logger
+	telemetry *metadata.TelemetryBuilder
 	enabled   bool
 	sink      func() contentSink
-	telemetry *metadata.TelemetryBuilder
-	scores    *scoreSide // score records follow their trace with outcome sampling (scores.go)
+	next      consumer.Logs
+	traces    func() *spanFilterProcessor // the traces processor of the component ID, nil without one
+
+	once          sync.Once
+	p             *spanFilterProcessor // set with the score releaser, when score records first follow
+	stop, stopped chan struct{}
 }
 
 // processLogs skips the call when what the memory took leaves it empty.
-func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+func (p *logsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
 	took, err := p.takeContent(ctx, ld)
-	if err == nil && p.scores != nil && (!took || ld.LogRecordCount() > 0) {
-		took, err = p.scores.hold(ctx, ld)
+	if err == nil && p.traces != nil && (!took || ld.LogRecordCount() > 0) {
+		took, err = p.holdScores(ctx, ld)
 	}
 	if err == nil && took && ld.LogRecordCount() == 0 {
 		return ld, processorhelper.ErrSkipProcessingData
@@ -51,7 +59,7 @@ func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (p
 }
 
 // takeContent hands the content records of ld to the sink; took: ld had some.
-func (p *contentLogsProcessor) takeContent(ctx context.Context, ld plog.Logs) (took bool, err error) {
+func (p *logsProcessor) takeContent(ctx context.Context, ld plog.Logs) (took bool, err error) {
 	if !p.enabled {
 		return false, nil
 	}
