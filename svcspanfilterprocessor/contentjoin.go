@@ -41,8 +41,7 @@ type logsProcessor struct {
 	next      consumer.Logs
 	traces    func() *spanFilterProcessor // the traces processor of the component ID, nil without one
 
-	once          sync.Once
-	p             *spanFilterProcessor // set with the score releaser, when score records first follow
+	once          sync.Once // starts the score releaser, when score records first follow
 	stop, stopped chan struct{}
 }
 
@@ -142,8 +141,7 @@ func (j *contentJoin) AwaitsContent(span ptrace.Span) bool { return j.candidates
 
 // Complete: the output of the call arrived, so nothing more is expected.
 func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
-	output := func(c tracememory.Content) bool { return c.(spanContent).c.HasOutput() }
-	return slices.ContainsFunc(pieces, output)
+	return slices.ContainsFunc(pieces, func(c tracememory.Content) bool { return c.(spanContent).c.HasOutput() })
 }
 
 func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) bool {

@@ -93,13 +93,10 @@ func acquireInstance(id component.ID, traces *spanFilterProcessor) (*spanFilterI
 		i = &spanFilterInstance{}
 		instances.m[id] = i
 	}
-	if traces != nil {
-		if i.traces.Load() != nil {
-			return nil, nil, fmt.Errorf("%s is used in more than one traces pipeline; give each traces "+
-				"pipeline its own component ID (for example %s/second): one ID is one trace memory, shared "+
-				"with its logs pipeline", id, id.Type())
-		}
-		i.traces.Store(traces)
+	if traces != nil && !i.traces.CompareAndSwap(nil, traces) {
+		return nil, nil, fmt.Errorf("%s is used in more than one traces pipeline; give each traces "+
+			"pipeline its own component ID (for example %s/second): one ID is one trace memory, shared "+
+			"with its logs pipeline", id, id.Type())
 	}
 	i.refs++
 	return i, sync.OnceFunc(func() {

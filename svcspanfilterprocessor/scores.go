@@ -21,7 +21,6 @@ import (
 // two in no set order, and receivers last) score records pass untouched and no releaser runs.
 func (lp *logsProcessor) startScoreReleaser(p *spanFilterProcessor) {
 	lp.once.Do(func() {
-		lp.p = p
 		lp.stop, lp.stopped = make(chan struct{}), make(chan struct{})
 		ticker := time.NewTicker(time.Second) // refused deliveries are retried at the next tick
 		go func() {
@@ -71,7 +70,7 @@ func (lp *logsProcessor) holdScores(ctx context.Context, ld plog.Logs) (bool, er
 // releaser, or with tryAll counts the records refused.
 func (lp *logsProcessor) deliverScores(ctx context.Context, ds []*tracememory.ScoreDelivery, tryAll bool) int {
 	refused := 0
-	mem := lp.p.mem
+	mem := lp.traces().mem
 	for i, d := range ds {
 		err := lp.next.ConsumeLogs(client.NewContext(ctx, d.Info), d.Logs)
 		switch {
