@@ -30,9 +30,8 @@ type contentSink interface {
 	AddContent(ctx context.Context, content plog.Logs) error
 }
 
-// logsProcessor is the logs side: it takes the content records out of the logs pipeline for the
-// trace memory, and has score records follow their trace with outcome sampling (scores.go); every
-// other record (application logs, ...) goes on unchanged.
+// logsProcessor takes content records out of the logs pipeline for the trace memory and has score
+// records follow their trace with outcome sampling (scores.go); other records go on unchanged.
 type logsProcessor struct {
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
@@ -46,10 +45,10 @@ type logsProcessor struct {
 }
 
 // processLogs skips the call when what the memory took leaves it empty.
-func (p *logsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
-	took, err := p.takeContent(ctx, ld)
-	if err == nil && p.traces != nil && (!took || ld.LogRecordCount() > 0) {
-		took, err = p.holdScores(ctx, ld)
+func (lp *logsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	took, err := lp.takeContent(ctx, ld)
+	if err == nil && lp.traces != nil && (!took || ld.LogRecordCount() > 0) {
+		took, err = lp.holdScores(ctx, ld)
 	}
 	if err == nil && took && ld.LogRecordCount() == 0 {
 		return ld, processorhelper.ErrSkipProcessingData
@@ -58,8 +57,8 @@ func (p *logsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Log
 }
 
 // takeContent hands the content records of ld to the sink; took: ld had some.
-func (p *logsProcessor) takeContent(ctx context.Context, ld plog.Logs) (took bool, err error) {
-	if !p.enabled {
+func (lp *logsProcessor) takeContent(ctx context.Context, ld plog.Logs) (took bool, err error) {
+	if !lp.enabled {
 		return false, nil
 	}
 	content, withoutSpan := takeContentRecords(ld)
@@ -67,14 +66,14 @@ func (p *logsProcessor) takeContent(ctx context.Context, ld plog.Logs) (took boo
 		return false, nil
 	}
 	if withoutSpan > 0 {
-		p.telemetry.ProcessorSvcspanfilterContentUnmatched.Add(ctx, int64(withoutSpan), noSpanContextOpt)
-		p.logger.Debug("Discarded GenAI content records without a span context", zap.Int("records", withoutSpan))
+		lp.telemetry.ProcessorSvcspanfilterContentUnmatched.Add(ctx, int64(withoutSpan), noSpanContextOpt)
+		lp.logger.Debug("Discarded GenAI content records without a span context", zap.Int("records", withoutSpan))
 	}
 	if n := content.LogRecordCount(); n > 0 {
-		if sink := p.sink(); sink != nil {
+		if sink := lp.sink(); sink != nil {
 			return true, sink.AddContent(ctx, content)
 		}
-		p.logger.Debug("Discarded GenAI content records: no traces pipeline of this component takes content",
+		lp.logger.Debug("Discarded GenAI content records: no traces pipeline of this component takes content",
 			zap.Int("records", n))
 	}
 	return true, nil
@@ -141,7 +140,8 @@ func (j *contentJoin) AwaitsContent(span ptrace.Span) bool { return j.candidates
 
 // Complete: the output of the call arrived, so nothing more is expected.
 func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
-	return slices.ContainsFunc(pieces, func(c tracememory.Content) bool { return c.(spanContent).c.HasOutput() })
+	output := func(c tracememory.Content) bool { return c.(spanContent).c.HasOutput() }
+	return slices.ContainsFunc(pieces, output)
 }
 
 func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) bool {

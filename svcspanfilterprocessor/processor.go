@@ -183,8 +183,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		close(p.stop)
 		select {
 		case <-p.stopped:
-		case <-ctx.Done():
-			// The releaser is stuck in the next consumer; without a journal what it holds is lost.
+		case <-ctx.Done(): // the releaser is stuck in the next consumer; without a journal its spans are lost
 			if left := p.mem.HeldSpans(); left > 0 && !journaled {
 				p.giveUp(ctx, int(left), "shutdown timed out while the next consumer was still busy")
 			}

@@ -15,10 +15,9 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
-// startScoreReleaser starts the releaser of the score records the memory released for this logs
-// pipeline: it held those of undecided traces (written ahead) and queues them once their trace is
-// kept. Without outcome sampling (known once the traces processor started: the collector starts the
-// two in no set order, and receivers last) score records pass untouched and no releaser runs.
+// startScoreReleaser starts the releaser of the score records the memory holds for this pipeline
+// until their trace is kept. Without outcome sampling (known once the traces processor started: the
+// collector starts the two in no set order, and receivers last) none runs.
 func (lp *logsProcessor) startScoreReleaser(p *spanFilterProcessor) {
 	lp.once.Do(func() {
 		lp.stop, lp.stopped = make(chan struct{}), make(chan struct{})
