@@ -28,22 +28,19 @@ import (
 
 // spanFilterProcessor decides spans (rules.go), has the memory admit them, and delivers (never under a lock).
 type spanFilterProcessor struct {
-	logger    *zap.Logger
-	next      consumer.Traces
-	filter    *spanFilter
-	cfg       *Config
-	telemetry *metadata.TelemetryBuilder
-	mem       *tracememory.Memory
-	journal   journal.Journal
-	scratch   sync.Pool
-	now       func() time.Time // the memory's clock; tests replace it before the first span
-	evictions struct {         // the eviction warning, at most one per 10 s
-		sync.Mutex
-		evicted int64 // since the last warning
-		last    time.Time
-	}
-	stop, stopped chan struct{} // the releaser's
-	running       atomic.Bool   // from start (recovery done) to shutdown; content is refused outside it
+	logger        *zap.Logger
+	next          consumer.Traces
+	filter        *spanFilter
+	cfg           *Config
+	telemetry     *metadata.TelemetryBuilder
+	mem           *tracememory.Memory
+	journal       journal.Journal
+	scratch       sync.Pool
+	now           func() time.Time // the memory's clock; tests replace it before the first span
+	evicted       atomic.Int64     // traces evicted with held spans since the last eviction warning
+	warnedAt      atomic.Int64     // when that warning was logged last (unix ns)
+	stop, stopped chan struct{}    // the releaser's
+	running       atomic.Bool      // from start (recovery done) to shutdown; content is refused outside it
 }
 
 func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.Traces, j journal.Journal) (*spanFilterProcessor, error) {
@@ -382,16 +379,12 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 		return
 	}
 	// Idle traces forgotten are the life of a full memory; held spans going on early are not.
-	l, now := &p.evictions, p.now()
-	l.Lock()
-	l.evicted += s.EvictedWaiting
-	if !l.last.IsZero() && now.Sub(l.last) < 10*time.Second {
-		l.Unlock()
-		return
+	p.evicted.Add(s.EvictedWaiting)
+	now, last := p.now().UnixNano(), p.warnedAt.Load()
+	if last != 0 && now-last < int64(10*time.Second) || !p.warnedAt.CompareAndSwap(last, now) {
+		return // at most one warning per 10 s, with the count since the last one
 	}
-	evicted := l.evicted
-	l.evicted, l.last = 0, now
-	l.Unlock()
+	evicted := p.evicted.Swap(0)
 	p.logger.Warn("trace_integrity memory_limit_mib or max_traces reached: idle traces were forgotten and the "+
 		"spans still waiting for their parent in the traces idle the longest went on with their parent id "+
 		"unchanged. Raise memory_limit_mib or max_traces, lower wait_duration, or add gateway instances with "+
