@@ -78,11 +78,13 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 			return nil
 		}
 	}
-	if err := errors.Join(tb.RegisterProcessorSvcspanfilterSpansHeldCallback(gauge(p.mem.HeldSpans)),
+	if err := errors.Join(
+		tb.RegisterProcessorSvcspanfilterSpansHeldCallback(gauge(p.mem.HeldSpans)),
 		tb.RegisterProcessorSvcspanfilterHeldBytesCallback(gauge(p.mem.HeldBytes)),
 		tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(gauge(p.mem.Bytes)),
 		tb.RegisterProcessorSvcspanfilterTracesInMemoryCallback(gauge(p.mem.Traces)),
-		tb.RegisterProcessorSvcspanfilterDecisionHeldBytesCallback(gauge(p.mem.DecisionBytes))); err != nil {
+		tb.RegisterProcessorSvcspanfilterDecisionHeldBytesCallback(gauge(p.mem.DecisionBytes)),
+	); err != nil {
 		tb.Shutdown()
 		return nil, err
 	}
