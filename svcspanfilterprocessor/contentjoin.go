@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -28,56 +30,53 @@ type contentSink interface {
 	AddContent(ctx context.Context, content plog.Logs) error
 }
 
-// contentLogsProcessor takes the content records out of the logs pipeline for the trace memory;
-// every other record (gen_ai.evaluation.result, application logs) goes on unchanged.
-type contentLogsProcessor struct {
+// logsProcessor takes content records out of the logs pipeline for the trace memory and has score
+// records follow their trace with outcome sampling (scores.go); other records go on unchanged.
+type logsProcessor struct {
 	logger    *zap.Logger
+	telemetry *metadata.TelemetryBuilder
 	enabled   bool
 	sink      func() contentSink
-	telemetry *metadata.TelemetryBuilder
-	scores    *scoreSide // score records follow their trace with outcome sampling (scores.go)
+	next      consumer.Logs
+	traces    func() *spanFilterProcessor // the traces processor of the component ID, nil without one
+
+	once          sync.Once // starts the score releaser, when score records first follow
+	stop, stopped chan struct{}
 }
 
-func (p *contentLogsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
-	ld, err := p.takeContent(ctx, ld)
-	if err != nil || p.scores == nil {
-		return ld, err
+// processLogs skips the call when what the memory took leaves it empty.
+func (lp *logsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	took, err := lp.takeContent(ctx, ld)
+	if err == nil && lp.traces != nil && (!took || ld.LogRecordCount() > 0) {
+		took, err = lp.holdScores(ctx, ld)
 	}
-	if held, err := p.scores.hold(ctx, ld); err != nil || !held {
-		return ld, err
-	}
-	if ld.LogRecordCount() == 0 {
+	if err == nil && took && ld.LogRecordCount() == 0 {
 		return ld, processorhelper.ErrSkipProcessingData
 	}
-	return ld, nil
+	return ld, err
 }
 
-func (p *contentLogsProcessor) takeContent(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
-	if !p.enabled {
-		return ld, nil
+// takeContent hands the content records of ld to the sink; took: ld had some.
+func (lp *logsProcessor) takeContent(ctx context.Context, ld plog.Logs) (took bool, err error) {
+	if !lp.enabled {
+		return false, nil
 	}
 	content, withoutSpan := takeContentRecords(ld)
 	if content == (plog.Logs{}) {
-		return ld, nil
+		return false, nil
 	}
 	if withoutSpan > 0 {
-		p.telemetry.ProcessorSvcspanfilterContentUnmatched.Add(ctx, int64(withoutSpan), noSpanContextOpt)
-		p.logger.Debug("Discarded GenAI content records without a span context", zap.Int("records", withoutSpan))
+		lp.telemetry.ProcessorSvcspanfilterContentUnmatched.Add(ctx, int64(withoutSpan), noSpanContextOpt)
+		lp.logger.Debug("Discarded GenAI content records without a span context", zap.Int("records", withoutSpan))
 	}
 	if n := content.LogRecordCount(); n > 0 {
-		if sink := p.sink(); sink != nil {
-			if err := sink.AddContent(ctx, content); err != nil {
-				return ld, err
-			}
-		} else {
-			p.logger.Debug("Discarded GenAI content records: no traces pipeline of this component takes content",
-				zap.Int("records", n))
+		if sink := lp.sink(); sink != nil {
+			return true, sink.AddContent(ctx, content)
 		}
+		lp.logger.Debug("Discarded GenAI content records: no traces pipeline of this component takes content",
+			zap.Int("records", n))
 	}
-	if ld.LogRecordCount() == 0 {
-		return ld, processorhelper.ErrSkipProcessingData
-	}
-	return ld, nil
+	return true, nil
 }
 
 // takeContentRecords removes the content records from ld, and what they leave empty: those with a
@@ -237,17 +236,15 @@ func recoverContent(m *tracememory.Memory, records []journal.Record, joinOn bool
 		if rec.Kind != journal.KindContent {
 			continue
 		}
+		var keys []spanKey
+		var bySpan map[spanKey]*genaicontent.Content
 		if !joinOn {
-			m.NewRecordRef(rec.ID, 1).Done(1)
 			out[tracememory.ContentDiscarded]++
-			continue
-		}
-		ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload)
-		if err != nil {
+		} else if ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload); err != nil {
 			errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
-			ld = plog.NewLogs()
+		} else {
+			keys, bySpan = contentBySpan(ld)
 		}
-		keys, bySpan := contentBySpan(ld)
 		if len(keys) == 0 { // nothing to give: the record is done
 			m.NewRecordRef(rec.ID, 1).Done(1)
 			continue

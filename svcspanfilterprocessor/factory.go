@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
@@ -52,18 +53,19 @@ func createLogs(ctx context.Context, set processor.Settings, cfg component.Confi
 		return nil, err
 	}
 	inst, release, _ := acquireInstance(set.ID, nil) // without traces it cannot fail
-	lp := &contentLogsProcessor{
+	lp := &logsProcessor{
 		logger:    set.Logger,
+		telemetry: tb,
 		enabled:   cfg.(*Config).ContentJoin.Enabled,
 		sink:      inst.contentSink,
-		telemetry: tb,
+		next:      next,
+		traces:    inst.traces.Load,
 	}
-	lp.scores = &scoreSide{logger: set.Logger, next: next, sink: lp, traces: inst.tracesProcessor}
 	return processorhelper.NewLogs(ctx, set, cfg, next, lp.processLogs,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
 		processorhelper.WithShutdown(func(ctx context.Context) error {
 			defer release()
-			return lp.scores.shutdown(ctx)
+			return lp.shutdown(ctx)
 		}),
 	)
 }
@@ -75,10 +77,10 @@ var instances = struct {
 	m map[component.ID]*spanFilterInstance
 }{m: map[component.ID]*spanFilterInstance{}}
 
-// spanFilterInstance has no lifecycle of its own (see createTraces); instances guards it.
+// spanFilterInstance has no lifecycle of its own (see createTraces).
 type spanFilterInstance struct {
-	refs   int
-	traces *spanFilterProcessor
+	refs   int                                 // guarded by instances
+	traces atomic.Pointer[spanFilterProcessor] // nil without a traces pipeline for the ID
 }
 
 // acquireInstance returns the instance of id, with traces unless nil (one per ID: one next consumer
@@ -91,13 +93,10 @@ func acquireInstance(id component.ID, traces *spanFilterProcessor) (*spanFilterI
 		i = &spanFilterInstance{}
 		instances.m[id] = i
 	}
-	if traces != nil {
-		if i.traces != nil {
-			return nil, nil, fmt.Errorf("%s is used in more than one traces pipeline; give each traces "+
-				"pipeline its own component ID (for example %s/second): one ID is one trace memory, shared "+
-				"with its logs pipeline", id, id.Type())
-		}
-		i.traces = traces
+	if traces != nil && !i.traces.CompareAndSwap(nil, traces) {
+		return nil, nil, fmt.Errorf("%s is used in more than one traces pipeline; give each traces "+
+			"pipeline its own component ID (for example %s/second): one ID is one trace memory, shared "+
+			"with its logs pipeline", id, id.Type())
 	}
 	i.refs++
 	return i, sync.OnceFunc(func() {
@@ -110,16 +109,9 @@ func acquireInstance(id component.ID, traces *spanFilterProcessor) (*spanFilterI
 	}), nil
 }
 
-// tracesProcessor is the traces processor of the ID, nil without a traces pipeline for it.
-func (i *spanFilterInstance) tracesProcessor() *spanFilterProcessor {
-	instances.Lock()
-	defer instances.Unlock()
-	return i.traces
-}
-
 // contentSink is the traces processor, nil without a traces pipeline for this ID.
 func (i *spanFilterInstance) contentSink() contentSink {
-	if p := i.tracesProcessor(); p != nil {
+	if p := i.traces.Load(); p != nil {
 		return p
 	}
 	return nil // not a nil *spanFilterProcessor in the interface

@@ -45,7 +45,7 @@ func newContentLogsProcessorWith(t *testing.T, set processor.Settings, enabled b
 	t.Helper()
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	require.NoError(t, err)
-	lp := &contentLogsProcessor{logger: zap.NewNop(), enabled: enabled, sink: func() contentSink { return sink }, telemetry: tb}
+	lp := &logsProcessor{logger: zap.NewNop(), enabled: enabled, sink: func() contentSink { return sink }, telemetry: tb}
 	if sink == nil {
 		lp.sink = func() contentSink { return nil }
 	}

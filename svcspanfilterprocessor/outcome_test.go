@@ -123,9 +123,9 @@ func TestScoresFollowTheirTraceThroughTheLogsSide(t *testing.T) {
 	h := newHarness(t, createDefaultConfig().(*Config))
 	startWithOutcome(t, h, 0.0001, 64)
 	sink := new(consumertest.LogsSink)
-	lp := &contentLogsProcessor{logger: zap.NewNop(), sink: func() contentSink { return h.p }}
-	lp.scores = &scoreSide{logger: zap.NewNop(), next: sink, sink: lp, traces: func() *spanFilterProcessor { return h.p }}
-	defer func() { require.NoError(t, lp.scores.shutdown(context.Background())) }()
+	lp := &logsProcessor{logger: zap.NewNop(), sink: func() contentSink { return h.p }, next: sink,
+		traces: func() *spanFilterProcessor { return h.p }}
+	defer func() { require.NoError(t, lp.shutdown(context.Background())) }()
 	logs, err := processorhelper.NewLogs(context.Background(), processortest.NewNopSettings(metadata.Type), h.p.cfg, sink, lp.processLogs)
 	require.NoError(t, err)
 

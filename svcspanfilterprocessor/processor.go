@@ -28,22 +28,19 @@ import (
 
 // spanFilterProcessor decides spans (rules.go), has the memory admit them, and delivers (never under a lock).
 type spanFilterProcessor struct {
-	logger    *zap.Logger
-	next      consumer.Traces
-	filter    *spanFilter
-	cfg       *Config
-	telemetry *metadata.TelemetryBuilder
-	mem       *tracememory.Memory
-	journal   journal.Journal
-	scratch   sync.Pool
-	now       func() time.Time // the memory's clock; tests replace it before the first span
-	evictions struct {         // the eviction warning, at most one per 10 s
-		sync.Mutex
-		evicted int64 // since the last warning
-		last    time.Time
-	}
-	stop, stopped chan struct{} // the releaser's
-	running       atomic.Bool   // from start (recovery done) to shutdown; content is refused outside it
+	logger        *zap.Logger
+	next          consumer.Traces
+	filter        *spanFilter
+	cfg           *Config
+	telemetry     *metadata.TelemetryBuilder
+	mem           *tracememory.Memory
+	journal       journal.Journal
+	scratch       sync.Pool
+	now           func() time.Time // the memory's clock; tests replace it before the first span
+	evicted       atomic.Int64     // traces evicted with held spans since the last eviction warning
+	warnedAt      atomic.Int64     // when that warning was logged last (unix ns)
+	stop, stopped chan struct{}    // the releaser's
+	running       atomic.Bool      // from start (recovery done) to shutdown; content is refused outside it
 }
 
 func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.Traces, j journal.Journal) (*spanFilterProcessor, error) {
@@ -149,6 +146,25 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 	return nil
 }
 
+// startOutcome applies the sampling extension's outcome section, if it has one: the trace memory
+// holds the kept spans of undecided traces and decides them (docs/outcome-sampling.md), and the
+// filter's sampler keeps every trace. Before any span, and before recovery re-admits held spans.
+func (p *spanFilterProcessor) startOutcome(host component.Host) error {
+	o, err := sampling.OutcomeFromExtensions(host.GetExtensions(), *p.cfg.Sampling)
+	if err != nil || o == nil {
+		return err
+	}
+	maxHeld, limit := o.Config().MaxHeldMiB, p.cfg.TraceIntegrity.MemoryLimitMiB
+	if maxHeld > limit {
+		return fmt.Errorf("svcspanfilter: the outcome section of %s holds up to max_held_mib %d MiB, more than "+
+			"trace_integrity.memory_limit_mib %d: raise memory_limit_mib or lower max_held_mib", *p.cfg.Sampling, maxHeld, limit)
+	}
+	p.mem.SetOutcome(o, int64(maxHeld)<<20)
+	p.filter.sampler = sampling.NewRatio(1)
+	p.filter.outcome = true
+	return nil
+}
+
 // shutdown stops the releaser and releases what is held by rule 1, or with on_shutdown: keep leaves it
 // journaled, so a restart keeps open agent trees; refused spans stay journaled, or without one are lost.
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
@@ -166,8 +182,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		close(p.stop)
 		select {
 		case <-p.stopped:
-		case <-ctx.Done():
-			// The releaser is stuck in the next consumer; without a journal what it holds is lost.
+		case <-ctx.Done(): // the releaser is stuck in the next consumer; without a journal its spans are lost
 			if left := p.mem.HeldSpans(); left > 0 && !journaled {
 				p.giveUp(ctx, int(left), "shutdown timed out while the next consumer was still busy")
 			}
@@ -323,6 +338,15 @@ func reasonOpts[R ~uint8](n R, name func(R) string) []metric.AddOption {
 	return opts
 }
 
+// decidedOpt is the attribute set of a trace decision (a rule's name is the reason: few values).
+func decidedOpt(d tracememory.Decided) metric.AddOption {
+	decision := "dropped"
+	if d.Keep {
+		decision = "kept"
+	}
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("decision", decision), attribute.String("reason", d.Reason)))
+}
+
 func addByReason(ctx context.Context, c metric.Int64Counter, counts []int64, opts []metric.AddOption) {
 	for r, n := range counts {
 		if n > 0 {
@@ -357,16 +381,12 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 		return
 	}
 	// Idle traces forgotten are the life of a full memory; held spans going on early are not.
-	l, now := &p.evictions, p.now()
-	l.Lock()
-	l.evicted += s.EvictedWaiting
-	if !l.last.IsZero() && now.Sub(l.last) < 10*time.Second {
-		l.Unlock()
-		return
+	p.evicted.Add(s.EvictedWaiting)
+	now, last := p.now().UnixNano(), p.warnedAt.Load()
+	if last != 0 && now-last < int64(10*time.Second) || !p.warnedAt.CompareAndSwap(last, now) {
+		return // at most one warning per 10 s, with the count since the last one
 	}
-	evicted := l.evicted
-	l.evicted, l.last = 0, now
-	l.Unlock()
+	evicted := p.evicted.Swap(0)
 	p.logger.Warn("trace_integrity memory_limit_mib or max_traces reached: idle traces were forgotten and the "+
 		"spans still waiting for their parent in the traces idle the longest went on with their parent id "+
 		"unchanged. Raise memory_limit_mib or max_traces, lower wait_duration, or add gateway instances with "+
@@ -380,10 +400,9 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 // shutdown: the client sends them again.
 var errNotRunning = errors.New("svcspanfilter: the traces pipeline of this component is not running; retry later")
 
-// errJournalNotStarted refuses data that arrives before Start opened the storage (retryable).
 var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
 
-// newProcessorJournal is journal.Nop without `storage`, else a storageJournal that opens at Start.
+// newProcessorJournal is journal.Nop without `storage`, else a storageJournal.
 func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) journal.Journal {
 	if cfg.Storage == nil {
 		return journal.Nop
@@ -391,12 +410,12 @@ func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) jo
 	return &storageJournal{storageID: *cfg.Storage, owner: owner, logger: logger}
 }
 
-// storageJournal is the journal in the storage extension named by the `storage` option.
+// storageJournal is the journal in the storage extension named by `storage`. The memory is built
+// before start opens it: until then, and after shutdown, it refuses (retryably).
 type storageJournal struct {
-	storageID component.ID
-	owner     component.ID
-	logger    *zap.Logger
-	s         atomic.Pointer[journal.Storage] // nil before start and after shutdown
+	storageID, owner component.ID
+	logger           *zap.Logger
+	s                atomic.Pointer[journal.Storage]
 }
 
 // start opens the processor's storage client, as exporterhelper's persistent queue does, and returns
@@ -426,7 +445,7 @@ func (j *storageJournal) start(ctx context.Context, host component.Host) ([]jour
 	return recovered, nil
 }
 
-// shutdown releases the storage client; what the journal still holds is recovered at the next start.
+// shutdown releases the storage client; what the journal holds is recovered at the next start.
 func (j *storageJournal) shutdown(ctx context.Context) error {
 	if s := j.s.Swap(nil); s != nil {
 		return s.Close(ctx)
