@@ -16,9 +16,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// Layout in the storage client, which has no key listing: each record under "r/<id>", and an
-// index "journal/index" holding the range [first, next) of ids that may still be live, written in
-// the same Batch as every record write and delete; ids in the range whose key is gone are holes.
+// Layout (the storage client lists no keys): each record under "r/<id>", and "journal/index", the
+// range [first, next) of ids that may be live, written in every Batch; ids whose key is gone are holes.
 const (
 	recordPrefix  = "r/"
 	indexKey      = "journal/index"
@@ -26,10 +25,8 @@ const (
 	recordVersion = 1
 	recoverChunk  = 256           // records one Batch of gets reads at recovery
 	recordHeader  = 1 + 1 + 4 + 8 // version, kind, crc32 of what follows, held-at unix nanos
-	// rangeSlack is how far the index range may exceed twice the live records before
-	// compactRange moves the oldest live records forward; maxMoves is how many it moves at once.
-	rangeSlack = 1024
-	maxMoves   = 64
+	rangeSlack    = 1024          // compactRange: how far the range may exceed twice the live records
+	maxMoves      = 64            // and how many records it moves forward at once
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -49,19 +46,16 @@ type Storage struct {
 	owed map[uint64]struct{}
 }
 
-// liveRecord is a live record: the id its caller knows, and lazy for open parents and dropped spans,
-// whose delete stays owed until the next Append (or Flush) carries it: a call that drops spans
-// costs one transaction, not two, and a restart before the delete only restores traces already
-// forgotten (of a kept decision or session: restores one already over). A late delete of KindSpans,
-// KindContent or KindScores would deliver again: they get their own.
+// liveRecord is lazy when a late delete only restores what is already forgotten or over (all kinds
+// but held spans, content and scores, which would deliver again): its delete waits for the next
+// Append (or Flush), so a call that drops spans costs one transaction, not two.
 type liveRecord struct {
 	id   uint64
 	lazy bool
 }
 
 func newLive(id uint64, kind Kind) liveRecord {
-	lazy := kind == KindOpen || kind == KindDropped || kind == KindOpenParents || kind == KindDecided || kind == KindSession
-	return liveRecord{id: id, lazy: lazy}
+	return liveRecord{id: id, lazy: kind != KindSpans && kind != KindContent && kind != KindScores}
 }
 
 var _ Journal = (*Storage)(nil)
@@ -154,17 +148,13 @@ func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	if !now {
 		return nil
 	}
-	return s.flushOwed(ctx)
+	return writeError("journal: remove", s.commit(ctx, s.next))
 }
 
 // Flush writes the owed deletes, if any.
 func (s *Storage) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.flushOwed(ctx)
-}
-
-func (s *Storage) flushOwed(ctx context.Context) error {
 	if len(s.owed) == 0 {
 		return nil
 	}
@@ -240,11 +230,11 @@ func (s *Storage) Close(ctx context.Context) error {
 
 // writeError keeps storage.ErrStorageFull recognizable (errors.Is) for the caller's refusal.
 func writeError(what string, err error) error {
-	switch {
-	case err == nil:
+	if errors.Is(err, storage.ErrStorageFull) {
+		what += ": storage full"
+	}
+	if err == nil {
 		return nil
-	case errors.Is(err, storage.ErrStorageFull):
-		return fmt.Errorf("%s: storage full: %w", what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
@@ -252,11 +242,7 @@ func writeError(what string, err error) error {
 func recordKey(id uint64) string { return recordPrefix + strconv.FormatUint(id, 10) }
 
 func encodeIndex(first, next uint64) []byte {
-	b := make([]byte, 1+8+8)
-	b[0] = indexVersion
-	binary.BigEndian.PutUint64(b[1:], first)
-	binary.BigEndian.PutUint64(b[9:], next)
-	return b
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{indexVersion}, first), next)
 }
 
 func decodeIndex(b []byte) (first, next uint64, err error) {

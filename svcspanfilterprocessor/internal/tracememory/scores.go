@@ -3,6 +3,7 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -13,13 +14,11 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Scores follow their trace (outcome sampling, docs/outcome-sampling.md): a score record of a trace
-// not yet decided is held under the trace (written ahead, KindScores; never evicted; the logs side
-// pushes back when the memory is full) and observed (a score rule can keep the trace); it is
-// released or dropped with the decision. A record of a decided trace goes on or is dropped at once.
+// Scores follow their trace (outcome sampling, docs/outcome-sampling.md): a score record of an
+// undecided trace is held under it (never evicted: the logs side pushes back when the memory is full)
+// and observed (a score rule can keep the trace) until the decision releases or drops it.
 
-// scoreCost is what a held score record counts beside its size.
-const scoreCost = 128
+const scoreCost = 128 // what a held score record counts beside its size
 
 // heldScore is a score record waiting for its trace's decision.
 type heldScore struct {
@@ -30,14 +29,13 @@ type heldScore struct {
 }
 
 // logOrigin is the request, resource and scope a held score record goes on under, and the logs
-// pipeline (sink) that holds it: released, it goes on there.
+// pipeline (sink) it goes on in.
 type logOrigin struct {
 	request          *requestOrigin
 	sink             any
 	resource         pcommon.Resource
 	scope            pcommon.InstrumentationScope
 	resURL, scopeURL string
-	owned            bool // resource and scope are copies
 }
 
 // ScoreDelivery is released score records of one request and sink, for one ConsumeLogs call of
@@ -52,8 +50,7 @@ type ScoreDelivery struct {
 }
 
 // IsHeldScore reports whether lr is a score record that follows its trace: a complete score record
-// (pkg/scorerecord: svc.score with an id, as the svcscore and svcevaluator connectors write them)
-// of a trace.
+// of a trace (pkg/scorerecord: svc.score with an id, as the svcscore and svcevaluator connectors write).
 func IsHeldScore(lr plog.LogRecord) bool {
 	if lr.TraceID().IsEmpty() || scorerecord.LogRecordEventName(lr) != scorerecord.EventName {
 		return false
@@ -65,11 +62,10 @@ func IsHeldScore(lr plog.LogRecord) bool {
 // ScoresFollow reports whether score records follow their trace's decision (outcome sampling on).
 func (m *Memory) ScoresFollow() bool { return m.cfg.Outcome != nil }
 
-// AddScores takes the score records of ld (the rest is left in ld): those of a trace decided kept
-// stay in ld, of a trace decided dropped are removed, of an undecided trace are written ahead and
-// held. It returns how many it held and dropped; ErrContentOverloaded when the memory has no room
-// (nothing taken); a failed write ahead takes nothing either. sink is the logs pipeline: released
-// records are queued for it (TakeReadyScores).
+// AddScores takes the score records of ld, the rest left in ld: of a trace decided kept they stay,
+// of one decided dropped they are removed, of an undecided trace written ahead and held (queued for
+// sink once released, TakeReadyScores). It returns how many it held and dropped; when the memory has
+// no room (ErrContentOverloaded) or the write ahead fails, it takes nothing.
 func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, dropped int, err error) {
 	if m.cfg.Outcome == nil {
 		return 0, 0, nil
@@ -81,7 +77,7 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 	scores := false
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
-			var dest plog.ScopeLogs
+			var dest plog.LogRecordSlice
 			for _, lr := range sl.LogRecords().All() {
 				if !IsHeldScore(lr) {
 					continue
@@ -89,18 +85,13 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 				if scores = true; m.known(lr.TraceID(), pcommon.SpanID{}, isDecided) {
 					continue
 				}
-				if dest == (plog.ScopeLogs{}) {
+				if dest == (plog.LogRecordSlice{}) {
 					if copies == (plog.Logs{}) {
 						copies = plog.NewLogs()
 					}
-					dr := copies.ResourceLogs().AppendEmpty()
-					rl.Resource().CopyTo(dr.Resource())
-					dr.SetSchemaUrl(rl.SchemaUrl())
-					dest = dr.ScopeLogs().AppendEmpty()
-					sl.Scope().CopyTo(dest.Scope())
-					dest.SetSchemaUrl(sl.SchemaUrl())
+					dest = appendScope(copies, rl.Resource(), rl.SchemaUrl(), sl.Scope(), sl.SchemaUrl())
 				}
-				lr.CopyTo(dest.LogRecords().AppendEmpty())
+				lr.CopyTo(dest.AppendEmpty())
 				size += scoreSize(lr)
 			}
 		}
@@ -137,7 +128,7 @@ func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now tim
 	var out released
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
-			origin := &logOrigin{request: req, sink: sink, resource: rl.Resource(), scope: sl.Scope(), resURL: rl.SchemaUrl(), scopeURL: sl.SchemaUrl()}
+			var origin *logOrigin // made for the first record held, with copies (ld goes on)
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
 				if !IsHeldScore(lr) {
 					return false
@@ -158,7 +149,12 @@ func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now tim
 				if d.firstAt.IsZero() || now.Before(d.firstAt) {
 					d.firstAt = now
 				}
-				origin.own()
+				if origin == nil {
+					origin = &logOrigin{request: req, sink: sink, resURL: rl.SchemaUrl(), scopeURL: sl.SchemaUrl(),
+						resource: pcommon.NewResource(), scope: pcommon.NewInstrumentationScope()}
+					rl.Resource().CopyTo(origin.resource)
+					sl.Scope().CopyTo(origin.scope)
+				}
 				hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
 				lr.CopyTo(hs.record)
 				t.keepRefs().scores = append(t.keepRefs().scores, hs) // in the budget and the decision bytes
@@ -176,16 +172,6 @@ func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now tim
 	}
 	m.finish(&out)
 	return held, dropped
-}
-
-// own makes the origin keep copies of its resource and scope (the call's ld goes on).
-func (o *logOrigin) own() {
-	if !o.owned {
-		res, scope := pcommon.NewResource(), pcommon.NewInstrumentationScope()
-		o.resource.CopyTo(res)
-		o.scope.CopyTo(scope)
-		o.resource, o.scope, o.owned = res, scope, true
-	}
 }
 
 func scoreSize(lr plog.LogRecord) int64 { return mapSize(lr.Attributes()) + scoreCost }
@@ -229,16 +215,11 @@ func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 			by[k] = d
 			out = append(out, d)
 		}
-		records, ok := scopes[hs.origin]
+		o := hs.origin
+		records, ok := scopes[o]
 		if !ok {
-			rl := d.Logs.ResourceLogs().AppendEmpty()
-			hs.origin.resource.CopyTo(rl.Resource())
-			rl.SetSchemaUrl(hs.origin.resURL)
-			sl := rl.ScopeLogs().AppendEmpty()
-			hs.origin.scope.CopyTo(sl.Scope())
-			sl.SetSchemaUrl(hs.origin.scopeURL)
-			records = sl.LogRecords()
-			scopes[hs.origin] = records
+			records = appendScope(d.Logs, o.resource, o.resURL, o.scope, o.scopeURL)
+			scopes[o] = records
 		}
 		hs.record.MoveTo(records.AppendEmpty())
 		d.Records++
@@ -250,22 +231,31 @@ func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 	return out
 }
 
+// appendScope appends to ld a copy of a resource and scope, and returns the scope's records.
+func appendScope(ld plog.Logs, res pcommon.Resource, resURL string, scope pcommon.InstrumentationScope,
+	scopeURL string) plog.LogRecordSlice {
+	rl := ld.ResourceLogs().AppendEmpty()
+	res.CopyTo(rl.Resource())
+	rl.SetSchemaUrl(resURL)
+	sl := rl.ScopeLogs().AppendEmpty()
+	scope.CopyTo(sl.Scope())
+	sl.SetSchemaUrl(scopeURL)
+	return sl.LogRecords()
+}
+
 // ScoreWake is signalled when score deliveries are queued.
 func (m *Memory) ScoreWake() <-chan struct{} { return m.scoreWake }
 
 // TakeReadyScores returns the queued score deliveries of sink (and those recovered, of no sink).
-func (m *Memory) TakeReadyScores(sink any) []*ScoreDelivery {
+func (m *Memory) TakeReadyScores(sink any) (mine []*ScoreDelivery) {
 	m.readyMu.Lock()
 	defer m.readyMu.Unlock()
-	var mine, rest []*ScoreDelivery
-	for _, d := range m.readyScores {
+	m.readyScores = slices.DeleteFunc(m.readyScores, func(d *ScoreDelivery) bool {
 		if d.Sink == sink || d.Sink == nil {
 			mine = append(mine, d)
-		} else {
-			rest = append(rest, d)
 		}
-	}
-	m.readyScores = rest
+		return d.Sink == sink || d.Sink == nil
+	})
 	return mine
 }
 
