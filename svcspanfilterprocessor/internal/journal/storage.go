@@ -60,8 +60,8 @@ func newLive(id uint64, kind Kind) liveRecord {
 
 var _ Journal = (*Storage)(nil)
 
-// Open recovers the records a previous process left (oldest first) and returns the journal. A
-// record that cannot be decoded is logged, deleted and skipped; an unreadable index is an error.
+// Open returns the journal and the records a previous process left, oldest first; one that cannot
+// be decoded is logged, deleted and skipped; an unreadable index is an error.
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
 	s := &Storage{client: client, first: 1, next: 1, live: map[uint64]liveRecord{}, moved: map[uint64]uint64{},
 		owed: map[uint64]struct{}{}}
@@ -69,10 +69,11 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: read the index: %w", err)
 	}
-	if raw != nil {
-		if s.first, s.next, err = decodeIndex(raw); err != nil {
-			return nil, nil, fmt.Errorf("journal: index %q: %w", indexKey, err)
-		}
+	if raw == nil {
+		return s, nil, nil // a new journal
+	}
+	if s.first, s.next, err = decodeIndex(raw); err != nil {
+		return nil, nil, fmt.Errorf("journal: index %q: %w", indexKey, err)
 	}
 	var records []Record
 	for from := s.first; from < s.next; from += recoverChunk {
@@ -103,10 +104,8 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 	// Oldest first by time: compactRange may have moved an old record past newer ones.
 	slices.SortStableFunc(records, func(a, b Record) int { return a.HeldAt.Compare(b.HeldAt) })
 	corrupt := len(s.owed)
-	if raw != nil || corrupt > 0 { // the corrupt records go, and the range is stored tightened
-		if err := s.commit(ctx, s.next); err != nil {
-			return nil, nil, writeError("journal: rewrite the index", err)
-		}
+	if err := s.commit(ctx, s.next); err != nil { // the corrupt records go, the range stored tightened
+		return nil, nil, writeError("journal: rewrite the index", err)
 	}
 	if len(records) > 0 || corrupt > 0 {
 		logger.Info("journal: recovered held state", zap.Int("records", len(records)), zap.Int("corrupt", corrupt))
@@ -161,9 +160,8 @@ func (s *Storage) Flush(ctx context.Context) error {
 	return writeError("journal: remove", s.commit(ctx, s.next))
 }
 
-// commit runs ops, the owed deletes and the index range up to next in one transaction; the range
-// starts at the first live id (the owed records go in the same transaction). The caller has made
-// its new records live and undoes that when it fails; otherwise nothing changed. Callers hold mu.
+// commit runs ops, the owed deletes and the index range [first live id, next) in one transaction;
+// when it fails nothing changed but what the caller undoes. Callers hold mu.
 func (s *Storage) commit(ctx context.Context, next uint64, ops ...*storage.Operation) error {
 	first := s.first // each id is passed once: amortized O(1)
 	for first < next {
@@ -187,7 +185,7 @@ func (s *Storage) commit(ctx context.Context, next uint64, ops ...*storage.Opera
 // compactRange keeps the ids a restart reads within twice the live records and rangeSlack (a record
 // live for hours would keep the range from advancing): it moves the oldest live records forward,
 // each under a new id, in one transaction (callers still remove them by the id they know); a
-// failure leaves everything as it was. Callers hold mu.
+// failure changes nothing. Callers hold mu.
 func (s *Storage) compactRange(ctx context.Context) {
 	if s.next-s.first <= rangeSlack+2*uint64(len(s.live)) {
 		return
@@ -207,19 +205,13 @@ func (s *Storage) compactRange(ctx context.Context) {
 		moves[next] = id
 		next++
 	}
-	for to, from := range moves {
-		s.live[to] = s.live[from]
-		delete(s.live, from)
-	}
-	if len(moves) > 0 && s.commit(ctx, next, ops...) == nil {
-		for to := range moves {
-			s.moved[s.live[to].id] = to
-		}
+	if len(moves) == 0 || s.commit(ctx, next, ops...) != nil {
 		return
 	}
-	for to, from := range moves {
-		s.live[from] = s.live[to]
-		delete(s.live, to)
+	for to, from := range moves { // the range tightens with the caller's commit
+		s.live[to] = s.live[from]
+		delete(s.live, from)
+		s.moved[s.live[to].id] = to
 	}
 }
 
@@ -296,50 +288,41 @@ func decodeRecord(b []byte) (Record, error) {
 		return Record{}, fmt.Errorf("unknown record kind %d", rec.Kind)
 	}
 	r := reader{b: b[recordHeader:]}
-	for i, n := uint64(0), r.uvarint(); i < n && r.err == nil; i++ {
+	for i, n := uint64(0), r.uvarint(); i < n && !r.short; i++ {
 		if rec.Metadata == nil {
 			rec.Metadata = make(map[string][]string, min(n, 64))
 		}
 		k, nv := r.string(), r.uvarint()
 		vs := make([]string, 0, min(nv, 64))
-		for j := uint64(0); j < nv && r.err == nil; j++ {
+		for j := uint64(0); j < nv && !r.short; j++ {
 			vs = append(vs, r.string())
 		}
 		rec.Metadata[k] = vs
 	}
-	if r.err != nil {
-		return Record{}, fmt.Errorf("metadata: %w", r.err)
+	if r.short {
+		return Record{}, fmt.Errorf("metadata: %w", errTruncated)
 	}
 	rec.Payload = r.b
 	return rec, nil
 }
 
-// reader decodes uvarint-prefixed fields; the first error sticks.
+// reader decodes uvarint-prefixed fields; short once one is cut off (what it reads then is unused).
 type reader struct {
-	b   []byte
-	err error
+	b     []byte
+	short bool
 }
 
 func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
 	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errTruncated
-		return 0
-	}
-	r.b = r.b[n:]
+	r.short = r.short || n <= 0
+	r.b = r.b[max(n, 0):]
 	return v
 }
 
 func (r *reader) string() string {
 	n := r.uvarint()
-	if r.err == nil && n > uint64(len(r.b)) {
-		r.err = errTruncated
-	}
-	if r.err != nil {
-		return ""
+	if n > uint64(len(r.b)) {
+		r.short, n = true, 0
 	}
 	s := string(r.b[:n])
 	r.b = r.b[n:]
