@@ -58,8 +58,6 @@ func newLive(id uint64, kind Kind) liveRecord {
 	return liveRecord{id: id, lazy: kind != KindSpans && kind != KindContent && kind != KindScores}
 }
 
-var _ Journal = (*Storage)(nil)
-
 // Open returns the journal and the records a previous process left, oldest first; one that cannot
 // be decoded is logged, deleted and skipped; an unreadable index is an error.
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {

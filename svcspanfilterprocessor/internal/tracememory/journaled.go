@@ -249,12 +249,11 @@ func (t *trace) attach(m *Memory, ref *RecordRef) {
 	m.addBytes(t, refCost)
 }
 
-// Recover restores the dropped spans, then the open parents, so that the spans recovered after them
-// walk through the ones and point at the others, the kept decisions and sessions, then re-admits
-// the held spans of the KindSpans records, oldest first, with their original held time and request
-// metadata (spans that resolve among themselves are queued for the releaser at once), then the
-// held score records. Other kinds are left to their owners. A record that cannot be read, or of
-// outcome sampling when it is off now, is removed.
+// Recover restores, in this order (doc.go, "recovery"), the dropped spans and open parents that
+// spans recovered after them walk through and point at, the kept decisions and sessions, the held
+// spans (oldest first: spans that resolve among themselves are queued at once) and held scores.
+// Other kinds are left to their owners. A record that cannot be read, or of outcome sampling when
+// it is off now, is removed.
 func (m *Memory) Recover(records []journal.Record) error {
 	fixed := func(n int) func([]byte) int { return func([]byte) int { return n } }
 	var errs []error

@@ -28,8 +28,7 @@ type heldScore struct {
 	bytes  int64
 }
 
-// logOrigin is the request, resource and scope a held score record goes on under, and the logs
-// pipeline (sink) it goes on in.
+// logOrigin is where a held score record goes on: its request, resource, scope and logs pipeline.
 type logOrigin struct {
 	request          *requestOrigin
 	sink             any
@@ -122,8 +121,8 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 	return held, dropped, nil
 }
 
-// applyScores settles each score record of ld: of an undecided trace (written ahead, or from the
-// journal) it is held and observed, of a trace decided dropped removed, else it stays in ld.
+// applyScores holds and observes the score records of ld of undecided traces (written ahead, or
+// recovered), removes those of traces decided dropped and leaves the rest in ld.
 func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now time.Time, ref *RecordRef) (held, dropped int) {
 	var out released
 	for _, rl := range ld.ResourceLogs().All() {
