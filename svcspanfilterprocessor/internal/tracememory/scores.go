@@ -72,29 +72,24 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 	now := m.cfg.Now()
 	// Plan: copies of the records that may be held (their trace undecided), written ahead.
 	var copies plog.Logs
+	var dest plog.LogRecordSlice // of scope from in copies
+	var from plog.ScopeLogs
 	var size int64
 	scores := false
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			var dest plog.LogRecordSlice
-			for _, lr := range sl.LogRecords().All() {
-				if !IsHeldScore(lr) {
-					continue
-				}
-				if scores = true; m.known(lr.TraceID(), pcommon.SpanID{}, isDecided) {
-					continue
-				}
-				if dest == (plog.LogRecordSlice{}) {
-					if copies == (plog.Logs{}) {
-						copies = plog.NewLogs()
-					}
-					dest = appendScope(copies, rl.Resource(), rl.SchemaUrl(), sl.Scope(), sl.SchemaUrl())
-				}
-				lr.CopyTo(dest.AppendEmpty())
-				size += scoreSize(lr)
-			}
+	eachScore(ld, func(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) bool {
+		if scores = true; m.known(lr.TraceID(), pcommon.SpanID{}, isDecided) {
+			return false
 		}
-	}
+		if copies == (plog.Logs{}) {
+			copies = plog.NewLogs()
+		}
+		if sl != from {
+			dest, from = appendScope(copies, rl.Resource(), rl.SchemaUrl(), sl.Scope(), sl.SchemaUrl()), sl
+		}
+		lr.CopyTo(dest.AppendEmpty())
+		size += scoreSize(lr)
+		return false
+	})
 	if !scores {
 		return 0, 0, nil
 	}
@@ -125,52 +120,56 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 // recovered), removes those of traces decided dropped and leaves the rest in ld.
 func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now time.Time, ref *RecordRef) (held, dropped int) {
 	var out released
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			var origin *logOrigin // made for the first record held, with copies (ld goes on)
-			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
-				if !IsHeldScore(lr) {
-					return false
-				}
-				sh := m.shards[m.shardOf(lr.TraceID())]
-				sh.mu.Lock()
-				defer sh.unlock(m)
-				if t := sh.traces[lr.TraceID()]; t != nil && isDecided(t, pcommon.SpanID{}) {
-					if t.dropped() {
-						dropped++
-						out.stats.ScoresDropped++
-					}
-					return t.dropped()
-				}
-				t := sh.touch(m, lr.TraceID(), now)
-				d := m.decisionState(t)
-				m.cfg.Outcome.ObserveScore(&d.state, lr)
-				if d.firstAt.IsZero() || now.Before(d.firstAt) {
-					d.firstAt = now
-				}
-				if origin == nil {
-					origin = &logOrigin{request: req, sink: sink, resURL: rl.SchemaUrl(), scopeURL: sl.SchemaUrl(),
-						resource: pcommon.NewResource(), scope: pcommon.NewInstrumentationScope()}
-					rl.Resource().CopyTo(origin.resource)
-					sl.Scope().CopyTo(origin.scope)
-				}
-				hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
-				lr.CopyTo(hs.record)
-				t.keepRefs().scores = append(t.keepRefs().scores, hs) // in the budget and the decision bytes
-				m.addBytes(t, hs.bytes)
-				sh.pending.decisionBytes += hs.bytes
-				sh.place(t)
-				ref.add(1)
-				held++
-				if _, matched := m.cfg.Outcome.Matched(&d.state); matched {
-					sh.decide(m, t, now, &out)
-				}
-				return true
-			})
+	var origin *logOrigin // of scope from, made for its first record held, with copies (ld goes on)
+	var from plog.ScopeLogs
+	eachScore(ld, func(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) bool {
+		sh := m.shards[m.shardOf(lr.TraceID())]
+		sh.mu.Lock()
+		defer sh.unlock(m)
+		if t := sh.traces[lr.TraceID()]; t != nil && isDecided(t, pcommon.SpanID{}) {
+			if t.dropped() {
+				dropped++
+				out.stats.ScoresDropped++
+			}
+			return t.dropped()
 		}
-	}
+		t := sh.touch(m, lr.TraceID(), now)
+		d := m.decisionState(t)
+		m.cfg.Outcome.ObserveScore(&d.state, lr)
+		if d.firstAt.IsZero() || now.Before(d.firstAt) {
+			d.firstAt = now
+		}
+		if sl != from {
+			origin = &logOrigin{request: req, sink: sink, resURL: rl.SchemaUrl(), scopeURL: sl.SchemaUrl(),
+				resource: pcommon.NewResource(), scope: pcommon.NewInstrumentationScope()}
+			rl.Resource().CopyTo(origin.resource)
+			sl.Scope().CopyTo(origin.scope)
+			from = sl
+		}
+		hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
+		lr.CopyTo(hs.record)
+		t.keepRefs().scores = append(t.keepRefs().scores, hs) // in the budget and the decision bytes
+		m.addBytes(t, hs.bytes)
+		sh.pending.decisionBytes += hs.bytes
+		sh.place(t)
+		ref.add(1)
+		held++
+		if _, matched := m.cfg.Outcome.Matched(&d.state); matched {
+			sh.decide(m, t, now, &out)
+		}
+		return true
+	})
 	m.finish(&out)
 	return held, dropped
+}
+
+// eachScore runs f on the score records of ld that follow their trace, removing those it says to.
+func eachScore(ld plog.Logs, f func(plog.ResourceLogs, plog.ScopeLogs, plog.LogRecord) (remove bool)) {
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool { return IsHeldScore(lr) && f(rl, sl, lr) })
+		}
+	}
 }
 
 func scoreSize(lr plog.LogRecord) int64 { return mapSize(lr.Attributes()) + scoreCost }
@@ -193,28 +192,23 @@ func (sh *shard) decideScores(m *Memory, t *trace, keep bool, out *released) {
 	t.refs.scores = nil
 }
 
-// groupScores builds one delivery per request and sink, records under copies of their resource and scope.
+// groupScores builds one delivery per request, records under copies of their resource and scope.
 func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 	if len(scores) == 0 {
 		return nil
 	}
-	type key struct {
-		req  *requestOrigin
-		sink any
-	}
 	var out []*ScoreDelivery
-	by := map[key]*ScoreDelivery{}
+	byRequest := map[*requestOrigin]*ScoreDelivery{} // a request came through one sink
 	scopes := map[*logOrigin]plog.LogRecordSlice{}
 	var total int64
 	for _, hs := range scores {
-		k := key{hs.origin.request, hs.origin.sink}
-		d := by[k]
+		o := hs.origin
+		d := byRequest[o.request]
 		if d == nil {
-			d = &ScoreDelivery{Info: hs.origin.request.info, Sink: hs.origin.sink, Logs: plog.NewLogs(), refs: map[*RecordRef]int{}}
-			by[k] = d
+			d = &ScoreDelivery{Info: o.request.info, Sink: o.sink, Logs: plog.NewLogs(), refs: map[*RecordRef]int{}}
+			byRequest[o.request] = d
 			out = append(out, d)
 		}
-		o := hs.origin
 		records, ok := scopes[o]
 		if !ok {
 			records = appendScope(d.Logs, o.resource, o.resURL, o.scope, o.scopeURL)
