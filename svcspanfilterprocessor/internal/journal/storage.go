@@ -232,7 +232,8 @@ func writeError(what string, err error) error {
 func recordKey(id uint64) string { return recordPrefix + strconv.FormatUint(id, 10) }
 
 func encodeIndex(first, next uint64) []byte {
-	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{indexVersion}, first), next)
+	b := append(make([]byte, 0, 1+8+8), indexVersion)
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(b, first), next)
 }
 
 func decodeIndex(b []byte) (first, next uint64, err error) {
