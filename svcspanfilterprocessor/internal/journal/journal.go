@@ -7,32 +7,28 @@ import (
 	"time"
 )
 
-// Kind of a journal record.
+// Kind of a journal record, and the layout of its payload (ids are bytes, the span ids 8).
 type Kind uint8
 
 const (
-	KindSpans   Kind = 1 // payload: ptrace proto (ptrace.ProtoMarshaler) of the held spans of one call
-	KindContent Kind = 2 // payload: plog proto of the content log records absorbed by one logs call
-	// KindOpen: open parents as v0.1.0 wrote them (read only): 24 bytes each, trace id and span id.
-	KindOpen Kind = 3
-	// KindDropped: dropped spans, so that a kept span arriving after a restart still finds its
-	// nearest kept ancestor. 33 bytes per span: its trace id, span id, parent span id (zero for a
-	// root), then 1 when it went on as a connector span (else 0).
+	KindSpans   Kind = 1 // ptrace proto (ptrace.ProtoMarshaler) of the held spans of one call
+	KindContent Kind = 2 // plog proto of the content log records absorbed by one logs call
+	KindOpen    Kind = 3 // open parents as v0.1.0 wrote them (read only): trace id, span id
+	// KindDropped: dropped spans, so that a kept span arriving after a restart still finds its nearest
+	// kept ancestor: trace id, span id, parent span id (zero for a root), 1 if it went on as a
+	// connector span (else 0).
 	KindDropped Kind = 4
-	// KindOpenParents: parents that delivered spans point at and that were not seen, so that after a
-	// restart they are still bridged by a connector span, and a parent closing a cycle is cut. 32
-	// bytes per parent: its trace id, span id, then the id of a span that went on pointing at it.
+	// KindOpenParents: parents delivered spans point at, not seen, so that after a restart they are
+	// still bridged by a connector span and a parent closing a cycle is cut: trace id, span id, the
+	// id of a span that went on pointing at it.
 	KindOpenParents Kind = 5
-	// KindDecided: traces outcome sampling decided kept, whose spans went on, so that their later
-	// spans follow after a restart. Per trace: its trace id, the length of the reason (1 byte),
-	// then the reason (the rule's name, experiment, session or sample). HeldAt: the decision's time.
+	// KindDecided: traces outcome sampling decided kept, so that their later spans follow after a
+	// restart: trace id, the length of the reason (1 byte), the reason. HeldAt: the decision's time.
 	KindDecided Kind = 6
-	// KindSession: a session an outcome rule kept (decide_per: session). Its session key (8 bytes,
-	// big endian), then the reason; HeldAt: when it was kept (session_keep_duration runs from it).
+	// KindSession: a session an outcome rule kept (decide_per: session): its key (8 bytes, big
+	// endian), the reason; HeldAt: when it was kept (session_keep_duration runs from it).
 	KindSession Kind = 7
-	// KindScores: payload: plog proto of the score records of one logs call held for their
-	// trace's outcome sampling decision.
-	KindScores Kind = 8
+	KindScores  Kind = 8 // plog proto of one logs call's score records held for their trace's decision
 )
 
 // Record is one durable record.

@@ -16,9 +16,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// Layout in the storage client, which has no key listing: each record under "r/<id>", and an
-// index "journal/index" holding the range [first, next) of ids that may still be live, written in
-// the same Batch as every record write and delete; ids in the range whose key is gone are holes.
+// Layout (the storage client lists no keys): each record under "r/<id>", and "journal/index", the
+// range [first, next) of ids that may be live, written in every Batch; ids whose key is gone are holes.
 const (
 	recordPrefix  = "r/"
 	indexKey      = "journal/index"
@@ -26,10 +25,8 @@ const (
 	recordVersion = 1
 	recoverChunk  = 256           // records one Batch of gets reads at recovery
 	recordHeader  = 1 + 1 + 4 + 8 // version, kind, crc32 of what follows, held-at unix nanos
-	// rangeSlack is how far the index range may exceed twice the live records before
-	// compactRange moves the oldest live records forward; maxMoves is how many it moves at once.
-	rangeSlack = 1024
-	maxMoves   = 64
+	rangeSlack    = 1024          // compactRange: how far the range may exceed twice the live records
+	maxMoves      = 64            // and how many records it moves forward at once
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -49,25 +46,20 @@ type Storage struct {
 	owed map[uint64]struct{}
 }
 
-// liveRecord is a live record: the id its caller knows, and lazy for open parents and dropped spans,
-// whose delete stays owed until the next Append (or Flush) carries it: a call that drops spans
-// costs one transaction, not two, and a restart before the delete only restores traces already
-// forgotten (of a kept decision or session: restores one already over). A late delete of KindSpans,
-// KindContent or KindScores would deliver again: they get their own.
+// liveRecord is lazy when a late delete only restores what is already forgotten or over (all kinds
+// but held spans, content and scores, which would deliver again): its delete waits for the next
+// Append (or Flush), so a call that drops spans costs one transaction, not two.
 type liveRecord struct {
 	id   uint64
 	lazy bool
 }
 
 func newLive(id uint64, kind Kind) liveRecord {
-	lazy := kind == KindOpen || kind == KindDropped || kind == KindOpenParents || kind == KindDecided || kind == KindSession
-	return liveRecord{id: id, lazy: lazy}
+	return liveRecord{id: id, lazy: kind != KindSpans && kind != KindContent && kind != KindScores}
 }
 
-var _ Journal = (*Storage)(nil)
-
-// Open recovers the records a previous process left (oldest first) and returns the journal. A
-// record that cannot be decoded is logged, deleted and skipped; an unreadable index is an error.
+// Open returns the journal and the records a previous process left, oldest first; one that cannot
+// be decoded is logged, deleted and skipped; an unreadable index is an error.
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
 	s := &Storage{client: client, first: 1, next: 1, live: map[uint64]liveRecord{}, moved: map[uint64]uint64{},
 		owed: map[uint64]struct{}{}}
@@ -75,10 +67,11 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: read the index: %w", err)
 	}
-	if raw != nil {
-		if s.first, s.next, err = decodeIndex(raw); err != nil {
-			return nil, nil, fmt.Errorf("journal: index %q: %w", indexKey, err)
-		}
+	if raw == nil {
+		return s, nil, nil // a new journal
+	}
+	if s.first, s.next, err = decodeIndex(raw); err != nil {
+		return nil, nil, fmt.Errorf("journal: index %q: %w", indexKey, err)
 	}
 	var records []Record
 	for from := s.first; from < s.next; from += recoverChunk {
@@ -109,10 +102,8 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 	// Oldest first by time: compactRange may have moved an old record past newer ones.
 	slices.SortStableFunc(records, func(a, b Record) int { return a.HeldAt.Compare(b.HeldAt) })
 	corrupt := len(s.owed)
-	if raw != nil || corrupt > 0 { // the corrupt records go, and the range is stored tightened
-		if err := s.commit(ctx, s.next); err != nil {
-			return nil, nil, writeError("journal: rewrite the index", err)
-		}
+	if err := s.commit(ctx, s.next); err != nil { // the corrupt records go, the range stored tightened
+		return nil, nil, writeError("journal: rewrite the index", err)
 	}
 	if len(records) > 0 || corrupt > 0 {
 		logger.Info("journal: recovered held state", zap.Int("records", len(records)), zap.Int("corrupt", corrupt))
@@ -154,26 +145,21 @@ func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	if !now {
 		return nil
 	}
-	return s.flushOwed(ctx)
+	return writeError("journal: remove", s.commit(ctx, s.next))
 }
 
 // Flush writes the owed deletes, if any.
 func (s *Storage) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.flushOwed(ctx)
-}
-
-func (s *Storage) flushOwed(ctx context.Context) error {
 	if len(s.owed) == 0 {
 		return nil
 	}
 	return writeError("journal: remove", s.commit(ctx, s.next))
 }
 
-// commit runs ops, the owed deletes and the index range up to next in one transaction; the range
-// starts at the first live id (the owed records go in the same transaction). The caller has made
-// its new records live and undoes that when it fails; otherwise nothing changed. Callers hold mu.
+// commit runs ops, the owed deletes and the index range [first live id, next) in one transaction;
+// when it fails nothing changed but what the caller undoes. Callers hold mu.
 func (s *Storage) commit(ctx context.Context, next uint64, ops ...*storage.Operation) error {
 	first := s.first // each id is passed once: amortized O(1)
 	for first < next {
@@ -197,7 +183,7 @@ func (s *Storage) commit(ctx context.Context, next uint64, ops ...*storage.Opera
 // compactRange keeps the ids a restart reads within twice the live records and rangeSlack (a record
 // live for hours would keep the range from advancing): it moves the oldest live records forward,
 // each under a new id, in one transaction (callers still remove them by the id they know); a
-// failure leaves everything as it was. Callers hold mu.
+// failure changes nothing. Callers hold mu.
 func (s *Storage) compactRange(ctx context.Context) {
 	if s.next-s.first <= rangeSlack+2*uint64(len(s.live)) {
 		return
@@ -217,19 +203,13 @@ func (s *Storage) compactRange(ctx context.Context) {
 		moves[next] = id
 		next++
 	}
-	for to, from := range moves {
-		s.live[to] = s.live[from]
-		delete(s.live, from)
-	}
-	if len(moves) > 0 && s.commit(ctx, next, ops...) == nil {
-		for to := range moves {
-			s.moved[s.live[to].id] = to
-		}
+	if len(moves) == 0 || s.commit(ctx, next, ops...) != nil {
 		return
 	}
-	for to, from := range moves {
-		s.live[from] = s.live[to]
-		delete(s.live, to)
+	for to, from := range moves { // the range tightens with the caller's commit
+		s.live[to] = s.live[from]
+		delete(s.live, from)
+		s.moved[s.live[to].id] = to
 	}
 }
 
@@ -240,11 +220,11 @@ func (s *Storage) Close(ctx context.Context) error {
 
 // writeError keeps storage.ErrStorageFull recognizable (errors.Is) for the caller's refusal.
 func writeError(what string, err error) error {
-	switch {
-	case err == nil:
+	if errors.Is(err, storage.ErrStorageFull) {
+		what += ": storage full"
+	}
+	if err == nil {
 		return nil
-	case errors.Is(err, storage.ErrStorageFull):
-		return fmt.Errorf("%s: storage full: %w", what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
@@ -252,11 +232,8 @@ func writeError(what string, err error) error {
 func recordKey(id uint64) string { return recordPrefix + strconv.FormatUint(id, 10) }
 
 func encodeIndex(first, next uint64) []byte {
-	b := make([]byte, 1+8+8)
-	b[0] = indexVersion
-	binary.BigEndian.PutUint64(b[1:], first)
-	binary.BigEndian.PutUint64(b[9:], next)
-	return b
+	b := append(make([]byte, 0, 1+8+8), indexVersion)
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(b, first), next)
 }
 
 func decodeIndex(b []byte) (first, next uint64, err error) {
@@ -310,50 +287,41 @@ func decodeRecord(b []byte) (Record, error) {
 		return Record{}, fmt.Errorf("unknown record kind %d", rec.Kind)
 	}
 	r := reader{b: b[recordHeader:]}
-	for i, n := uint64(0), r.uvarint(); i < n && r.err == nil; i++ {
+	for i, n := uint64(0), r.uvarint(); i < n && !r.short; i++ {
 		if rec.Metadata == nil {
 			rec.Metadata = make(map[string][]string, min(n, 64))
 		}
 		k, nv := r.string(), r.uvarint()
 		vs := make([]string, 0, min(nv, 64))
-		for j := uint64(0); j < nv && r.err == nil; j++ {
+		for j := uint64(0); j < nv && !r.short; j++ {
 			vs = append(vs, r.string())
 		}
 		rec.Metadata[k] = vs
 	}
-	if r.err != nil {
-		return Record{}, fmt.Errorf("metadata: %w", r.err)
+	if r.short {
+		return Record{}, fmt.Errorf("metadata: %w", errTruncated)
 	}
 	rec.Payload = r.b
 	return rec, nil
 }
 
-// reader decodes uvarint-prefixed fields; the first error sticks.
+// reader decodes uvarint-prefixed fields; short once one is cut off (what it reads then is unused).
 type reader struct {
-	b   []byte
-	err error
+	b     []byte
+	short bool
 }
 
 func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
 	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errTruncated
-		return 0
-	}
-	r.b = r.b[n:]
+	r.short = r.short || n <= 0
+	r.b = r.b[max(n, 0):]
 	return v
 }
 
 func (r *reader) string() string {
 	n := r.uvarint()
-	if r.err == nil && n > uint64(len(r.b)) {
-		r.err = errTruncated
-	}
-	if r.err != nil {
-		return ""
+	if n > uint64(len(r.b)) {
+		r.short, n = true, 0
 	}
 	s := string(r.b[:n])
 	r.b = r.b[n:]

@@ -17,17 +17,14 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Outcome sampling (docs/outcome-sampling.md; doc.go has when a trace is decided): a kept span of an
-// undecided trace is held (WaitDecision, written ahead like any held span) and observed. Kept, its
-// spans go on through the parent walk; dropped, its held spans are discarded and its later spans
-// dropped. The decision lives as long as the trace record.
+// Outcome sampling (docs/outcome-sampling.md; doc.go has its states and events). The decision lives
+// as long as the trace record.
 
 // ReasonAttribute is the root span attribute of a kept trace that names why it was kept: a per-key
 // trace metadata attribute, shown in the trace's metadata (docs/outcome-sampling.md).
 const ReasonAttribute = "svc.trace.metadata.sampling_reason"
 
-// decisionCost is what a trace's decision state counts in the budget.
-const decisionCost = 96
+const decisionCost = 96 // what a trace's decision state counts in the budget
 
 // traceDecision is a trace's outcome state; only outcome mode allocates it (behind trace.refs).
 type traceDecision struct {
@@ -75,11 +72,9 @@ func (m *Memory) decisionState(t *trace) *traceDecision {
 	return r.decision
 }
 
-// observeKept runs for kept span r of the call in outcome mode, before it is settled: it observes
-// the span into its undecided trace and reports whether the span waits for the decision. A rule
-// that matches decides the trace at once; a span that was not written ahead (its trace was
-// forgotten since the plan) decides it on what arrived. It returns false, dropping the span
-// (r.kept false), when its trace is decided dropped by then.
+// observeKept observes kept span r into its undecided trace, before it is settled, and reports
+// whether it waits for the decision: a matching rule, or a span not written ahead (its trace was
+// forgotten since the plan), decides the trace at once.
 func (sh *shard) observeKept(m *Memory, r *spanRef, og *origins, now time.Time, out *released) (waits bool) {
 	t := r.trace
 	d := m.decisionState(t)
@@ -99,34 +94,32 @@ func (sh *shard) observeKept(m *Memory, r *spanRef, og *origins, now time.Time, 
 	return true
 }
 
-// markRoot notes that kept span (settled, not waiting for a parent) is its trace's root.
+// markRoot notes that kept span (settled, not waiting for a parent) is its trace's root; the root of
+// a kept trace gets the reason as the platform reads its metadata: JSON text on a span of the new
+// svc SDKs (it decodes their values), else the string.
 func markRoot(t *trace, span ptrace.Span, resource pcommon.Resource, scope pcommon.InstrumentationScope) {
-	if d := t.decisionOf(); d != nil && span.ParentSpanID().IsEmpty() {
-		d.root = true
-		if d.decided && d.keep {
-			putReason(span, resource, scope, d.reason)
-		}
-	}
-}
-
-// putReason puts the reason on the root of a kept trace as the platform reads that span's
-// metadata: JSON text on a span of the new svc SDKs (it decodes their values), else the string.
-func putReason(span ptrace.Span, resource pcommon.Resource, scope pcommon.InstrumentationScope, reason string) {
-	if svcattr.IsNewSDKEncoding(resource, scope) {
-		span.Attributes().PutStr(ReasonAttribute, string(jsontext.AppendString(nil, reason)))
+	d := t.decisionOf()
+	if d == nil || !span.ParentSpanID().IsEmpty() {
 		return
 	}
-	span.Attributes().PutStr(ReasonAttribute, reason)
+	d.root = true
+	if reason := d.reason; d.decided && d.keep {
+		if svcattr.IsNewSDKEncoding(resource, scope) {
+			reason = string(jsontext.AppendString(nil, reason))
+		}
+		span.Attributes().PutStr(ReasonAttribute, reason)
+	}
 }
 
-// decide decides t on what it observed: kept, its held spans stop waiting for the decision (and go
-// on unless they wait for a parent or content); dropped, they are discarded.
+// decide decides t on what it observed (every path: doc.go, "decision") and applies it: kept, its
+// held spans stop waiting for it (and go on unless they wait for more); dropped, they are discarded.
 func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 	d := m.decisionState(t)
 	if d.decided {
 		return
 	}
-	d.keep, d.reason = m.cfg.Outcome.Decide(&d.state, t.id, t.experiment, now)
+	o := m.cfg.Outcome
+	d.keep, d.reason = o.Decide(&d.state, t.id, t.experiment, now)
 	d.decided = true
 	if now.After(t.lastActivity) { // the decision lives remember_duration from now
 		t.lastActivity = now
@@ -135,10 +128,9 @@ func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 		// Its spans go on: re-observation after a restart could not decide its later spans alike.
 		reason := d.reason[:min(len(d.reason), 255)]
 		out.decided.add(t, []byte{byte(len(reason))}, []byte(reason))
-		if k, ok := d.state.Session(); ok && m.cfg.Outcome.Config().DecidePer == sampling.DecidePerSession {
-			if _, rule := m.cfg.Outcome.Matched(&d.state); rule {
-				out.sessions = append(out.sessions, keptSession{key: k, reason: reason, at: now})
-			}
+		k, ok := d.state.Session()
+		if _, rule := o.Matched(&d.state); ok && rule && o.Config().DecidePer == sampling.DecidePerSession {
+			out.sessions = append(out.sessions, keptSession{key: k, reason: reason, at: now})
 		}
 	}
 	out.stats.Decided = append(out.stats.Decided, Decided{Trace: t.id, Keep: d.keep, Reason: d.reason, Wait: now.Sub(d.firstAt)})
@@ -152,8 +144,8 @@ func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 			continue
 		}
 		sh.decisionWaitOver(it)
-		if it.span.ParentSpanID().IsEmpty() && it.reason&WaitParent == 0 {
-			putReason(it.span, it.origin.resource.resource, it.origin.scope, d.reason)
+		if it.reason&WaitParent == 0 {
+			markRoot(t, it.span, it.origin.resource.resource, it.origin.scope)
 		}
 		if it.reason == 0 {
 			sh.release(m, t, it, ReleaseDecided, out)
@@ -170,8 +162,7 @@ func (sh *shard) decisionWaitOver(it *item) {
 	it.reason &^= WaitDecision
 }
 
-// discard forgets held item it of a dropped trace, and what content it gathered; its journal
-// records are done.
+// discard forgets held item it of a dropped trace and the content it gathered; its records are done.
 func (sh *shard) discard(m *Memory, t *trace, it *item, out *released) {
 	if len(it.content) > 0 {
 		out.stats.ContentUnmatched[UnmatchedSpanDropped] += recordsOf(it.content)
@@ -185,7 +176,7 @@ func (sh *shard) discard(m *Memory, t *trace, it *item, out *released) {
 	out.stats.Discarded++
 }
 
-// expireDecision decides t when its decision wait is over (expire, under the shard lock).
+// expireDecision decides t when its decision wait is over, or its root arrived and it settled.
 func (sh *shard) expireDecision(m *Memory, t *trace, now time.Time, out *released) {
 	d := t.decisionOf()
 	if d == nil || d.decided || d.firstAt.IsZero() {
@@ -197,8 +188,8 @@ func (sh *shard) expireDecision(m *Memory, t *trace, now time.Time, out *release
 	}
 }
 
-// enforceDecisions decides the oldest undecided traces on what arrived while the spans waiting
-// for a decision exceed MaxHeldBytes (doc.go, "decision budget exceeded").
+// enforceDecisions decides the oldest undecided traces while the spans waiting for a decision
+// exceed MaxHeldBytes.
 func (m *Memory) enforceDecisions() {
 	if m.cfg.Outcome == nil || m.cfg.MaxHeldBytes <= 0 {
 		return
@@ -262,41 +253,14 @@ func (m *Memory) expireSessions(now time.Time) {
 	}
 	keep := m.cfg.Outcome.Config().SessionKeepDuration
 	m.sessionsMu.Lock()
-	var over []*RecordRef
+	defer m.sessionsMu.Unlock()
 	m.sessions = slices.DeleteFunc(m.sessions, func(s keptSession) bool {
-		if now.Sub(s.at) < keep {
-			return false
+		if over := now.Sub(s.at) >= keep; over {
+			s.ref.Done(1) // a lazy removal (journal.Storage): no write under the lock
+			return true
 		}
-		over = append(over, s.ref)
-		return true
+		return false
 	})
-	m.sessionsMu.Unlock()
-	for _, r := range over {
-		r.Done(1)
-	}
-}
-
-// recoverDecided restores the decisions of a KindDecided record (entries of a trace id, the length
-// of the reason and the reason): the traces' later spans follow them.
-func (m *Memory) recoverDecided(rec journal.Record) error {
-	for p := rec.Payload; len(p) > 0; p = p[17+int(p[16]):] { // all read before any is restored
-		if len(p) < 17 || len(p) < 17+int(p[16]) {
-			return fmt.Errorf("journal record %d: a truncated decided trace", rec.ID)
-		}
-	}
-	ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
-	for p := rec.Payload; len(p) > 0; p = p[17+int(p[16]):] {
-		id := pcommon.TraceID(p[:16])
-		sh := m.shards[m.shardOf(id)]
-		sh.mu.Lock()
-		t := sh.touch(m, id, rec.HeldAt)
-		d := m.decisionState(t)
-		d.decided, d.keep, d.reason = true, true, string(p[17:17+int(p[16])])
-		t.attach(m, ref)
-		sh.unlock(m)
-	}
-	ref.Done(1)
-	return nil
 }
 
 // recoverSession keeps a KindSession record's session again from the time it was kept.
@@ -304,8 +268,8 @@ func (m *Memory) recoverSession(rec journal.Record) error {
 	if len(rec.Payload) < 8 {
 		return fmt.Errorf("journal record %d: a truncated kept session", rec.ID)
 	}
-	ref := m.NewRecordRef(rec.ID, 1)
-	s := keptSession{key: sampling.SessionKey(binary.BigEndian.Uint64(rec.Payload)), reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: ref}
+	key := sampling.SessionKey(binary.BigEndian.Uint64(rec.Payload))
+	s := keptSession{key, string(rec.Payload[8:]), rec.HeldAt, m.NewRecordRef(rec.ID, 1)}
 	m.cfg.Outcome.KeepSession(s.key, s.reason, s.at)
 	m.sessionsMu.Lock()
 	m.sessions = append(m.sessions, s)
@@ -318,14 +282,9 @@ func (m *Memory) recoverSession(rec journal.Record) error {
 // the session once a later span names it.
 func (sh *shard) learnSession(m *Memory, t *trace, d *traceDecision, r *spanRef, rs ptrace.ResourceSpans, now time.Time, out *released) {
 	o := m.cfg.Outcome
-	if !d.keep || o.Config().DecidePer != sampling.DecidePerSession {
-		return
-	}
-	if _, known := d.state.Session(); known {
-		return
-	}
+	_, known := d.state.Session()
 	rule, matched := o.Matched(&d.state)
-	if !matched {
+	if known || !matched || !d.keep || o.Config().DecidePer != sampling.DecidePerSession {
 		return
 	}
 	o.ObserveSpan(&d.state, r.span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())

@@ -15,12 +15,9 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// writeAhead marks the spans of a call that the memory may hold or release as deliveries of the
-// call (spanRef.mayHold) and writes copies of them, one KindSpans record whose id ref takes, before
-// the call changes anything. A kept span may be held when it may wait for content or its parent
-// walk leaves the call, and goes on as a delivery carrying waiting content or replacing a held
-// copy; a dropped span goes on as a connector when delivered spans point at it. A call of whole
-// traces with no content waiting writes nothing.
+// writeAhead is the plan (doc.go): it marks the spans of the call that the memory may hold or
+// release as deliveries of the call (spanRef.mayHold: a kept span that may wait or replace a held
+// copy, a dropped one that may go on as a connector) and writes their copies in one KindSpans record.
 func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og *origins,
 	heldAt time.Time) error {
 	var local map[callKey]int32
@@ -68,9 +65,8 @@ func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og
 	return err
 }
 
-// mayConnect and waitedForOrHeld are what writeAhead asks the memory of a span (under its shard's
-// lock): delivered spans point at it, or it went on as a connector before; content waits for it, or
-// a copy of it is held (this call releases it, so it must carry it durably).
+// mayConnect: delivered spans point at it, or it went on as a connector; waitedForOrHeld: content
+// waits for it, or this call releases a held copy of it (so it must carry it durably).
 func mayConnect(t *trace, id pcommon.SpanID) bool {
 	_, open := t.open[id]
 	return open || t.records[id].state == stateConnector
@@ -81,7 +77,6 @@ func waitedForOrHeld(t *trace, id pcommon.SpanID) bool {
 	return waited || t.held[id] != nil
 }
 
-// known asks what of span id's trace, if the memory has it.
 func (m *Memory) known(tid pcommon.TraceID, id pcommon.SpanID, what func(*trace, pcommon.SpanID) bool) bool {
 	sh := m.shards[m.shardOf(tid)]
 	sh.mu.Lock()
@@ -90,10 +85,8 @@ func (m *Memory) known(tid pcommon.TraceID, id pcommon.SpanID, what func(*trace,
 	return t != nil && what(t, id)
 }
 
-// planVerdicts plans the spans kept only in an experiment: kept when a span of the call marks its
-// trace or the memory knows the trace as one, else dropped, so that no copy of it is written ahead
-// (and recovered as kept) unless its trace is an experiment. Marked between the plan and apply, the
-// trace keeps the span, which then goes on at once (rule 1).
+// planVerdicts plans a span kept only in an experiment as kept when the call or the memory marks
+// its trace as one, else dropped (not written ahead; marked before apply, it goes on by rule 1).
 func (m *Memory) planVerdicts(refs []spanRef) {
 	var marked map[pcommon.TraceID]bool // made on first use: most calls mark no experiment
 	for i := range refs {
@@ -118,8 +111,8 @@ type callKey struct {
 	span  pcommon.SpanID
 }
 
-// indexCall indexes the call's spans in the scratch's map, kept from call to call (made per call,
-// it was half the plan's CPU), unless one much larger call left it to clear at every later one.
+// indexCall indexes the call's spans in a map kept from call to call (made per call, it was half the
+// plan's CPU), unless one much larger call left it to clear at every later one.
 func (sc *admitScratch) indexCall(refs []spanRef) map[callKey]int32 {
 	if sc.local == nil || len(sc.local) > 2*len(refs)+1024 {
 		sc.local = make(map[callKey]int32, len(refs))
@@ -160,21 +153,14 @@ func Metadata(info client.Info) map[string][]string {
 	return md
 }
 
-// Trees survive a crash: a call's dropped spans are journaled (KindDropped) before it is
-// acknowledged and stay until their trace is forgotten (in the byte budget), so a kept span arriving
-// after a restart still walks through them to its nearest kept ancestor. That costs one transaction
-// per call that drops spans: their removal rides on the next write (journal.Storage's lazy
-// records). A failed write is logged: only where late spans hang after a crash depends on it.
-
-// The sizes of one entry of a KindDropped, KindOpenParents and KindOpen payload (journal.go).
+// The sizes of one entry of a KindDropped, KindOpenParents and KindOpen payload (journal.go), and
+// what one journal record reference of a trace counts in the budget.
 const (
 	droppedBytes = 16 + 8 + 8 + 1
 	openBytes    = 16 + 8 + 8
 	openBytesV1  = 16 + 8
+	refCost      = 16
 )
-
-// refCost is what one journal record reference of a trace counts in the budget.
-const refCost = 16
 
 // entries are those of one KindOpenParents or KindDropped record to write, and the trace of each.
 type entries struct {
@@ -213,9 +199,9 @@ func pickDropped(refs []spanRef, idx []int32, out *released) {
 	}
 }
 
-// journalAfterApply writes the open parents and dropped spans an operation made known, with no shard
-// lock held, before the spans pointing at them go on. A failure is logged, not returned: a call
-// refused after apply would be sent again and what went on would reach the platform twice.
+// journalAfterApply writes the open parents, dropped spans, kept traces and sessions an operation
+// made known (no shard lock held) before the spans pointing at them go on. A failure is logged: a
+// call refused after apply would be sent again and what went on would reach the platform twice.
 func (m *Memory) journalAfterApply(out *released) {
 	err := errors.Join(m.journalEntries(journal.KindOpenParents, out.opened),
 		m.journalEntries(journal.KindDropped, out.dropped), m.journalEntries(journal.KindDecided, out.decided),
@@ -263,74 +249,43 @@ func (t *trace) attach(m *Memory, ref *RecordRef) {
 	m.addBytes(t, refCost)
 }
 
-func (m *Memory) recoverDropped(rec journal.Record) error {
-	return m.recoverEntries(rec, droppedBytes, func(t *trace, entry []byte) {
-		st := stateDropped
-		if entry[16] == 1 {
-			st = stateConnector
-		}
-		m.addBytes(t, t.setRecord(pcommon.SpanID(entry[:8]), pcommon.SpanID(entry[8:16]), st))
-	})
-}
-
-// recoverOpen makes a KindOpenParents record's parents open again, their children kept spans below.
-func (m *Memory) recoverOpen(rec journal.Record) error {
-	return m.recoverEntries(rec, openBytes, func(t *trace, entry []byte) {
-		id, child := pcommon.SpanID(entry[:8]), pcommon.SpanID(entry[8:16])
-		if _, known := t.records[child]; !known {
-			m.addBytes(t, t.setRecord(child, id, stateKept))
-		}
-		t.addOpen(m, id)
-	})
-}
-
-// recoverOpenV1 makes the parents of a KindOpen record (v0.1.0: no child ids) open again.
-func (m *Memory) recoverOpenV1(rec journal.Record) error {
-	return m.recoverEntries(rec, openBytesV1, func(t *trace, entry []byte) {
-		t.addOpen(m, pcommon.SpanID(entry[:8]))
-	})
-}
-
-// recoverEntries restores the entries of a KindDropped or open parents record (size bytes each: a
-// trace id, then what restore reads) and attaches the record to their traces, active since its time
-// (a restart neither lengthens nor shortens late_parent_window).
-func (m *Memory) recoverEntries(rec journal.Record, size int, restore func(t *trace, entry []byte)) error {
-	if len(rec.Payload) == 0 || len(rec.Payload)%size != 0 {
-		return fmt.Errorf("journal record %d: %d bytes, not entries of %d", rec.ID, len(rec.Payload), size)
-	}
-	ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
-	for p := rec.Payload; len(p) > 0; p = p[size:] {
-		traceID := pcommon.TraceID(p[:16])
-		sh := m.shards[m.shardOf(traceID)]
-		sh.mu.Lock()
-		t := sh.touch(m, traceID, rec.HeldAt)
-		restore(t, p[16:size])
-		t.attach(m, ref)
-		sh.unlock(m)
-	}
-	ref.Done(1)
-	return nil
-}
-
-// Recover restores the dropped spans, then the open parents, so that the spans recovered after them
-// walk through the ones and point at the others, then re-admits the held spans of the KindSpans
-// records, oldest first, with their original held time and request metadata (spans that resolve
-// among themselves are queued for the releaser at once). Other kinds are left to their owners. A
-// record that cannot be read, or of outcome sampling when it is off now, is removed.
+// Recover restores, in this order (doc.go, "recovery"), the dropped spans and open parents that
+// spans recovered after them walk through and point at, the kept decisions and sessions, the held
+// spans (oldest first: spans that resolve among themselves are queued at once) and held scores.
+// Other kinds are left to their owners. A record that cannot be read, or of outcome sampling when
+// it is off now, is removed.
 func (m *Memory) Recover(records []journal.Record) error {
+	fixed := func(n int) func([]byte) int { return func([]byte) int { return n } }
 	var errs []error
 	for _, pass := range []struct {
 		kind    journal.Kind
-		recover func(journal.Record) error
 		outcome bool
+		recover func(journal.Record) error
 	}{
-		{journal.KindDropped, m.recoverDropped, false},
-		{journal.KindOpen, m.recoverOpenV1, false},
-		{journal.KindOpenParents, m.recoverOpen, false},
-		{journal.KindDecided, m.recoverDecided, true},
-		{journal.KindSession, m.recoverSession, true},
-		{journal.KindSpans, m.recoverSpans, false},
-		{journal.KindScores, m.recoverScores, true},
+		{journal.KindDropped, false, m.perTrace(fixed(droppedBytes), func(t *trace, e []byte) {
+			st := stateDropped
+			if e[16] == 1 {
+				st = stateConnector
+			}
+			m.addBytes(t, t.setRecord(pcommon.SpanID(e[:8]), pcommon.SpanID(e[8:16]), st))
+		})},
+		{journal.KindOpen, false, m.perTrace(fixed(openBytesV1), func(t *trace, e []byte) {
+			t.addOpen(m, pcommon.SpanID(e[:8]))
+		})},
+		{journal.KindOpenParents, false, m.perTrace(fixed(openBytes), func(t *trace, e []byte) {
+			id, child := pcommon.SpanID(e[:8]), pcommon.SpanID(e[8:16]) // its child: a kept span below
+			if _, known := t.records[child]; !known {
+				m.addBytes(t, t.setRecord(child, id, stateKept))
+			}
+			t.addOpen(m, id)
+		})},
+		{journal.KindDecided, true, m.perTrace(decidedBytes, func(t *trace, e []byte) {
+			d := m.decisionState(t)
+			d.decided, d.keep, d.reason = true, true, string(e[1:])
+		})},
+		{journal.KindSession, true, m.recoverSession},
+		{journal.KindSpans, false, m.recoverSpans},
+		{journal.KindScores, true, m.recoverScores},
 	} {
 		for _, rec := range records {
 			if rec.Kind != pass.kind {
@@ -356,18 +311,50 @@ func (m *Memory) Recover(records []journal.Record) error {
 	return nil
 }
 
+// perTrace recovers a record of entries (size: the length of the one p starts with), each a trace
+// id, then what restore reads, all read before any is restored. Their traces keep the record, active
+// since its time (a restart neither lengthens nor shortens late_parent_window).
+func (m *Memory) perTrace(size func([]byte) int, restore func(*trace, []byte)) func(journal.Record) error {
+	return func(rec journal.Record) error {
+		for p := rec.Payload; len(p) > 0; p = p[size(p):] {
+			if size(p) > len(p) {
+				return fmt.Errorf("journal record %d: a truncated entry", rec.ID)
+			}
+		}
+		if len(rec.Payload) == 0 {
+			return fmt.Errorf("journal record %d: no entries", rec.ID)
+		}
+		ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
+		for p := rec.Payload; len(p) > 0; p = p[size(p):] {
+			sh := m.shards[m.shardOf(pcommon.TraceID(p[:16]))]
+			sh.mu.Lock()
+			t := sh.touch(m, pcommon.TraceID(p[:16]), rec.HeldAt)
+			restore(t, p[16:size(p)])
+			t.attach(m, ref)
+			sh.unlock(m)
+		}
+		ref.Done(1)
+		return nil
+	}
+}
+
+// decidedBytes is the length of the KindDecided entry p starts with: trace id, reason length, reason.
+func decidedBytes(p []byte) int {
+	if len(p) < 17 {
+		return 17
+	}
+	return 17 + int(p[16])
+}
+
 func (m *Memory) recoverSpans(rec journal.Record) error {
 	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(rec.Payload)
 	if err != nil {
 		return fmt.Errorf("journal record %d: %w", rec.ID, err)
 	}
-	decisions := make([]Decision, td.SpanCount())
-	for i := range decisions {
-		decisions[i].Verdict = Keep
-	}
 	adm := &Admission{ref: m.NewRecordRef(rec.ID, 1)}
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
-	_ = m.admit(adm, newRequestOrigin(info), td, decisions, rec.HeldAt, false) // no write ahead: no error
+	keep := slices.Repeat([]Decision{{Verdict: Keep}}, td.SpanCount())
+	_ = m.admit(adm, newRequestOrigin(info), td, keep, rec.HeldAt, false) // no write ahead: no error
 	if adm.Pass {
 		n := td.SpanCount() // spans that resolve at once go on under the record too
 		adm.ref.add(n)

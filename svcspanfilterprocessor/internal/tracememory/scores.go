@@ -3,6 +3,7 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -13,13 +14,11 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Scores follow their trace (outcome sampling, docs/outcome-sampling.md): a score record of a trace
-// not yet decided is held under the trace (written ahead, KindScores; never evicted; the logs side
-// pushes back when the memory is full) and observed (a score rule can keep the trace); it is
-// released or dropped with the decision. A record of a decided trace goes on or is dropped at once.
+// Scores follow their trace (outcome sampling, docs/outcome-sampling.md): a score record of an
+// undecided trace is held under it (never evicted: the logs side pushes back when the memory is full)
+// and observed (a score rule can keep the trace) until the decision releases or drops it.
 
-// scoreCost is what a held score record counts beside its size.
-const scoreCost = 128
+const scoreCost = 128 // what a held score record counts beside its size
 
 // heldScore is a score record waiting for its trace's decision.
 type heldScore struct {
@@ -29,15 +28,13 @@ type heldScore struct {
 	bytes  int64
 }
 
-// logOrigin is the request, resource and scope a held score record goes on under, and the logs
-// pipeline (sink) that holds it: released, it goes on there.
+// logOrigin is where a held score record goes on: its request, resource, scope and logs pipeline.
 type logOrigin struct {
 	request          *requestOrigin
 	sink             any
 	resource         pcommon.Resource
 	scope            pcommon.InstrumentationScope
 	resURL, scopeURL string
-	owned            bool // resource and scope are copies
 }
 
 // ScoreDelivery is released score records of one request and sink, for one ConsumeLogs call of
@@ -52,8 +49,7 @@ type ScoreDelivery struct {
 }
 
 // IsHeldScore reports whether lr is a score record that follows its trace: a complete score record
-// (pkg/scorerecord: svc.score with an id, as the svcscore and svcevaluator connectors write them)
-// of a trace.
+// of a trace (pkg/scorerecord: svc.score with an id, as the svcscore and svcevaluator connectors write).
 func IsHeldScore(lr plog.LogRecord) bool {
 	if lr.TraceID().IsEmpty() || scorerecord.LogRecordEventName(lr) != scorerecord.EventName {
 		return false
@@ -65,11 +61,10 @@ func IsHeldScore(lr plog.LogRecord) bool {
 // ScoresFollow reports whether score records follow their trace's decision (outcome sampling on).
 func (m *Memory) ScoresFollow() bool { return m.cfg.Outcome != nil }
 
-// AddScores takes the score records of ld (the rest is left in ld): those of a trace decided kept
-// stay in ld, of a trace decided dropped are removed, of an undecided trace are written ahead and
-// held. It returns how many it held and dropped; ErrContentOverloaded when the memory has no room
-// (nothing taken); a failed write ahead takes nothing either. sink is the logs pipeline: released
-// records are queued for it (TakeReadyScores).
+// AddScores takes the score records of ld, the rest left in ld: of a trace decided kept they stay,
+// of one decided dropped they are removed, of an undecided trace written ahead and held (queued for
+// sink once released, TakeReadyScores). It returns how many it held and dropped; when the memory has
+// no room (ErrContentOverloaded) or the write ahead fails, it takes nothing.
 func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, dropped int, err error) {
 	if m.cfg.Outcome == nil {
 		return 0, 0, nil
@@ -77,34 +72,24 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 	now := m.cfg.Now()
 	// Plan: copies of the records that may be held (their trace undecided), written ahead.
 	var copies plog.Logs
+	var dest plog.LogRecordSlice // of scope from in copies
+	var from plog.ScopeLogs
 	var size int64
 	scores := false
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			var dest plog.ScopeLogs
-			for _, lr := range sl.LogRecords().All() {
-				if !IsHeldScore(lr) {
-					continue
-				}
-				if scores = true; m.known(lr.TraceID(), pcommon.SpanID{}, isDecided) {
-					continue
-				}
-				if dest == (plog.ScopeLogs{}) {
-					if copies == (plog.Logs{}) {
-						copies = plog.NewLogs()
-					}
-					dr := copies.ResourceLogs().AppendEmpty()
-					rl.Resource().CopyTo(dr.Resource())
-					dr.SetSchemaUrl(rl.SchemaUrl())
-					dest = dr.ScopeLogs().AppendEmpty()
-					sl.Scope().CopyTo(dest.Scope())
-					dest.SetSchemaUrl(sl.SchemaUrl())
-				}
-				lr.CopyTo(dest.LogRecords().AppendEmpty())
-				size += scoreSize(lr)
-			}
+	eachScore(ld, func(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) bool {
+		if scores = true; m.known(lr.TraceID(), pcommon.SpanID{}, isDecided) {
+			return false
 		}
-	}
+		if copies == (plog.Logs{}) {
+			copies = plog.NewLogs()
+		}
+		if sl != from {
+			dest, from = appendScope(copies, rl.Resource(), rl.SchemaUrl(), sl.Scope(), sl.SchemaUrl()), sl
+		}
+		lr.CopyTo(dest.AppendEmpty())
+		size += scoreSize(lr)
+		return false
+	})
 	if !scores {
 		return 0, 0, nil
 	}
@@ -131,60 +116,59 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 	return held, dropped, nil
 }
 
-// applyScores settles each score record of ld: of an undecided trace (written ahead, or from the
-// journal) it is held and observed, of a trace decided dropped removed, else it stays in ld.
+// applyScores holds and observes the score records of ld of undecided traces (written ahead, or
+// recovered), removes those of traces decided dropped and leaves the rest in ld.
 func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now time.Time, ref *RecordRef) (held, dropped int) {
 	var out released
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			origin := &logOrigin{request: req, sink: sink, resource: rl.Resource(), scope: sl.Scope(), resURL: rl.SchemaUrl(), scopeURL: sl.SchemaUrl()}
-			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
-				if !IsHeldScore(lr) {
-					return false
-				}
-				sh := m.shards[m.shardOf(lr.TraceID())]
-				sh.mu.Lock()
-				defer sh.unlock(m)
-				if t := sh.traces[lr.TraceID()]; t != nil && isDecided(t, pcommon.SpanID{}) {
-					if t.dropped() {
-						dropped++
-						out.stats.ScoresDropped++
-					}
-					return t.dropped()
-				}
-				t := sh.touch(m, lr.TraceID(), now)
-				d := m.decisionState(t)
-				m.cfg.Outcome.ObserveScore(&d.state, lr)
-				if d.firstAt.IsZero() || now.Before(d.firstAt) {
-					d.firstAt = now
-				}
-				origin.own()
-				hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
-				lr.CopyTo(hs.record)
-				t.keepRefs().scores = append(t.keepRefs().scores, hs) // in the budget and the decision bytes
-				m.addBytes(t, hs.bytes)
-				sh.pending.decisionBytes += hs.bytes
-				sh.place(t)
-				ref.add(1)
-				held++
-				if _, matched := m.cfg.Outcome.Matched(&d.state); matched {
-					sh.decide(m, t, now, &out)
-				}
-				return true
-			})
+	var origin *logOrigin // of scope from, made for its first record held, with copies (ld goes on)
+	var from plog.ScopeLogs
+	eachScore(ld, func(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) bool {
+		sh := m.shards[m.shardOf(lr.TraceID())]
+		sh.mu.Lock()
+		defer sh.unlock(m)
+		if t := sh.traces[lr.TraceID()]; t != nil && isDecided(t, pcommon.SpanID{}) {
+			if t.dropped() {
+				dropped++
+				out.stats.ScoresDropped++
+			}
+			return t.dropped()
 		}
-	}
+		t := sh.touch(m, lr.TraceID(), now)
+		d := m.decisionState(t)
+		m.cfg.Outcome.ObserveScore(&d.state, lr)
+		if d.firstAt.IsZero() || now.Before(d.firstAt) {
+			d.firstAt = now
+		}
+		if sl != from {
+			origin = &logOrigin{request: req, sink: sink, resURL: rl.SchemaUrl(), scopeURL: sl.SchemaUrl(),
+				resource: pcommon.NewResource(), scope: pcommon.NewInstrumentationScope()}
+			rl.Resource().CopyTo(origin.resource)
+			sl.Scope().CopyTo(origin.scope)
+			from = sl
+		}
+		hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
+		lr.CopyTo(hs.record)
+		t.keepRefs().scores = append(t.keepRefs().scores, hs) // in the budget and the decision bytes
+		m.addBytes(t, hs.bytes)
+		sh.pending.decisionBytes += hs.bytes
+		sh.place(t)
+		ref.add(1)
+		held++
+		if _, matched := m.cfg.Outcome.Matched(&d.state); matched {
+			sh.decide(m, t, now, &out)
+		}
+		return true
+	})
 	m.finish(&out)
 	return held, dropped
 }
 
-// own makes the origin keep copies of its resource and scope (the call's ld goes on).
-func (o *logOrigin) own() {
-	if !o.owned {
-		res, scope := pcommon.NewResource(), pcommon.NewInstrumentationScope()
-		o.resource.CopyTo(res)
-		o.scope.CopyTo(scope)
-		o.resource, o.scope, o.owned = res, scope, true
+// eachScore runs f on the score records of ld that follow their trace, removing those it says to.
+func eachScore(ld plog.Logs, f func(plog.ResourceLogs, plog.ScopeLogs, plog.LogRecord) (remove bool)) {
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool { return IsHeldScore(lr) && f(rl, sl, lr) })
+		}
 	}
 }
 
@@ -208,37 +192,27 @@ func (sh *shard) decideScores(m *Memory, t *trace, keep bool, out *released) {
 	t.refs.scores = nil
 }
 
-// groupScores builds one delivery per request and sink, records under copies of their resource and scope.
+// groupScores builds one delivery per request, records under copies of their resource and scope.
 func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 	if len(scores) == 0 {
 		return nil
 	}
-	type key struct {
-		req  *requestOrigin
-		sink any
-	}
 	var out []*ScoreDelivery
-	by := map[key]*ScoreDelivery{}
+	byRequest := map[*requestOrigin]*ScoreDelivery{} // a request came through one sink
 	scopes := map[*logOrigin]plog.LogRecordSlice{}
 	var total int64
 	for _, hs := range scores {
-		k := key{hs.origin.request, hs.origin.sink}
-		d := by[k]
+		o := hs.origin
+		d := byRequest[o.request]
 		if d == nil {
-			d = &ScoreDelivery{Info: hs.origin.request.info, Sink: hs.origin.sink, Logs: plog.NewLogs(), refs: map[*RecordRef]int{}}
-			by[k] = d
+			d = &ScoreDelivery{Info: o.request.info, Sink: o.sink, Logs: plog.NewLogs(), refs: map[*RecordRef]int{}}
+			byRequest[o.request] = d
 			out = append(out, d)
 		}
-		records, ok := scopes[hs.origin]
+		records, ok := scopes[o]
 		if !ok {
-			rl := d.Logs.ResourceLogs().AppendEmpty()
-			hs.origin.resource.CopyTo(rl.Resource())
-			rl.SetSchemaUrl(hs.origin.resURL)
-			sl := rl.ScopeLogs().AppendEmpty()
-			hs.origin.scope.CopyTo(sl.Scope())
-			sl.SetSchemaUrl(hs.origin.scopeURL)
-			records = sl.LogRecords()
-			scopes[hs.origin] = records
+			records = appendScope(d.Logs, o.resource, o.resURL, o.scope, o.scopeURL)
+			scopes[o] = records
 		}
 		hs.record.MoveTo(records.AppendEmpty())
 		d.Records++
@@ -250,22 +224,31 @@ func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 	return out
 }
 
+// appendScope appends to ld a copy of a resource and scope, and returns the scope's records.
+func appendScope(ld plog.Logs, res pcommon.Resource, resURL string, scope pcommon.InstrumentationScope,
+	scopeURL string) plog.LogRecordSlice {
+	rl := ld.ResourceLogs().AppendEmpty()
+	res.CopyTo(rl.Resource())
+	rl.SetSchemaUrl(resURL)
+	sl := rl.ScopeLogs().AppendEmpty()
+	scope.CopyTo(sl.Scope())
+	sl.SetSchemaUrl(scopeURL)
+	return sl.LogRecords()
+}
+
 // ScoreWake is signalled when score deliveries are queued.
 func (m *Memory) ScoreWake() <-chan struct{} { return m.scoreWake }
 
 // TakeReadyScores returns the queued score deliveries of sink (and those recovered, of no sink).
-func (m *Memory) TakeReadyScores(sink any) []*ScoreDelivery {
+func (m *Memory) TakeReadyScores(sink any) (mine []*ScoreDelivery) {
 	m.readyMu.Lock()
 	defer m.readyMu.Unlock()
-	var mine, rest []*ScoreDelivery
-	for _, d := range m.readyScores {
+	m.readyScores = slices.DeleteFunc(m.readyScores, func(d *ScoreDelivery) bool {
 		if d.Sink == sink || d.Sink == nil {
 			mine = append(mine, d)
-		} else {
-			rest = append(rest, d)
 		}
-	}
-	m.readyScores = rest
+		return d.Sink == sink || d.Sink == nil
+	})
 	return mine
 }
 
