@@ -36,11 +36,11 @@ type spanFilterProcessor struct {
 	mem           *tracememory.Memory
 	journal       journal.Journal
 	scratch       sync.Pool
-	now           func() time.Time // the memory's clock; tests replace it before the first span
-	evicted       atomic.Int64     // traces evicted with held spans since the last eviction warning
-	warnedAt      atomic.Int64     // when that warning was logged last (unix ns)
-	stop, stopped chan struct{}    // the releaser's
-	running       atomic.Bool      // from start (recovery done) to shutdown; content is refused outside it
+	now           func() time.Time          // the memory's clock; tests replace it before the first span
+	evicted       atomic.Int64              // traces evicted with held spans since the last eviction warning
+	warnedAt      atomic.Pointer[time.Time] // when that warning was logged last (nil: never)
+	stop, stopped chan struct{}             // the releaser's
+	running       atomic.Bool               // from start (recovery done) to shutdown; content is refused outside it
 }
 
 func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.Traces, j journal.Journal) (*spanFilterProcessor, error) {
@@ -382,8 +382,8 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	}
 	// Idle traces forgotten are the life of a full memory; held spans going on early are not.
 	p.evicted.Add(s.EvictedWaiting)
-	now, last := p.now().UnixNano(), p.warnedAt.Load()
-	if last != 0 && now-last < int64(10*time.Second) || !p.warnedAt.CompareAndSwap(last, now) {
+	now, last := p.now(), p.warnedAt.Load() // now.Sub: monotonic, unlike wall-clock numbers
+	if last != nil && now.Sub(*last) < 10*time.Second || !p.warnedAt.CompareAndSwap(last, &now) {
 		return // at most one warning per 10 s, with the count since the last one
 	}
 	evicted := p.evicted.Swap(0)

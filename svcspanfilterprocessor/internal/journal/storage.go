@@ -55,8 +55,14 @@ type liveRecord struct {
 }
 
 func newLive(id uint64, kind Kind) liveRecord {
-	return liveRecord{id: id, lazy: kind != KindSpans && kind != KindContent && kind != KindScores}
+	switch kind {
+	case KindOpen, KindDropped, KindOpenParents, KindDecided, KindSession:
+		return liveRecord{id: id, lazy: true}
+	}
+	return liveRecord{id: id}
 }
+
+var _ Journal = (*Storage)(nil)
 
 // Open returns the journal and the records a previous process left, oldest first; one that cannot
 // be decoded is logged, deleted and skipped; an unreadable index is an error.
@@ -206,10 +212,13 @@ func (s *Storage) compactRange(ctx context.Context) {
 	if len(moves) == 0 || s.commit(ctx, next, ops...) != nil {
 		return
 	}
-	for to, from := range moves { // the range tightens with the caller's commit
+	for to, from := range moves { // the range on disk tightens with the caller's commit
 		s.live[to] = s.live[from]
 		delete(s.live, from)
 		s.moved[s.live[to].id] = to
+	}
+	for s.first < s.next && s.live[s.first] == (liveRecord{}) {
+		s.first++
 	}
 }
 

@@ -252,15 +252,19 @@ func (m *Memory) expireSessions(now time.Time) {
 		return
 	}
 	keep := m.cfg.Outcome.Config().SessionKeepDuration
+	var over []*RecordRef
 	m.sessionsMu.Lock()
-	defer m.sessionsMu.Unlock()
 	m.sessions = slices.DeleteFunc(m.sessions, func(s keptSession) bool {
-		if over := now.Sub(s.at) >= keep; over {
-			s.ref.Done(1) // a lazy removal (journal.Storage): no write under the lock
+		if now.Sub(s.at) >= keep {
+			over = append(over, s.ref)
 			return true
 		}
 		return false
 	})
+	m.sessionsMu.Unlock()
+	for _, ref := range over { // the journal's lock is not taken under sessionsMu
+		ref.Done(1)
+	}
 }
 
 // recoverSession keeps a KindSession record's session again from the time it was kept.
@@ -269,7 +273,7 @@ func (m *Memory) recoverSession(rec journal.Record) error {
 		return fmt.Errorf("journal record %d: a truncated kept session", rec.ID)
 	}
 	key := sampling.SessionKey(binary.BigEndian.Uint64(rec.Payload))
-	s := keptSession{key, string(rec.Payload[8:]), rec.HeldAt, m.NewRecordRef(rec.ID, 1)}
+	s := keptSession{key: key, reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: m.NewRecordRef(rec.ID, 1)}
 	m.cfg.Outcome.KeepSession(s.key, s.reason, s.at)
 	m.sessionsMu.Lock()
 	m.sessions = append(m.sessions, s)

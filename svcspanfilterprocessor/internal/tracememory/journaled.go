@@ -318,7 +318,7 @@ func (m *Memory) perTrace(size func([]byte) int, restore func(*trace, []byte)) f
 	return func(rec journal.Record) error {
 		for p := rec.Payload; len(p) > 0; p = p[size(p):] {
 			if size(p) > len(p) {
-				return fmt.Errorf("journal record %d: a truncated entry", rec.ID)
+				return fmt.Errorf("journal record %d: a truncated entry in its %d bytes", rec.ID, len(rec.Payload))
 			}
 		}
 		if len(rec.Payload) == 0 {
