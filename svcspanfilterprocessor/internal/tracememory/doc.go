@@ -14,10 +14,9 @@
 //
 // and carries in any state: open parents (ids delivered spans point at that it has not seen), content
 // waiting for its span, content joined onto its spans (for copies sent again), and the journal
-// records of its open parents and dropped spans (kept until it is forgotten). With outcome sampling
-// (Config.Outcome, decide.go) it is also undecided (its kept spans wait for the decision, observed
-// into its TraceOutcome), decided kept (journaled, KindDecided) or decided dropped, for as long as
-// it is remembered.
+// records of its open parents and dropped spans. With outcome sampling (decide.go) it is also
+// undecided (its kept spans wait, observed into its TraceOutcome), decided kept (KindDecided) or
+// decided dropped, for as long as it is remembered.
 //
 // A kept span is, in turn:
 //
@@ -27,8 +26,7 @@
 //	ready      released (or a delivery of its own call: carrying content joined on arrival, or a
 //	           connector), in a Delivery counted in ReadyBytes until the next component takes it
 //	handed on  Delivered (or given up): its journal record is done when its last span is (a record
-//	           of content joined onto it stays until its trace is forgotten: a resend after a
-//	           refusal joins that content again)
+//	           of content joined onto it stays until its trace is forgotten, to join a resend again)
 //
 // With a journal every call runs: plan (read only: which spans may be held, or go on as deliveries
 // of the call) -> write ahead (one KindSpans record of copies of those spans) -> apply (the events
@@ -37,10 +35,10 @@
 // write after apply is logged (a resend would deliver twice what went on): only where late spans
 // hang after a crash depends on it. A span the plan did not expect to hold goes on by rule 1.
 //
-// Why: the plan looks at the call itself (a span whose walk ends inside it can hold nothing) and asks
-// the memory read-only questions per span, so calls of whole traces write no held span and the plan
-// adds no state. Planning from a copy of the memory, or applying and undoing, would each add states;
-// what the plan cannot foresee ends in rule 1, which is always safe. Without a journal, no plan.
+// Why: the plan looks at the call (a span whose walk ends inside it can hold nothing) and asks the
+// memory read-only questions, so calls of whole traces write nothing and the plan adds no state.
+// Planning from a copy, or applying and undoing, would add states; what the plan cannot foresee
+// ends in rule 1, always safe. Without a journal, no plan.
 //
 // # Events
 //
@@ -57,10 +55,9 @@
 //	                          unknown span (open parent); content wait: the span goes with what came
 //	budget exceeded           idle/late traces forgotten oldest first, then waiting traces released
 //	                          (rule 1); waiting content is never evicted (the logs side pushes back)
-//	next component refuses    retryable: the Delivery is requeued (still in the budget, still
-//	                          journaled); permanent: counted undeliverable, its records done
-//	shutdown                  Drain releases every held span by rule 1 (on_shutdown: keep leaves
-//	                          them journaled)
+//	next component refuses    retryable: requeued (in the budget, journaled); permanent: counted
+//	                          undeliverable, its records done
+//	shutdown                  Drain releases every held span by rule 1 (on_shutdown keep: they stay journaled)
 //	recovery                  content (its wait restarts), dropped records, open parents with the
 //	                          spans pointing at them, kept decisions and sessions, then held spans
 //	                          (observed again, waiting for the decision), all with their original time
@@ -71,16 +68,15 @@
 //	                          eviction and shutdown (never dropped undecided). Kept: WaitDecision
 //	                          ends (journaled KindDecided, a kept session KindSession), the root gets
 //	                          ReasonAttribute; dropped: the held spans are discarded, records done
-//	remember_duration idle    an idle trace is forgotten, or compacted to late when it has open
-//	                          parents or waiting content; late_parent_window ends a late trace
+//	remember_duration idle    forgotten, or compacted to late with open parents or waiting content;
+//	                          late_parent_window ends a late trace
 //
 // # Invariants (checkInvariants checks 1-6 and 9 and, through checkCounts, 7 at the end of every
 // test scenario; the journal tests check 8)
 //
-//  1. A delivered kept span hangs, through connectors only, below its nearest kept ancestor; it is
-//     a root only when every ancestor is known dropped (or its parents form a cycle); otherwise it
-//     points at a span that never arrived (an open parent), never at one that arrived and was
-//     dropped without a connector.
+//  1. A delivered kept span hangs, through connectors only, below its nearest kept ancestor; a root
+//     only when every ancestor is known dropped (or in a cycle); else below a span that never
+//     arrived (an open parent), never one that arrived and was dropped without a connector.
 //  2. No delivered span is its own ancestor.
 //  3. Only kept spans and connectors are delivered; a connector carries only its marker.
 //  4. Nothing is delivered twice, except after a restart (at least once), with the same parent, and
