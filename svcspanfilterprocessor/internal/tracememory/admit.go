@@ -66,7 +66,7 @@ type origins struct {
 	resources, scopes int32
 	resource          []*resourceOrigin // by resource index
 	scope             []*scopeOrigin    // by spanRef.scopeAt
-	held              ptrace.SpanSlice  // the batch's held spans: one pdata state for all of them
+	held              ptrace.SpanSlice  // the batch's held spans
 }
 
 func (o *origins) get(r *spanRef) *scopeOrigin {
@@ -87,14 +87,6 @@ func (o *origins) get(r *spanRef) *scopeOrigin {
 	ss.Scope().CopyTo(scope)
 	o.scope[r.scopeAt] = &scopeOrigin{resource: o.resource[r.resource], scope: scope, schemaURL: ss.SchemaUrl()}
 	return o.scope[r.scopeAt]
-}
-
-// newHeld is an empty span for a span of the batch to move into and be held.
-func (o *origins) newHeld() ptrace.Span {
-	if o.held == (ptrace.SpanSlice{}) {
-		o.held = ptrace.NewSpanSlice()
-	}
-	return o.held.AppendEmpty()
 }
 
 // Admit records every span of td (decisions: one per span, in order) and settles each kept span:
@@ -170,18 +162,17 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, shardOf []int32, og *origins, now time.Time, out *released) {
 	start := append(sc.start[:0], make([]int32, len(m.shards)+1)...)
 	for _, s := range shardOf {
-		start[s+1]++
+		start[s]++
 	}
 	for s := 1; s < len(start); s++ {
 		start[s] += start[s-1]
 	}
-	fill := append(sc.fill[:0], start...)
 	order := append(sc.order[:0], make([]int32, len(refs))...)
-	for i, s := range shardOf {
-		order[fill[s]] = int32(i)
-		fill[s]++
+	for i := len(shardOf) - 1; i >= 0; i-- { // from the back: each shard's part stays in batch order
+		start[shardOf[i]]--
+		order[start[shardOf[i]]] = int32(i)
 	}
-	sc.start, sc.fill, sc.order = start, fill, order
+	sc.start, sc.order = start, order
 	for s, sh := range m.shards {
 		if start[s] == start[s+1] {
 			continue
@@ -223,9 +214,9 @@ func trimBatch(td ptrace.Traces, refs []spanRef) bool {
 }
 
 type admitScratch struct {
-	refs                        []spanRef
-	shardOf, start, fill, order []int32
-	local                       map[callKey]int32 // indexCall
+	refs                  []spanRef
+	shardOf, start, order []int32
+	local                 map[callKey]int32 // indexCall
 }
 
 // admit runs under the shard lock for the spans of the batch (idx into refs) that belong to it.
@@ -284,7 +275,11 @@ func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Ti
 		if id := r.span.TraceID(); last == nil || last.id != id {
 			last = sh.touch(m, id, now)
 			if last.records == nil { // sized for the trace's spans that follow: no growth
-				last.records = make(map[pcommon.SpanID]record, max(8, sameTraceRun(refs, idx[n:], id)))
+				run := 1
+				for n+run < len(idx) && refs[idx[n+run]].span.TraceID() == id {
+					run++
+				}
+				last.records = make(map[pcommon.SpanID]record, max(8, run))
 			}
 		}
 		r.trace = last
@@ -309,101 +304,26 @@ func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Ti
 	}
 }
 
-func sameTraceRun(refs []spanRef, idx []int32, id pcommon.TraceID) int {
-	n := 0
-	for _, i := range idx {
-		if refs[i].span.TraceID() != id {
-			break
-		}
-		n++
-	}
-	return n
-}
-
 // admitKept settles kept span r; old is the held copy of the same span (sent again), if any.
 func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og *origins, now time.Time, out *released) {
-	t, span := r.trace, r.span
+	t, span, tenant := r.trace, r.span, og.request.tenant
 	id := span.SpanID()
-	var contentRefs []*RecordRef
-	if old != nil {
-		// Sent again: this copy, written ahead, takes its place and carries the old copy's records.
+	var refs []*RecordRef // of the content it carries, done when it is handed on
+	if old != nil {       // this copy, written ahead, takes its place and carries its records
 		sh.unhold(m, t, old)
-		contentRefs = append(old.contentRefs, old.ref)
+		refs = append(old.contentRefs, old.ref)
 	}
 	t.closeOpen(m, id)
-	reason, at, joined, gather := sh.settleKept(m, r, og.request.tenant, out)
-	if reason&WaitParent == 0 && m.cfg.Outcome != nil {
-		rs := og.td.ResourceSpans().At(int(r.resource))
-		markRoot(t, span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
-	}
-	if r.awaitsDecision {
-		reason |= WaitDecision
-	}
-	if joined != nil {
-		contentRefs = append(contentRefs, joined...)
-	}
-	if reason != 0 && !r.mayHold { // not written ahead (its trace changed since the plan): rule 1
-		if reason&WaitParent != 0 {
-			out.open(m, t, at, id)
-			out.reparent(span, at, ReparentOpenAncestor)
-		}
-		reason = 0
-	}
-	if reason == 0 && ((joined == nil && old == nil) || !r.mayHold) {
-		// It goes on in td. Records it carries that its plan did not expect stay journaled until
-		// its trace is forgotten: a resend after a refusal of td joins that content again.
-		if len(contentRefs) > 0 {
-			t.keepRefs().joinedRecs = append(t.keepRefs().joinedRecs, contentRefs...)
-		}
-		return
-	}
-	it := &item{span: og.newHeld(), origin: og.get(r), trace: t, heldAt: now, reason: reason, ref: adm.ref, contentRefs: contentRefs}
-	span.MoveTo(it.span)
-	r.held = true // out of the batch
-	adm.unrefd++
-	if reason == 0 {
-		// It carries joined content or replaces a held copy: a delivery of this call.
-		it.bytes, it.sized = itemSize(it.span), true
-		out.items = append(out.items, it)
-		return
-	}
-	sh.holdNew(m, it, joined != nil, gather, at, out)
-	adm.Held++
-}
-
-// holdNew holds it, a span of the call that waits; sized: it carries content joined just now.
-func (sh *shard) holdNew(m *Memory, it *item, sized, gather bool, at pcommon.SpanID, out *released) {
-	if sized { // the joined content left the content count: the exact size keeps counting it
-		it.bytes, it.sized = itemSize(it.span), true
-	} else {
-		it.bytes = sh.spanEstimate(it.span) // sized exactly only if still held later (lazysize.go)
-	}
-	sh.hold(m, it.trace, it)
-	if gather {
-		sh.takeWaitingContent(m, it.trace, it, out)
-	}
-	if it.reason&WaitParent != 0 {
-		it.trace.addWaiting(it, at)
-	}
-}
-
-// settleKept joins the content waiting for kept span r (or joined onto an earlier copy) and walks
-// up from its parent: it returns what the span waits for, the unknown span the walk stopped at, the
-// records of the content joined (not nil when joined), and whether it gathers content meanwhile.
-func (sh *shard) settleKept(m *Memory, r *spanRef, tenant string, out *released) (HeldReason, pcommon.SpanID, []*RecordRef, bool) {
-	t, span := r.trace, r.span
-	id := span.SpanID()
 	// Waiting content is joined at once when complete or no more is expected (or onto a copy sent
 	// again); a candidate with part of its content waits for the rest, gathering what came.
 	awaits := r.scopeAwaits && m.join.AwaitsContent(span)
 	_, waiting := t.content[id]
 	again := len(ownContent(t.joinedOf(id), tenant, nil)) > 0
-	var joined []*RecordRef
-	gather := false
+	joined, gather := false, false
 	if waiting || again {
 		if again || !awaits || m.join.Complete(contentsOf(ownContent(t.content[id], tenant, nil))) {
-			joined = sh.joinWaitingContent(m, t, span, tenant, out)
-			awaits = false
+			refs = append(refs, sh.joinWaitingContent(m, t, span, tenant, out)...)
+			joined, awaits = true, false
 		} else {
 			gather = true
 		}
@@ -415,11 +335,56 @@ func (sh *shard) settleKept(m *Memory, r *spanRef, tenant string, out *released)
 	} else {
 		parent, why := t.settledAt(id, end, at)
 		out.reparent(span, parent, why)
+		if m.cfg.Outcome != nil {
+			rs := og.td.ResourceSpans().At(int(r.resource))
+			markRoot(t, span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
+		}
 	}
 	if awaits {
 		reason |= WaitContent
 	}
-	return reason, at, joined, gather
+	if r.awaitsDecision {
+		reason |= WaitDecision
+	}
+	if reason != 0 && !r.mayHold { // not written ahead (its trace changed since the plan): rule 1
+		if reason&WaitParent != 0 {
+			out.open(m, t, at, id)
+			out.reparent(span, at, ReparentOpenAncestor)
+		}
+		reason = 0
+	}
+	if reason == 0 && (!r.mayHold || !joined && old == nil) {
+		// It goes on in td. Records it carries that its plan did not expect stay journaled until
+		// its trace is forgotten: a resend after a refusal of td joins that content again.
+		if len(refs) > 0 {
+			t.keepRefs().joinedRecs = append(t.keepRefs().joinedRecs, refs...)
+		}
+		return
+	}
+	if og.held == (ptrace.SpanSlice{}) { // one pdata state for all the batch's held spans
+		og.held = ptrace.NewSpanSlice()
+	}
+	it := &item{span: og.held.AppendEmpty(), origin: og.get(r), trace: t, heldAt: now, reason: reason, ref: adm.ref, contentRefs: refs}
+	span.MoveTo(it.span)
+	r.held = true // out of the batch
+	adm.unrefd++
+	if reason == 0 || joined { // the joined content left the content count: the exact size counts it
+		it.bytes, it.sized = itemSize(it.span), true
+	} else {
+		it.bytes = sh.spanEstimate(it.span) // sized exactly only if still held later (lazysize.go)
+	}
+	if reason == 0 { // it carries joined content or replaces a held copy: a delivery of this call
+		out.items = append(out.items, it)
+		return
+	}
+	sh.hold(m, t, it)
+	if gather {
+		sh.takeWaitingContent(m, t, it, out)
+	}
+	if reason&WaitParent != 0 {
+		t.addWaiting(it, at)
+	}
+	adm.Held++
 }
 
 // admitDropped settles dropped span r: its waiting content is discarded; when delivered spans point
