@@ -329,12 +329,11 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		}
 	}
 	var reason HeldReason
-	end, at := t.walk(id, span.ParentSpanID())
-	if end == endUnknown {
+	at, why, wait := t.parentOf(id, span.ParentSpanID())
+	if wait {
 		reason |= WaitParent
 	} else {
-		parent, why := t.settledAt(id, end, at)
-		out.reparent(span, parent, why)
+		out.reparent(span, at, why)
 		if m.cfg.Outcome != nil {
 			rs := og.td.ResourceSpans().At(int(r.resource))
 			markRoot(t, span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
@@ -401,12 +400,10 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 		return
 	}
 	t.records[id] = record{parent: span.ParentSpanID(), state: stateConnector}
-	if end, at := t.walk(id, span.ParentSpanID()); end == endUnknown {
-		span.SetParentSpanID(at)
+	at, _, wait := t.parentOf(id, span.ParentSpanID())
+	span.SetParentSpanID(at)
+	if wait {
 		out.open(m, t, at, id)
-	} else {
-		parent, _ := t.settledAt(id, end, at)
-		span.SetParentSpanID(parent)
 	}
 	out.stats.Connectors++
 	if !r.mayHold { // not written ahead (it became an open parent since): it goes on in td
@@ -444,11 +441,10 @@ func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) 
 		if next != nil {
 			next.waitPrev = nil
 		}
-		if end, at := t.walk(it.span.SpanID(), id); end == endUnknown {
+		if at, why, wait := t.parentOf(it.span.SpanID(), id); wait {
 			t.addWaiting(it, at)
 		} else {
-			parent, why := t.settledAt(it.span.SpanID(), end, at)
-			sh.settleParent(m, t, it, parent, why, ReleaseParentArrived, out)
+			sh.settleParent(m, t, it, at, why, ReleaseParentArrived, out)
 		}
 		it = next
 	}

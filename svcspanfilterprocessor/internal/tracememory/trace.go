@@ -19,9 +19,6 @@ const (
 	stateConnector                      // dropped, but delivered as a connector span
 )
 
-// delivered reports whether a span in this state is (or will be) in the delivered tree.
-func (s spanState) delivered() bool { return s == stateKept || s == stateConnector }
-
 // record is what a trace remembers of one span: enough to walk up through dropped ancestors.
 type record struct {
 	parent pcommon.SpanID
@@ -93,66 +90,45 @@ func (t *trace) keepRefs() *traceRefs {
 	return t.refs
 }
 
-// walkEnd is where a parent walk through known-dropped spans ends.
-type walkEnd uint8
-
-const (
-	endRoot      walkEnd = iota // no parent, or every ancestor is known dropped
-	endDelivered                // a kept span or a connector
-	endUnknown                  // a span the trace has not seen
-)
-
-// walk goes up from p through spans known to be dropped and returns where it ends and the id there
-// (empty for endRoot). A malformed cycle ends as a root.
-func (t *trace) walk(self, p pcommon.SpanID) (walkEnd, pcommon.SpanID) {
+// walk goes up from p through spans known to be dropped to the first span the trace has not seen
+// (unknown) or a delivered one; at is empty for a root (no parent, every ancestor dropped, a cycle).
+func (t *trace) walk(self, p pcommon.SpanID) (at pcommon.SpanID, unknown bool) {
 	for range len(t.records) + 1 {
 		if p.IsEmpty() || p == self {
-			return endRoot, pcommon.SpanID{}
+			break
 		}
 		rec, ok := t.records[p]
-		switch {
-		case !ok:
-			return endUnknown, p
-		case rec.state.delivered():
-			return endDelivered, p
+		if !ok || rec.state != stateDropped {
+			return p, !ok
 		}
 		p = rec.parent
 	}
-	return endRoot, pcommon.SpanID{}
+	return pcommon.SpanID{}, false
 }
 
-// cutsCycle is asked before span id goes on below at, a span in the delivered tree: when the chain
-// of parents from at, through every span the trace knows, leads back to id (a hostile or broken
-// tree), it reports true and id's record forgets its parent: id goes on as a root, and no later walk
-// follows the cycle.
-func (t *trace) cutsCycle(id, p pcommon.SpanID) bool {
-	for steps := 0; steps <= len(t.records) && !p.IsEmpty(); steps++ {
-		if p == id {
-			if rec, ok := t.records[id]; ok {
-				t.records[id] = record{state: rec.state}
+// parentOf walks up from p: the span waits on the unknown span at, or goes on below at (empty: a
+// root), counted for why when that is not the parent it came with. When the chain of parents from
+// at leads back to self (a hostile tree), self goes on as a root and its record forgets its parent:
+// no later walk follows the cycle.
+func (t *trace) parentOf(self, p pcommon.SpanID) (at pcommon.SpanID, why ReparentReason, wait bool) {
+	at, unknown := t.walk(self, p)
+	if unknown || at.IsEmpty() {
+		return at, ReparentNoKeptAncestor, unknown
+	}
+	for steps, q := 0, at; steps <= len(t.records) && !q.IsEmpty(); steps++ {
+		if q == self {
+			if rec, ok := t.records[self]; ok {
+				t.records[self] = record{state: rec.state}
 			}
-			return true
+			return pcommon.SpanID{}, ReparentCycle, false
 		}
-		rec, ok := t.records[p]
+		rec, ok := t.records[q]
 		if !ok {
-			return false
+			break
 		}
-		p = rec.parent
+		q = rec.parent
 	}
-	return false
-}
-
-// settledAt is the parent a span goes on with when its parent walk ended at a root or at a
-// delivered span, and the reason counted when that is not the parent it came with.
-func (t *trace) settledAt(id pcommon.SpanID, end walkEnd, at pcommon.SpanID,
-) (pcommon.SpanID, ReparentReason) {
-	switch {
-	case end == endRoot:
-		return pcommon.SpanID{}, ReparentNoKeptAncestor
-	case t.cutsCycle(id, at):
-		return pcommon.SpanID{}, ReparentCycle
-	}
-	return at, ReparentDroppedParent
+	return at, ReparentDroppedParent, false
 }
 
 // setRecord remembers a span, and reports the size change.
@@ -380,8 +356,8 @@ func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	var bridges map[pcommon.SpanID]record
 	for id, rec := range t.records {
 		if rec.state == stateKept {
-			end, at := t.walk(id, rec.parent)
-			if _, open := t.open[at]; end != endUnknown || !open {
+			at, unknown := t.walk(id, rec.parent)
+			if _, open := t.open[at]; !unknown || !open {
 				continue
 			}
 		}
