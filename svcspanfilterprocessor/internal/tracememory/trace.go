@@ -38,13 +38,11 @@ type trace struct {
 	id      pcommon.TraceID
 	records map[pcommon.SpanID]record
 	held    map[pcommon.SpanID]*item // by their own span id (a copy sent again replaces the held one)
-	// waitingOn indexes held items by the unknown span their parent walk stopped at (the first of a
-	// list linked through item.waitNext), so the arrival of that span resolves exactly them.
+	// waitingOn: the first held item whose walk stopped at a span (the rest linked through waitNext).
 	waitingOn map[pcommon.SpanID]*item
-	open      map[pcommon.SpanID]struct{}         // open parents (below)
+	open      map[pcommon.SpanID]struct{}         // open parents
 	content   map[pcommon.SpanID][]waitingContent // waiting for its span, by span id
-	// refs holds what few traces need (nil until then): a remembered trace stays 128 bytes, the
-	// heap per remembered trace that BenchmarkRememberedTraces measures.
+	// refs holds what few traces need (nil until then): a remembered trace stays 128 bytes.
 	refs       *traceRefs
 	experiment bool
 
@@ -58,13 +56,11 @@ type trace struct {
 type traceRefs struct {
 	records []*RecordRef // of its dropped spans and open parents (journaled.go)
 	// joinedRecs: of content joined onto spans that went on in their own call (a resend after a
-	// refusal of that call joins the content again).
+	// refusal of that call joins it again); joined: that content, by span id, for a copy sent again.
 	joinedRecs []*RecordRef
-	// joined is the content joined onto spans that went on (or are held carrying it), by span id: a
-	// copy sent again gets it too, so that the copy the platform keeps last is never one without it.
-	joined   map[pcommon.SpanID][]waitingContent
-	decision *traceDecision // outcome sampling only (decide.go)
-	scores   []*heldScore   // score records waiting for the decision (scores.go)
+	joined     map[pcommon.SpanID][]waitingContent
+	decision   *traceDecision // outcome sampling only (decide.go)
+	scores     []*heldScore   // score records waiting for the decision (scores.go)
 }
 
 func (t *trace) joinedOf(id pcommon.SpanID) []waitingContent {
