@@ -2,6 +2,7 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -317,12 +318,17 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	// Waiting content is joined at once when complete or no more is expected (or onto a copy sent
 	// again); a candidate with part of its content waits for the rest, gathering what came.
 	awaits := r.scopeAwaits && m.join.AwaitsContent(span)
-	_, waiting := t.content[id]
-	again := len(ownContent(t.joinedOf(id), tenant, nil)) > 0
+	cs, waiting := t.content[id]
+	prior := ownContent(t.joinedOf(id), tenant, nil) // joined onto an earlier copy
 	joined, gather := false, false
-	if waiting || again {
-		if again || !awaits || m.join.Complete(contentsOf(ownContent(t.content[id], tenant, nil))) {
-			refs = append(refs, sh.joinWaitingContent(m, t, span, tenant, out)...)
+	if waiting || len(prior) > 0 {
+		if len(prior) > 0 || !awaits || m.join.Complete(contentsOf(ownContent(cs, tenant, nil))) {
+			own := ownContent(cs, tenant, out)
+			sh.removeContent(m, t, id, cs)
+			if all := append(slices.Clone(prior), own...); len(all) > 0 {
+				m.apply(t, span, all, own, out)
+			}
+			refs = append(refs, refsOf(own)...)
 			joined, awaits = true, false
 		} else {
 			gather = true
@@ -377,8 +383,10 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		return
 	}
 	sh.hold(m, t, it)
-	if gather {
-		sh.takeWaitingContent(m, t, it, out)
+	if gather { // what came waits in it for the rest
+		it.content = ownContent(cs, tenant, out)
+		sh.removeContent(m, t, id, cs)
+		m.addBytes(t, bytesOf(it.content))
 	}
 	if reason&WaitParent != 0 {
 		t.addWaiting(it, at)
