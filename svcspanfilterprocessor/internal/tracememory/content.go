@@ -115,27 +115,6 @@ func (m *Memory) apply(t *trace, span ptrace.Span, cs, own []waitingContent, out
 	}
 }
 
-// joinHeldContent joins the content a held span gathered; sized again, the span counts it.
-func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
-	if len(it.content) == 0 {
-		return
-	}
-	m.apply(t, it.span, it.content, it.content, out)
-	m.addBytes(t, -bytesOf(it.content))
-	sh.resize(m, it, itemSize(it.span))
-	it.contentRefs = append(it.contentRefs, refsOf(it.content)...) // done when it is delivered
-	it.content = nil
-}
-
-// returnHeldContent puts the content a discarded held copy gathered back to wait for a resend.
-func (sh *shard) returnHeldContent(t *trace, it *item) {
-	if len(it.content) > 0 {
-		id := it.span.SpanID()
-		sh.setContent(t, id, append(it.content, t.content[id]...))
-		it.content = nil
-	}
-}
-
 // setContent makes cs the content waiting for span id of t (its bytes are the caller's to count).
 func (sh *shard) setContent(t *trace, id pcommon.SpanID, cs []waitingContent) {
 	made(&t.content)[id] = cs

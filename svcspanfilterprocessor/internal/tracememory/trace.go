@@ -282,7 +282,10 @@ func (sh *shard) hold(m *Memory, t *trace, it *item) {
 
 // unhold takes it out of t's held spans; content it gathered and did not join waits again.
 func (sh *shard) unhold(m *Memory, t *trace, it *item) {
-	sh.returnHeldContent(t, it)
+	if id := it.span.SpanID(); len(it.content) > 0 {
+		sh.setContent(t, id, append(it.content, t.content[id]...))
+		it.content = nil
+	}
 	t.removeWaiting(it)
 	delete(t.held, it.span.SpanID())
 	if !it.sized {
@@ -312,7 +315,13 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 }
 
 func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
-	sh.joinHeldContent(m, t, it, out) // what it gathered, complete or not: its wait is over
+	if len(it.content) > 0 { // what it gathered, complete or not: its wait is over
+		m.apply(t, it.span, it.content, it.content, out)
+		m.addBytes(t, -bytesOf(it.content))
+		sh.resize(m, it, itemSize(it.span)) // sized again, it counts the content
+		it.contentRefs = append(it.contentRefs, refsOf(it.content)...)
+		it.content = nil
+	}
 	sh.unhold(m, t, it)
 	it.reason = 0
 	out.items = append(out.items, it)
