@@ -34,8 +34,7 @@ type Admission struct {
 	Kept []bool // the final decision per span of the batch, in batch order
 	Held int    // the spans of the batch the memory now holds
 	Pass bool   // spans are left in the batch for the next consumer
-	// Deliveries: spans this batch released (of earlier calls or its own), one per request client
-	// context; the caller reports back on each with Delivered or Requeue.
+	// Deliveries: spans this batch released, one per request; reported back with Delivered or Requeue.
 	Deliveries []*Delivery
 
 	ref    *RecordRef
@@ -52,12 +51,11 @@ type spanRef struct {
 	decision        Decision
 	planned         Verdict // what writeAhead plans with (planVerdicts); without a plan, the decision's
 	kept, held      bool
-	// fresh: the batch made the span known to its trace: only then may held spans wait on it.
-	fresh       bool
-	scopeAwaits bool // spans of its scope may wait for content (asked once per scope)
-	// mayHold: written ahead, so the memory may hold it; connector: it goes on as a connector span.
-	mayHold, connector bool
-	awaitsDecision     bool // held for its trace's decision (outcome sampling)
+	fresh           bool // the batch made the span known to its trace (held spans may wait on it)
+	scopeAwaits     bool // spans of its scope may wait for content (asked once per scope)
+	mayHold         bool // written ahead, so the memory may hold it
+	connector       bool // it goes on in the batch as a connector span
+	awaitsDecision  bool // held for its trace's decision (outcome sampling)
 }
 
 // origins makes a batch's shared resource and scope copies on first use, and its spans' held copies.
@@ -90,11 +88,9 @@ func (o *origins) get(r *spanRef) *scopeOrigin {
 	return o.scope[r.scopeAt]
 }
 
-// Admit records every span of td (decisions: one per span, in order) and settles each kept span:
-// it goes on in td, unchanged or re-parented, or is moved out of td to be held; a dropped span goes
-// on as a connector span when delivered spans point at it, else it is removed. It returns
-// ErrOverloaded, admitting nothing, when refused released spans fill the memory limit. With a
-// journal it writes ahead, then applies (doc.go): a failed write ahead changes nothing.
+// Admit records every span of td (decisions: one per span, in order) and settles each (doc.go):
+// what does not go on in td is removed from it. It returns ErrOverloaded, admitting nothing, when
+// refused released spans fill the memory limit; a failed write ahead changes nothing.
 func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision) (*Admission, error) {
 	if m.readyBytes.Load() > m.cfg.MemoryLimitBytes {
 		return nil, ErrOverloaded
@@ -158,8 +154,8 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	return nil
 }
 
-// applyByShard admits the spans shard by shard (each shard locked once), in a counting sort of
-// their indexes by shard: shard s has order[start[s]:start[s+1]].
+// applyByShard admits the spans shard by shard, each locked once, in a counting sort of their
+// indexes by shard: shard s has order[start[s]:start[s+1]].
 func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, shardOf []int32, og *origins, now time.Time, out *released) {
 	start := append(sc.start[:0], make([]int32, len(m.shards)+1)...)
 	for _, s := range shardOf {
@@ -189,8 +185,8 @@ func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, 
 
 func (r *spanRef) goesOn() bool { return (r.kept || r.connector) && !r.held }
 
-// trimBatch removes from td the spans that do not go on in it (dropped or held; refs has td's spans
-// in order) and what they leave empty; false when nothing goes on.
+// trimBatch removes from td the spans that do not go on in it (refs: td's spans in order) and what
+// they leave empty; false when nothing goes on.
 func trimBatch(td ptrace.Traces, refs []spanRef) bool {
 	i := 0
 	for i < len(refs) && !refs[i].goesOn() {
@@ -232,13 +228,13 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 			}
 			old := r.trace.held[id]
 			if old != nil && old.tenant() != og.request.tenant {
-				// Another tenant's span with the ids of a held one (a trace crossing teams, copied
-				// ids): no resend of it. It goes on as it came; the held span stays held.
+				// Another tenant's span with the ids of a held one: no resend of it. It goes on
+				// as it came; the held span stays held.
 				continue
 			}
 			if !r.mayHold {
-				// Held since this call's plan (by another call, written ahead): it stays held under
-				// its own record; this copy goes on at once (rule 1): twice at worst, never lost.
+				// Held since this call's plan, under its own record: this copy goes on at once
+				// (rule 1), twice at worst, never lost.
 				old = nil
 			}
 			if m.cfg.Outcome != nil {
@@ -267,8 +263,8 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 	}
 }
 
-// recordSpans records every span of the shard's part of the batch, with its final decision
-// (spanRef.kept), before any is settled: a parent later in the batch is then already known.
+// recordSpans records the shard's spans of the batch, with their final decision (spanRef.kept),
+// before any is settled: a parent later in the batch is then already known.
 func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Time) {
 	var last *trace
 	for n, i := range idx {
@@ -319,7 +315,10 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	// again); a candidate with part of its content waits for the rest, gathering what came.
 	awaits := r.scopeAwaits && m.join.AwaitsContent(span)
 	cs, waiting := t.content[id]
-	prior := ownContent(t.joinedOf(id), tenant, nil) // joined onto an earlier copy
+	var prior []waitingContent // joined onto an earlier copy
+	if t.refs != nil {
+		prior = ownContent(t.refs.joined[id], tenant, nil)
+	}
 	joined, gather := false, false
 	if waiting || len(prior) > 0 {
 		if len(prior) > 0 || !awaits || m.join.Complete(contentsOf(ownContent(cs, tenant, nil))) {
@@ -359,8 +358,8 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		reason = 0
 	}
 	if reason == 0 && (!r.mayHold || !joined && old == nil) {
-		// It goes on in td. Records it carries that its plan did not expect stay journaled until
-		// its trace is forgotten: a resend after a refusal of td joins that content again.
+		// It goes on in td; the records it carries stay until its trace is forgotten (a resend
+		// after a refusal of td joins that content again).
 		if len(refs) > 0 {
 			t.keepRefs().joinedRecs = append(t.keepRefs().joinedRecs, refs...)
 		}
@@ -394,13 +393,12 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	adm.Held++
 }
 
-// admitDropped settles dropped span r: its waiting content is discarded; when delivered spans point
-// at it (an open parent), or it went on as a connector before, it goes on as a connector span.
+// admitDropped settles dropped span r: an open parent, or a connector before, goes on as a connector.
 func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins, out *released) {
 	t, span := r.trace, r.span
 	id := span.SpanID()
 	if cs, ok := t.content[id]; ok {
-		sh.dropContent(m, t, id, cs, UnmatchedSpanDropped, out) // content of a dropped span goes nowhere
+		sh.dropContent(m, t, id, cs, UnmatchedSpanDropped, out)
 	}
 	open := t.closeOpen(m, id)
 	again := !r.fresh && t.records[id].state == stateConnector
@@ -442,7 +440,6 @@ func toConnector(span ptrace.Span) {
 
 // arrived settles the held spans whose parent walk stopped at id, now that id is known.
 func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) {
-	// The items waiting on id leave the index together; each is settled, or waits further up.
 	for it := t.takeWaiting(id); it != nil; {
 		next := it.waitNext
 		it.waitNext = nil

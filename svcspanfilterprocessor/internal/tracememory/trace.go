@@ -63,13 +63,6 @@ type traceRefs struct {
 	scores     []*heldScore   // score records waiting for the decision (scores.go)
 }
 
-func (t *trace) joinedOf(id pcommon.SpanID) []waitingContent {
-	if t.refs == nil {
-		return nil
-	}
-	return t.refs.joined[id]
-}
-
 // made is *m, made on first use: a remembered trace keeps no empty map (the GC marks each).
 func made[K comparable, V any](m *map[K]V) map[K]V {
 	if *m == nil {
@@ -146,13 +139,8 @@ func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
 	return recordCost
 }
 
-// Open parents are ids that delivered spans point at and that the memory has not seen: a dropped
-// span with such an id goes on as a connector span. They are journaled (KindOpenParents) before the
-// spans pointing at them go on, each with such a span, so that after a restart they are still
-// bridged, and a parent closing a cycle is still cut.
-
 // open makes id an open parent of t, child going on pointing at it; journalAfterApply writes it
-// (for every child: any may be the parent's own parent).
+// for every child (any may be the parent's own parent: after a restart a cycle is still cut).
 func (out *released) open(m *Memory, t *trace, id, child pcommon.SpanID) {
 	t.addOpen(m, id)
 	if m.cfg.Journaled {
@@ -226,8 +214,6 @@ func (t *trace) takeWaiting(id pcommon.SpanID) *item {
 	return first
 }
 
-// The methods below run under the shard's lock.
-
 // touch returns the trace of id (created on first sight) marked active at now.
 func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 	t, ok := sh.traces[id]
@@ -243,8 +229,8 @@ func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 	return t
 }
 
-// place puts t at the back of the list its state belongs to, also when its activity lies in the
-// past (recovery): the idle list is then only roughly ordered, which only delays forgetting it.
+// place puts t at the back of its state's list, also when its activity lies in the past
+// (recovery): the idle list is then only roughly ordered, which only delays forgetting it.
 func (sh *shard) place(t *trace) {
 	want := sh.idle
 	if len(t.held) > 0 || (t.refs != nil && len(t.refs.scores) > 0) {
@@ -256,7 +242,6 @@ func (sh *shard) place(t *trace) {
 	}
 }
 
-// addBytes changes the size of t and of the memory (under t's shard lock).
 func (m *Memory) addBytes(t *trace, n int64) {
 	t.bytes += n
 	m.shards[m.shardOf(t.id)].pending.bytes += n
@@ -297,7 +282,7 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 	sh.pending.heldBytes -= it.bytes
 	sh.pending.heldSpans--
 	if len(t.held) == 0 {
-		t.held = nil // a remembered trace keeps no empty index (the GC marks it in every cycle)
+		t.held = nil // a remembered trace keeps no empty map
 		sh.place(t)
 	}
 }
@@ -351,12 +336,9 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 	t.bytes = 0
 }
 
-// compact forgets the records of the kept spans of an idle trace but keeps, for the late parent
-// window, its open parents, its experiment flag and the records of its dropped spans and
-// connectors: a late span whose parent walk passes through spans dropped long ago still reaches
-// its nearest kept ancestor. A walk reaching a forgotten kept span waits as at an unknown one, then
-// goes on pointing at it (it is in the delivered tree). Kept spans pointing at an open parent stay
-// too: that parent arriving with one of them as its own parent is a cycle to cut.
+// compact makes an idle trace late (doc.go): a walk reaching a forgotten kept span waits as at an
+// unknown one, then goes on pointing at it (it is in the delivered tree). Kept spans pointing at an
+// open parent stay: that parent arriving with one of them as its own parent is a cycle to cut.
 func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	var bridges map[pcommon.SpanID]record
 	for id, rec := range t.records {
@@ -395,8 +377,7 @@ func setParent(span ptrace.Span, parent pcommon.SpanID) {
 	if original := span.ParentSpanID(); !original.IsEmpty() {
 		attrs := span.Attributes()
 		if _, had := attrs.Get(svcattr.OriginalParentSpanID); !had {
-			// Room for a few more (the next processors may add some): an append would double the
-			// slice, which a span's attributes usually fill.
+			// Room for a few more: an append would double the slice, which attributes usually fill.
 			attrs.EnsureCapacity(attrs.Len() + 4)
 			var buf [2 * len(original)]byte
 			hex.Encode(buf[:], original[:])
@@ -410,10 +391,8 @@ func setParent(span ptrace.Span, parent pcommon.SpanID) {
 type released struct {
 	items []*item
 	stats Stats
-	// done are journal records to mark done once the shard locks are released (no I/O under them).
-	done []*RecordRef
-	// opened are the parents that became open and dropped the dropped spans, decided the traces
-	// decided kept and sessions the sessions kept (outcome sampling), to journal.
+	done  []*RecordRef // done once the shard locks are released (no I/O under them)
+	// to journal: open parents, dropped spans, traces and sessions decided kept (outcome sampling)
 	opened, dropped, decided entries
 	sessions                 []keptSession
 	scores                   []*heldScore // score records released by a decision
