@@ -28,17 +28,18 @@ var ErrContentOverloaded = errors.New("svcspanfilter: waiting GenAI content and 
 // Config of a Memory. Durations and bounds are the processor's trace_integrity options.
 type Config struct {
 	WaitDuration, MaxWaitDuration, RememberDuration time.Duration
-	LateParentWindow                                time.Duration // how long a late trace stays (doc.go)
-	ContentWait                                     time.Duration // the wait of a span for its content, and of content for its span
-	MaxTraces                                       int
-	MemoryLimitBytes                                int64 // records, held spans, ready spans and waiting content together
-	ConnectorSpans                                  bool
-	Journaled                                       bool
-	Shards                                          int              // by trace id, each under its own lock (default 32)
-	Now                                             func() time.Time // the clock (tests inject theirs); default time.Now
-	Logger                                          *zap.Logger
-	Outcome                                         *sampling.Outcome // outcome sampling (decide.go), nil for none
-	MaxHeldBytes                                    int64             // bounds the spans waiting for a decision (0: only MemoryLimitBytes)
+
+	LateParentWindow time.Duration // how long a late trace stays (doc.go)
+	ContentWait      time.Duration // the wait of a span for its content, and of content for its span
+	MaxTraces        int
+	MemoryLimitBytes int64 // records, held spans, ready spans and waiting content together
+	ConnectorSpans   bool
+	Journaled        bool
+	Shards           int              // by trace id, each under its own lock (default 32)
+	Now              func() time.Time // the clock (tests inject theirs); default time.Now
+	Logger           *zap.Logger
+	Outcome          *sampling.Outcome // outcome sampling (decide.go), nil for none
+	MaxHeldBytes     int64             // bounds the spans waiting for a decision (0: only MemoryLimitBytes)
 }
 
 // Memory is the trace memory, safe for concurrent use (a lock per shard); it never calls the next consumer.
