@@ -95,7 +95,6 @@ func (m *Memory) Requeue(ds ...*Delivery) {
 	m.readyMu.Unlock()
 }
 
-// queue appends ds to q (m.ready or m.readyScores) and signals wake.
 func queue[D any](m *Memory, q *[]D, ds []D, wake chan struct{}) {
 	if len(ds) == 0 {
 		return

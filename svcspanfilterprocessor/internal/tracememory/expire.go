@@ -69,7 +69,6 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	}
 }
 
-// finish hands what an operation released to the releaser.
 func (m *Memory) finish(out *released) { queue(m, &m.ready, m.settle(out), m.wake) }
 
 // settle ends an operation, with no shard lock held: its records done, what it made known
@@ -226,7 +225,6 @@ func (m *Memory) Drain() []*Delivery {
 	return m.TakeReady()
 }
 
-// forWaiting runs f on every waiting trace, under its shard's lock, and finishes what it released.
 func (m *Memory) forWaiting(f func(sh *shard, t *trace, out *released)) {
 	var out released
 	for _, sh := range m.shards {

@@ -25,7 +25,7 @@ var ErrOverloaded = errors.New("svcspanfilter: the next consumer is refusing rel
 // ErrContentOverloaded: waiting content and refused spans fill the memory limit; new content is pushed back.
 var ErrContentOverloaded = errors.New("svcspanfilter: waiting GenAI content and released spans the next consumer refused fill trace_integrity.memory_limit_mib; retry later")
 
-// Config of a Memory. Durations and bounds are the processor's trace_integrity options.
+// Config of a Memory: the processor's trace_integrity options.
 type Config struct {
 	WaitDuration, MaxWaitDuration, RememberDuration time.Duration
 
@@ -137,7 +137,6 @@ func (m *Memory) Wake() <-chan struct{} { return m.wake }
 // traceList is a shard's list of traces linked through the traces (no allocation per move).
 type traceList struct{ head, tail *trace }
 
-// pushBack appends t, which is on no list.
 func (l *traceList) pushBack(t *trace) {
 	t.list, t.prev, t.next = l, l.tail, nil
 	if l.tail != nil {
@@ -325,7 +324,6 @@ func (m *Memory) NewRecordRef(id uint64, items int) *RecordRef {
 	return r
 }
 
-// Done marks n items of the record handed on or discarded.
 func (r *RecordRef) Done(n int) { r.add(-n) }
 
 // add counts n more items of the record (fewer when n < 0); the record is removed when none is left.

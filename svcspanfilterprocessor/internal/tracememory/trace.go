@@ -71,7 +71,6 @@ func made[K comparable, V any](m *map[K]V) map[K]V {
 	return *m
 }
 
-// keepRefs is t's traceRefs, made on first use.
 func (t *trace) keepRefs() *traceRefs {
 	if t.refs == nil {
 		t.refs = &traceRefs{}
@@ -120,7 +119,6 @@ func (t *trace) parentOf(self, p pcommon.SpanID) (at pcommon.SpanID, why Reparen
 	return at, ReparentDroppedParent, false
 }
 
-// setRecord remembers a span, and reports the size change.
 func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
 	if id.IsEmpty() {
 		return 0
@@ -155,7 +153,6 @@ func (t *trace) addOpen(m *Memory, id pcommon.SpanID) {
 	}
 }
 
-// closeOpen closes id if it is an open parent of t (it arrived) and reports whether it was.
 func (t *trace) closeOpen(m *Memory, id pcommon.SpanID) bool {
 	_, ok := t.open[id]
 	if ok {
@@ -214,7 +211,6 @@ func (t *trace) takeWaiting(id pcommon.SpanID) *item {
 	return first
 }
 
-// touch returns the trace of id (created on first sight) marked active at now.
 func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 	t, ok := sh.traces[id]
 	if !ok {
@@ -363,7 +359,6 @@ func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	sh.late.pushBack(t)
 }
 
-// reparent points span at parent, counted for why, unless that is its parent already.
 func (out *released) reparent(span ptrace.Span, parent pcommon.SpanID, why ReparentReason) {
 	if parent != span.ParentSpanID() {
 		setParent(span, parent)
