@@ -304,7 +304,6 @@ func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *
 		it.content = nil
 	}
 	sh.unhold(m, t, it)
-	it.reason = 0
 	out.items = append(out.items, it)
 	out.stats.Released[why]++
 }
