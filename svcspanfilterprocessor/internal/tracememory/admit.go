@@ -228,13 +228,11 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 			}
 			old := r.trace.held[id]
 			if old != nil && old.tenant() != og.request.tenant {
-				// Another tenant's span with the ids of a held one: no resend of it. It goes on
-				// as it came; the held span stays held.
+				// Another tenant's span with a held one's ids, no resend: it goes on, the held one stays.
 				continue
 			}
 			if !r.mayHold {
-				// Held since this call's plan, under its own record: this copy goes on at once
-				// (rule 1), twice at worst, never lost.
+				// Held since this call's plan: this copy goes on at once (rule 1), twice at worst.
 				old = nil
 			}
 			if m.cfg.Outcome != nil {
@@ -358,8 +356,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		reason = 0
 	}
 	if reason == 0 && (!r.mayHold || !joined && old == nil) {
-		// It goes on in td; the records it carries stay until its trace is forgotten (a resend
-		// after a refusal of td joins that content again).
+		// It goes on in td; its records stay until its trace is forgotten (a resend joins again).
 		if len(refs) > 0 {
 			t.keepRefs().joinedRecs = append(t.keepRefs().joinedRecs, refs...)
 		}
