@@ -39,8 +39,8 @@ const (
 	ContentDiscarded                       // its span was dropped or already went on
 )
 
-// AddContent gives content for span (traceID, spanID) to the memory; ref (may be nil), its journal
-// record, is done when the content is joined or discarded.
+// AddContent gives content for span (traceID, spanID) to the memory; ref, its journal record (or
+// nil), is done when the content is joined or discarded.
 func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Content, ref *RecordRef) ContentOutcome {
 	now := m.cfg.Now()
 	var out released

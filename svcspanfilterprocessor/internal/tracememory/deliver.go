@@ -76,8 +76,7 @@ func (c *copier) spans(td ptrace.Traces, o *scopeOrigin) ptrace.SpanSlice {
 	return ss.Spans()
 }
 
-// Delivered reports that the next consumer accepted d, or refused it for good: it leaves the budget
-// and the journal.
+// Delivered: the next consumer accepted d, or refused it for good; it leaves budget and journal.
 func (m *Memory) Delivered(d *Delivery) {
 	m.readyBytes.Add(-d.bytes)
 	d.bytes = 0

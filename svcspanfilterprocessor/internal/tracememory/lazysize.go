@@ -62,8 +62,7 @@ func (sh *shard) resize(m *Memory, it *item, exact int64) {
 }
 
 // sizeHeld sizes the shard's estimated held spans and moves the mean bytes per entry 1/8 toward
-// theirs (a lost update only delays it); the shard keeps a copy to read per span (the memory's
-// shares a cache line other cores write at every lock).
+// theirs (a lost update only delays it); the shard keeps a copy, read per span without contention.
 func (sh *shard) sizeHeld(m *Memory) {
 	var extra, entries int64
 	for len(sh.unsized) > 0 {

@@ -123,9 +123,8 @@ func (m *Memory) shardOf(id pcommon.TraceID) int {
 	return int(uint32(id[12])<<24|uint32(id[13])<<16|uint32(id[14])<<8|uint32(id[15])) % len(m.shards)
 }
 
-// HeldSpans and HeldBytes: the spans held and their size (DecisionBytes: of those waiting for their
-// trace's decision); ReadyBytes: released spans not yet taken by the next consumer; Bytes: all the
-// budget counts; Wake: signalled when deliveries are queued.
+// The counts: HeldBytes and DecisionBytes of held spans (waiting for a decision), ReadyBytes of
+// released spans not yet taken; Bytes is all the budget counts. Wake: deliveries are queued.
 func (m *Memory) HeldSpans() int64      { return m.heldSpans.Load() }
 func (m *Memory) HeldBytes() int64      { return m.heldBytes.Load() }
 func (m *Memory) DecisionBytes() int64  { return m.decisionBytes.Load() }

@@ -95,9 +95,8 @@ func (t *trace) walk(self, p pcommon.SpanID) (at pcommon.SpanID, unknown bool) {
 }
 
 // parentOf walks up from p: the span waits on the unknown span at, or goes on below at (empty: a
-// root), counted for why when that is not the parent it came with. When the chain of parents from
-// at leads back to self (a hostile tree), self goes on as a root and its record forgets its parent:
-// no later walk follows the cycle.
+// root), counted for why. When the parents from at lead back to self (a hostile tree), self goes on
+// as a root and its record forgets its parent: no later walk follows the cycle.
 func (t *trace) parentOf(self, p pcommon.SpanID) (at pcommon.SpanID, why ReparentReason, wait bool) {
 	at, unknown := t.walk(self, p)
 	if unknown || at.IsEmpty() {
@@ -366,7 +365,7 @@ func (out *released) reparent(span ptrace.Span, parent pcommon.SpanID, why Repar
 }
 
 // setParent points span at parent and records the parent it had, once: a span re-parented by an
-// earlier gateway keeps its true original parent (and its attributes are not copied for nothing).
+// earlier gateway keeps its true original parent.
 func setParent(span ptrace.Span, parent pcommon.SpanID) {
 	if original := span.ParentSpanID(); !original.IsEmpty() {
 		attrs := span.Attributes()
