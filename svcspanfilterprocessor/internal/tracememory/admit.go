@@ -348,15 +348,13 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	if r.awaitsDecision {
 		reason |= WaitDecision
 	}
-	if reason != 0 && !r.mayHold { // not written ahead (its trace changed since the plan): rule 1
+	if !r.mayHold || reason == 0 && !joined && old == nil {
+		// It goes on in td, by rule 1 if it was not written ahead (its trace changed since the
+		// plan); its records stay until its trace is forgotten (a resend joins again).
 		if reason&WaitParent != 0 {
 			out.open(m, t, at, id)
 			out.reparent(span, at, ReparentOpenAncestor)
 		}
-		reason = 0
-	}
-	if reason == 0 && (!r.mayHold || !joined && old == nil) {
-		// It goes on in td; its records stay until its trace is forgotten (a resend joins again).
 		if len(refs) > 0 {
 			t.keepRefs().joinedRecs = append(t.keepRefs().joinedRecs, refs...)
 		}
