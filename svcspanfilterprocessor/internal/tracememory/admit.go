@@ -144,19 +144,8 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 			afterPlan()
 		}
 	}
-	m.applyByShard(adm, sc, refs, shardOf, og, heldAt, &adm.out)
-	adm.Kept = make([]bool, len(refs))
-	for i := range refs {
-		adm.Kept[i] = refs[i].kept
-	}
-	adm.Pass = trimBatch(td, refs)
-	adm.Deliveries = m.settle(&adm.out)
-	return nil
-}
-
-// applyByShard admits the spans shard by shard, each locked once, in a counting sort of their
-// indexes by shard: shard s has order[start[s]:start[s+1]].
-func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, shardOf []int32, og *origins, now time.Time, out *released) {
+	// Shard by shard, each locked once, in a counting sort of the spans' indexes by shard: shard s
+	// has order[start[s]:start[s+1]].
 	start := append(sc.start[:0], make([]int32, len(m.shards)+1)...)
 	for _, s := range shardOf {
 		start[s]++
@@ -175,12 +164,18 @@ func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, 
 			continue
 		}
 		sh.mu.Lock()
-		sh.admit(m, adm, refs, order[start[s]:start[s+1]], og, now, out)
-		// Counted once per shard, before another call can release (and finish) its items.
-		adm.ref.add(adm.unrefd)
+		sh.admit(m, adm, refs, order[start[s]:start[s+1]], og, heldAt, &adm.out)
+		adm.ref.add(adm.unrefd) // once per shard, before another call can release (and finish) its items
 		adm.unrefd = 0
 		sh.unlock(m)
 	}
+	adm.Kept = make([]bool, len(refs))
+	for i := range refs {
+		adm.Kept[i] = refs[i].kept
+	}
+	adm.Pass = trimBatch(td, refs)
+	adm.Deliveries = m.settle(&adm.out)
+	return nil
 }
 
 func (r *spanRef) goesOn() bool { return (r.kept || r.connector) && !r.held }
