@@ -118,18 +118,16 @@ func (t *trace) parentOf(self, p pcommon.SpanID) (at pcommon.SpanID, why Reparen
 	return at, ReparentDroppedParent, false
 }
 
+// setRecord remembers a span and returns the bytes that added.
 func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
 	if id.IsEmpty() {
 		return 0
-	}
-	if t.records == nil {
-		t.records = make(map[pcommon.SpanID]record, 8)
 	}
 	old, had := t.records[id]
 	if had && old.state == stateConnector && st == stateDropped {
 		st = stateConnector // the dropped span sent again: its connector is already out
 	}
-	t.records[id] = record{parent: parent, state: st}
+	made(&t.records)[id] = record{parent: parent, state: st}
 	if had {
 		return 0
 	}
