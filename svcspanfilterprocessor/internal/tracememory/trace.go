@@ -355,18 +355,15 @@ func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	sh.late.pushBack(t)
 }
 
+// reparent points span at parent, counted for why, unless that is its parent already; the parent
+// it had is recorded once: a span re-parented by an earlier gateway keeps its true original parent.
 func (out *released) reparent(span ptrace.Span, parent pcommon.SpanID, why ReparentReason) {
-	if parent != span.ParentSpanID() {
-		setParent(span, parent)
-		out.stats.Reparented[why]++
+	original := span.ParentSpanID()
+	if parent == original {
+		return
 	}
-}
-
-// setParent points span at parent and records the parent it had, once: a span re-parented by an
-// earlier gateway keeps its true original parent.
-func setParent(span ptrace.Span, parent pcommon.SpanID) {
-	if original := span.ParentSpanID(); !original.IsEmpty() {
-		attrs := span.Attributes()
+	out.stats.Reparented[why]++
+	if attrs := span.Attributes(); !original.IsEmpty() {
 		if _, had := attrs.Get(svcattr.OriginalParentSpanID); !had {
 			// Room for a few more: an append would double the slice, which attributes usually fill.
 			attrs.EnsureCapacity(attrs.Len() + 4)
