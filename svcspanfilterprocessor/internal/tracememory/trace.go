@@ -208,6 +208,7 @@ func (t *trace) takeWaiting(id pcommon.SpanID) *item {
 	return first
 }
 
+// touch returns the trace of id, made on first sight, active at now.
 func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 	t, ok := sh.traces[id]
 	if !ok {
