@@ -46,17 +46,15 @@ func (l *unsizedList) remove(it *item) {
 	*l = (*l)[:len(*l)-1]
 }
 
-// resize gives it its exact size and corrects the counts if it is held (under the shard's lock).
+// resize gives held item it its exact size and corrects the counts (under the shard's lock).
 func (sh *shard) resize(m *Memory, it *item, exact int64) {
-	if it.held {
-		if !it.sized {
-			sh.unsized.remove(it)
-		}
-		m.addBytes(it.trace, exact-it.bytes)
-		sh.pending.heldBytes += exact - it.bytes
-		if it.reason&WaitDecision != 0 {
-			sh.pending.decisionBytes += exact - it.bytes
-		}
+	if !it.sized {
+		sh.unsized.remove(it)
+	}
+	m.addBytes(it.trace, exact-it.bytes)
+	sh.pending.heldBytes += exact - it.bytes
+	if it.reason&WaitDecision != 0 {
+		sh.pending.decisionBytes += exact - it.bytes
 	}
 	it.bytes, it.sized = exact, true
 }
