@@ -146,7 +146,12 @@ func (l *traceList) pushBack(t *trace) {
 	l.tail = t
 }
 
-func (l *traceList) remove(t *trace) {
+// unlist takes t off its list, if it is on one.
+func (t *trace) unlist() {
+	l := t.list
+	if l == nil {
+		return
+	}
 	if t.prev != nil {
 		t.prev.next = t.next
 	} else {
@@ -158,12 +163,6 @@ func (l *traceList) remove(t *trace) {
 		l.tail = t.prev
 	}
 	t.list, t.prev, t.next = nil, nil, nil
-}
-
-func (t *trace) unlist() {
-	if t.list != nil {
-		t.list.remove(t)
-	}
 }
 
 // ReleaseReason is why held spans went on.
