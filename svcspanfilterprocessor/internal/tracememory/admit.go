@@ -2,6 +2,7 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -33,8 +34,7 @@ type Admission struct {
 	Kept []bool // the final decision per span of the batch, in batch order
 	Held int    // the spans of the batch the memory now holds
 	Pass bool   // spans are left in the batch for the next consumer
-	// Deliveries: spans this batch released (of earlier calls or its own), one per request client
-	// context; the caller reports back on each with Delivered or Requeue.
+	// Deliveries: spans this batch released, one per request; reported back with Delivered or Requeue.
 	Deliveries []*Delivery
 
 	ref    *RecordRef
@@ -51,12 +51,11 @@ type spanRef struct {
 	decision        Decision
 	planned         Verdict // what writeAhead plans with (planVerdicts); without a plan, the decision's
 	kept, held      bool
-	// fresh: the batch made the span known to its trace: only then may held spans wait on it.
-	fresh       bool
-	scopeAwaits bool // spans of its scope may wait for content (asked once per scope)
-	// mayHold: written ahead, so the memory may hold it; connector: it goes on as a connector span.
-	mayHold, connector bool
-	awaitsDecision     bool // held for its trace's decision (outcome sampling)
+	fresh           bool // the batch made the span known to its trace (held spans may wait on it)
+	scopeAwaits     bool // spans of its scope may wait for content (asked once per scope)
+	mayHold         bool // written ahead, so the memory may hold it
+	connector       bool // it goes on in the batch as a connector span
+	awaitsDecision  bool // held for its trace's decision (outcome sampling)
 }
 
 // origins makes a batch's shared resource and scope copies on first use, and its spans' held copies.
@@ -66,7 +65,7 @@ type origins struct {
 	resources, scopes int32
 	resource          []*resourceOrigin // by resource index
 	scope             []*scopeOrigin    // by spanRef.scopeAt
-	held              ptrace.SpanSlice  // the batch's held spans: one pdata state for all of them
+	held              ptrace.SpanSlice  // the batch's held spans
 }
 
 func (o *origins) get(r *spanRef) *scopeOrigin {
@@ -89,19 +88,9 @@ func (o *origins) get(r *spanRef) *scopeOrigin {
 	return o.scope[r.scopeAt]
 }
 
-// newHeld is an empty span for a span of the batch to move into and be held.
-func (o *origins) newHeld() ptrace.Span {
-	if o.held == (ptrace.SpanSlice{}) {
-		o.held = ptrace.NewSpanSlice()
-	}
-	return o.held.AppendEmpty()
-}
-
-// Admit records every span of td (decisions: one per span, in order) and settles each kept span:
-// it goes on in td, unchanged or re-parented, or is moved out of td to be held; a dropped span goes
-// on as a connector span when delivered spans point at it, else it is removed. It returns
-// ErrOverloaded, admitting nothing, when refused released spans fill the memory limit. With a
-// journal it writes ahead, then applies (doc.go): a failed write ahead changes nothing.
+// Admit records every span of td (decisions: one per span, in order) and settles each (doc.go):
+// what does not go on in td is removed from it. It returns ErrOverloaded, admitting nothing, when
+// refused released spans fill the memory limit; a failed write ahead changes nothing.
 func (m *Memory) Admit(info client.Info, td ptrace.Traces, decisions []Decision) (*Admission, error) {
 	if m.readyBytes.Load() > m.cfg.MemoryLimitBytes {
 		return nil, ErrOverloaded
@@ -155,7 +144,31 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 			afterPlan()
 		}
 	}
-	m.applyByShard(adm, sc, refs, shardOf, og, heldAt, &adm.out)
+	// Shard by shard, each locked once, in a counting sort of the spans' indexes by shard: shard s
+	// has order[start[s]:start[s+1]].
+	start := append(sc.start[:0], make([]int32, len(m.shards)+1)...)
+	for _, s := range shardOf {
+		start[s]++
+	}
+	for s := 1; s < len(start); s++ {
+		start[s] += start[s-1]
+	}
+	order := append(sc.order[:0], make([]int32, len(refs))...)
+	for i := len(shardOf) - 1; i >= 0; i-- { // from the back: each shard's part stays in batch order
+		start[shardOf[i]]--
+		order[start[shardOf[i]]] = int32(i)
+	}
+	sc.start, sc.order = start, order
+	for s, sh := range m.shards {
+		if start[s] == start[s+1] {
+			continue
+		}
+		sh.mu.Lock()
+		sh.admit(m, adm, refs, order[start[s]:start[s+1]], og, heldAt, &adm.out)
+		adm.ref.add(adm.unrefd) // once per shard, before another call can release (and finish) its items
+		adm.unrefd = 0
+		sh.unlock(m)
+	}
 	adm.Kept = make([]bool, len(refs))
 	for i := range refs {
 		adm.Kept[i] = refs[i].kept
@@ -165,40 +178,10 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	return nil
 }
 
-// applyByShard admits the spans shard by shard (each shard locked once), in a counting sort of
-// their indexes by shard: shard s has order[start[s]:start[s+1]].
-func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, shardOf []int32, og *origins, now time.Time, out *released) {
-	start := append(sc.start[:0], make([]int32, len(m.shards)+1)...)
-	for _, s := range shardOf {
-		start[s+1]++
-	}
-	for s := 1; s < len(start); s++ {
-		start[s] += start[s-1]
-	}
-	fill := append(sc.fill[:0], start...)
-	order := append(sc.order[:0], make([]int32, len(refs))...)
-	for i, s := range shardOf {
-		order[fill[s]] = int32(i)
-		fill[s]++
-	}
-	sc.start, sc.fill, sc.order = start, fill, order
-	for s, sh := range m.shards {
-		if start[s] == start[s+1] {
-			continue
-		}
-		sh.mu.Lock()
-		sh.admit(m, adm, refs, order[start[s]:start[s+1]], og, now, out)
-		// Counted once per shard, before another call can release (and finish) its items.
-		adm.ref.add(adm.unrefd)
-		adm.unrefd = 0
-		sh.unlock(m)
-	}
-}
-
 func (r *spanRef) goesOn() bool { return (r.kept || r.connector) && !r.held }
 
-// trimBatch removes from td the spans that do not go on in it (dropped or held; refs has td's spans
-// in order) and what they leave empty; false when nothing goes on.
+// trimBatch removes from td the spans that do not go on in it (refs: td's spans in order) and what
+// they leave empty; false when nothing goes on.
 func trimBatch(td ptrace.Traces, refs []spanRef) bool {
 	i := 0
 	for i < len(refs) && !refs[i].goesOn() {
@@ -223,9 +206,9 @@ func trimBatch(td ptrace.Traces, refs []spanRef) bool {
 }
 
 type admitScratch struct {
-	refs                        []spanRef
-	shardOf, start, fill, order []int32
-	local                       map[callKey]int32 // indexCall
+	refs                  []spanRef
+	shardOf, start, order []int32
+	local                 map[callKey]int32 // indexCall
 }
 
 // admit runs under the shard lock for the spans of the batch (idx into refs) that belong to it.
@@ -240,13 +223,11 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 			}
 			old := r.trace.held[id]
 			if old != nil && old.tenant() != og.request.tenant {
-				// Another tenant's span with the ids of a held one (a trace crossing teams, copied
-				// ids): no resend of it. It goes on as it came; the held span stays held.
+				// Another tenant's span with a held one's ids, no resend: it goes on, the held one stays.
 				continue
 			}
 			if !r.mayHold {
-				// Held since this call's plan (by another call, written ahead): it stays held under
-				// its own record; this copy goes on at once (rule 1): twice at worst, never lost.
+				// Held since this call's plan: this copy goes on at once (rule 1), twice at worst.
 				old = nil
 			}
 			if m.cfg.Outcome != nil {
@@ -275,8 +256,8 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 	}
 }
 
-// recordSpans records every span of the shard's part of the batch, with its final decision
-// (spanRef.kept), before any is settled: a parent later in the batch is then already known.
+// recordSpans records the shard's spans of the batch, with their final decision (spanRef.kept),
+// before any is settled: a parent later in the batch is then already known.
 func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Time) {
 	var last *trace
 	for n, i := range idx {
@@ -284,7 +265,11 @@ func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Ti
 		if id := r.span.TraceID(); last == nil || last.id != id {
 			last = sh.touch(m, id, now)
 			if last.records == nil { // sized for the trace's spans that follow: no growth
-				last.records = make(map[pcommon.SpanID]record, max(8, sameTraceRun(refs, idx[n:], id)))
+				run := 1
+				for n+run < len(idx) && refs[idx[n+run]].span.TraceID() == id {
+					run++
+				}
+				last.records = make(map[pcommon.SpanID]record, max(8, run))
 			}
 		}
 		r.trace = last
@@ -309,126 +294,101 @@ func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Ti
 	}
 }
 
-func sameTraceRun(refs []spanRef, idx []int32, id pcommon.TraceID) int {
-	n := 0
-	for _, i := range idx {
-		if refs[i].span.TraceID() != id {
-			break
-		}
-		n++
-	}
-	return n
-}
-
 // admitKept settles kept span r; old is the held copy of the same span (sent again), if any.
 func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og *origins, now time.Time, out *released) {
-	t, span := r.trace, r.span
+	t, span, tenant := r.trace, r.span, og.request.tenant
 	id := span.SpanID()
-	var contentRefs []*RecordRef
-	if old != nil {
-		// Sent again: this copy, written ahead, takes its place and carries the old copy's records.
+	var refs []*RecordRef // of the content it carries, done when it is handed on
+	if old != nil {       // this copy, written ahead, takes its place and carries its records
 		sh.unhold(m, t, old)
-		contentRefs = append(old.contentRefs, old.ref)
+		refs = append(old.contentRefs, old.ref)
 	}
 	t.closeOpen(m, id)
-	reason, at, joined, gather := sh.settleKept(m, r, og.request.tenant, out)
-	if reason&WaitParent == 0 && m.cfg.Outcome != nil {
-		rs := og.td.ResourceSpans().At(int(r.resource))
-		markRoot(t, span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
-	}
-	if r.awaitsDecision {
-		reason |= WaitDecision
-	}
-	if joined != nil {
-		contentRefs = append(contentRefs, joined...)
-	}
-	if reason != 0 && !r.mayHold { // not written ahead (its trace changed since the plan): rule 1
-		if reason&WaitParent != 0 {
-			out.open(m, t, at, id)
-			out.reparent(span, at, ReparentOpenAncestor)
-		}
-		reason = 0
-	}
-	if reason == 0 && ((joined == nil && old == nil) || !r.mayHold) {
-		// It goes on in td. Records it carries that its plan did not expect stay journaled until
-		// its trace is forgotten: a resend after a refusal of td joins that content again.
-		if len(contentRefs) > 0 {
-			t.keepRefs().joinedRecs = append(t.keepRefs().joinedRecs, contentRefs...)
-		}
-		return
-	}
-	it := &item{span: og.newHeld(), origin: og.get(r), trace: t, heldAt: now, reason: reason, ref: adm.ref, contentRefs: contentRefs}
-	span.MoveTo(it.span)
-	r.held = true // out of the batch
-	adm.unrefd++
-	if reason == 0 {
-		// It carries joined content or replaces a held copy: a delivery of this call.
-		it.bytes, it.sized = itemSize(it.span), true
-		out.items = append(out.items, it)
-		return
-	}
-	sh.holdNew(m, it, joined != nil, gather, at, out)
-	adm.Held++
-}
-
-// holdNew holds it, a span of the call that waits; sized: it carries content joined just now.
-func (sh *shard) holdNew(m *Memory, it *item, sized, gather bool, at pcommon.SpanID, out *released) {
-	if sized { // the joined content left the content count: the exact size keeps counting it
-		it.bytes, it.sized = itemSize(it.span), true
-	} else {
-		it.bytes = sh.spanEstimate(it.span) // sized exactly only if still held later (lazysize.go)
-	}
-	sh.hold(m, it.trace, it)
-	if gather {
-		sh.takeWaitingContent(m, it.trace, it, out)
-	}
-	if it.reason&WaitParent != 0 {
-		it.trace.addWaiting(it, at)
-	}
-}
-
-// settleKept joins the content waiting for kept span r (or joined onto an earlier copy) and walks
-// up from its parent: it returns what the span waits for, the unknown span the walk stopped at, the
-// records of the content joined (not nil when joined), and whether it gathers content meanwhile.
-func (sh *shard) settleKept(m *Memory, r *spanRef, tenant string, out *released) (HeldReason, pcommon.SpanID, []*RecordRef, bool) {
-	t, span := r.trace, r.span
-	id := span.SpanID()
 	// Waiting content is joined at once when complete or no more is expected (or onto a copy sent
 	// again); a candidate with part of its content waits for the rest, gathering what came.
 	awaits := r.scopeAwaits && m.join.AwaitsContent(span)
-	_, waiting := t.content[id]
-	again := len(ownContent(t.joinedOf(id), tenant, nil)) > 0
-	var joined []*RecordRef
-	gather := false
-	if waiting || again {
-		if again || !awaits || m.join.Complete(contentsOf(ownContent(t.content[id], tenant, nil))) {
-			joined = sh.joinWaitingContent(m, t, span, tenant, out)
-			awaits = false
+	cs, waiting := t.content[id]
+	var prior []waitingContent // joined onto an earlier copy
+	if t.refs != nil {
+		prior = ownContent(t.refs.joined[id], tenant, nil)
+	}
+	joined, gather := false, false
+	if waiting || len(prior) > 0 {
+		if len(prior) > 0 || !awaits || m.join.Complete(contentsOf(ownContent(cs, tenant, nil))) {
+			own := ownContent(cs, tenant, out)
+			sh.removeContent(m, t, id, cs)
+			if all := append(slices.Clone(prior), own...); len(all) > 0 {
+				m.apply(t, span, all, own, out)
+			}
+			refs = append(refs, refsOf(own)...)
+			joined, awaits = true, false
 		} else {
 			gather = true
 		}
 	}
 	var reason HeldReason
-	end, at := t.walk(id, span.ParentSpanID())
-	if end == endUnknown {
+	at, why, wait := t.parentOf(id, span.ParentSpanID())
+	if wait {
 		reason |= WaitParent
 	} else {
-		parent, why := t.settledAt(id, end, at)
-		out.reparent(span, parent, why)
+		out.reparent(span, at, why)
+		if m.cfg.Outcome != nil {
+			rs := og.td.ResourceSpans().At(int(r.resource))
+			markRoot(t, span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
+		}
 	}
 	if awaits {
 		reason |= WaitContent
 	}
-	return reason, at, joined, gather
+	if r.awaitsDecision {
+		reason |= WaitDecision
+	}
+	if !r.mayHold || reason == 0 && !joined && old == nil {
+		// It goes on in td, by rule 1 if it was not written ahead (its trace changed since the
+		// plan); its records stay until its trace is forgotten (a resend joins again).
+		if reason&WaitParent != 0 {
+			out.open(m, t, at, id)
+			out.reparent(span, at, ReparentOpenAncestor)
+		}
+		if len(refs) > 0 {
+			t.keepRefs().joinedRecs = append(t.keepRefs().joinedRecs, refs...)
+		}
+		return
+	}
+	if og.held == (ptrace.SpanSlice{}) { // one pdata state for all the batch's held spans
+		og.held = ptrace.NewSpanSlice()
+	}
+	it := &item{span: og.held.AppendEmpty(), origin: og.get(r), trace: t, heldAt: now, reason: reason, ref: adm.ref, contentRefs: refs}
+	span.MoveTo(it.span)
+	r.held = true // out of the batch
+	adm.unrefd++
+	if reason == 0 || joined { // the joined content left the content count: the exact size counts it
+		it.bytes, it.sized = itemSize(it.span), true
+	} else {
+		it.bytes = sh.spanEstimate(it.span) // sized exactly only if still held later (lazysize.go)
+	}
+	if reason == 0 { // it carries joined content or replaces a held copy: a delivery of this call
+		out.items = append(out.items, it)
+		return
+	}
+	sh.hold(m, t, it)
+	if gather { // what came waits in it for the rest
+		it.content = ownContent(cs, tenant, out)
+		sh.removeContent(m, t, id, cs)
+		m.addBytes(t, bytesOf(it.content))
+	}
+	if reason&WaitParent != 0 {
+		t.addWaiting(it, at)
+	}
+	adm.Held++
 }
 
-// admitDropped settles dropped span r: its waiting content is discarded; when delivered spans point
-// at it (an open parent), or it went on as a connector before, it goes on as a connector span.
+// admitDropped settles dropped span r: an open parent, or a connector before, goes on as a connector.
 func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins, out *released) {
 	t, span := r.trace, r.span
 	id := span.SpanID()
 	if cs, ok := t.content[id]; ok {
-		sh.dropContent(m, t, id, cs, UnmatchedSpanDropped, out) // content of a dropped span goes nowhere
+		sh.dropContent(m, t, id, cs, UnmatchedSpanDropped, out)
 	}
 	open := t.closeOpen(m, id)
 	again := !r.fresh && t.records[id].state == stateConnector
@@ -436,12 +396,10 @@ func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins
 		return
 	}
 	t.records[id] = record{parent: span.ParentSpanID(), state: stateConnector}
-	if end, at := t.walk(id, span.ParentSpanID()); end == endUnknown {
-		span.SetParentSpanID(at)
+	at, _, wait := t.parentOf(id, span.ParentSpanID())
+	span.SetParentSpanID(at)
+	if wait {
 		out.open(m, t, at, id)
-	} else {
-		parent, _ := t.settledAt(id, end, at)
-		span.SetParentSpanID(parent)
 	}
 	out.stats.Connectors++
 	if !r.mayHold { // not written ahead (it became an open parent since): it goes on in td
@@ -472,18 +430,16 @@ func toConnector(span ptrace.Span) {
 
 // arrived settles the held spans whose parent walk stopped at id, now that id is known.
 func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) {
-	// The items waiting on id leave the index together; each is settled, or waits further up.
 	for it := t.takeWaiting(id); it != nil; {
 		next := it.waitNext
 		it.waitNext = nil
 		if next != nil {
 			next.waitPrev = nil
 		}
-		if end, at := t.walk(it.span.SpanID(), id); end == endUnknown {
+		if at, why, wait := t.parentOf(it.span.SpanID(), id); wait {
 			t.addWaiting(it, at)
 		} else {
-			parent, why := t.settledAt(it.span.SpanID(), end, at)
-			sh.settleParent(m, t, it, parent, why, ReleaseParentArrived, out)
+			sh.settleParent(m, t, it, at, why, ReleaseParentArrived, out)
 		}
 		it = next
 	}

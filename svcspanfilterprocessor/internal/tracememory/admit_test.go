@@ -33,7 +33,7 @@ func TestSetParent(t *testing.T) {
 				span.Attributes().PutStr(svcattr.OriginalParentSpanID, tc.existing)
 			}
 			newParent := pcommon.SpanID{0xef, 7: 0x03}
-			setParent(span, newParent)
+			new(released).reparent(span, newParent, ReparentDroppedParent)
 			assert.Equal(t, newParent, span.ParentSpanID())
 			v, ok := span.Attributes().Get(svcattr.OriginalParentSpanID)
 			if tc.want == "" {
@@ -46,7 +46,7 @@ func TestSetParent(t *testing.T) {
 			assert.Equal(t, tc.want, v.Str())
 			assert.Equal(t, 2, span.Attributes().Len(), "one attribute added at most")
 			// The first original parent stays when the span is moved again.
-			setParent(span, pcommon.SpanID{})
+			new(released).reparent(span, pcommon.SpanID{}, ReparentNoKeptAncestor)
 			v, _ = span.Attributes().Get(svcattr.OriginalParentSpanID)
 			assert.Equal(t, tc.want, v.Str())
 		})

@@ -39,8 +39,8 @@ const (
 	ContentDiscarded                       // its span was dropped or already went on
 )
 
-// AddContent gives content for span (traceID, spanID) to the memory; ref (may be nil), its journal
-// record, is done when the content is joined or discarded.
+// AddContent gives content for span (traceID, spanID) to the memory; ref, its journal record (or
+// nil), is done when the content is joined or discarded.
 func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Content, ref *RecordRef) ContentOutcome {
 	now := m.cfg.Now()
 	var out released
@@ -115,63 +115,13 @@ func (m *Memory) apply(t *trace, span ptrace.Span, cs, own []waitingContent, out
 	}
 }
 
-// joinWaitingContent joins onto a kept span that just arrived the content waiting for it and that
-// joined onto an earlier copy; it returns the waiting content's records, done when it is handed on.
-func (sh *shard) joinWaitingContent(m *Memory, t *trace, span ptrace.Span, tenant string, out *released,
-) []*RecordRef {
-	id := span.SpanID()
-	cs := t.content[id]
-	own := ownContent(cs, tenant, out)
-	sh.removeContent(m, t, id, cs)
-	all := append(append([]waitingContent(nil), ownContent(t.joinedOf(id), tenant, nil)...), own...)
-	if len(all) > 0 {
-		m.apply(t, span, all, own, out)
-	}
-	return refsOf(cs)
-}
-
-// takeWaitingContent moves the content waiting for it into it (another tenant's is discarded).
-func (sh *shard) takeWaitingContent(m *Memory, t *trace, it *item, out *released) {
-	cs := t.content[it.span.SpanID()]
-	own := ownContent(cs, it.tenant(), out)
-	sh.removeContent(m, t, it.span.SpanID(), cs)
-	m.addBytes(t, bytesOf(own))
-	for _, c := range cs {
-		if c.ref != nil && c.content.Tenant() != it.tenant() {
-			out.done = append(out.done, c.ref)
-		}
-	}
-	it.content = append(it.content, own...)
-}
-
-// joinHeldContent joins the content a held span gathered; sized again, the span counts it.
-func (sh *shard) joinHeldContent(m *Memory, t *trace, it *item, out *released) {
-	if len(it.content) == 0 {
-		return
-	}
-	m.apply(t, it.span, it.content, it.content, out)
-	m.addBytes(t, -bytesOf(it.content))
-	sh.resize(m, it, itemSize(it.span))
-	it.contentRefs = append(it.contentRefs, refsOf(it.content)...) // done when it is delivered
-	it.content = nil
-}
-
-// returnHeldContent puts the content a discarded held copy gathered back to wait for a resend.
-func (sh *shard) returnHeldContent(t *trace, it *item) {
-	if len(it.content) > 0 {
-		id := it.span.SpanID()
-		sh.setContent(t, id, append(it.content, t.content[id]...))
-		it.content = nil
-	}
-}
-
 // setContent makes cs the content waiting for span id of t (its bytes are the caller's to count).
 func (sh *shard) setContent(t *trace, id pcommon.SpanID, cs []waitingContent) {
 	made(&t.content)[id] = cs
 	sh.withContent[t] = struct{}{}
 }
 
-// ownContent is cs's content with tenant's credentials (usually cs); the rest counts unmatched in out.
+// ownContent is cs's content with tenant's credentials (usually cs); the rest is discarded in out.
 func ownContent(cs []waitingContent, tenant string, out *released) []waitingContent {
 	foreign := func(c waitingContent) bool { return c.content.Tenant() != tenant }
 	if !slices.ContainsFunc(cs, foreign) {
@@ -180,6 +130,11 @@ func ownContent(cs []waitingContent, tenant string, out *released) []waitingCont
 	own := slices.DeleteFunc(slices.Clone(cs), foreign)
 	if out != nil {
 		out.stats.ContentUnmatched[UnmatchedOtherTenant] += recordsOf(cs) - recordsOf(own)
+		for _, c := range cs {
+			if foreign(c) && c.ref != nil {
+				out.done = append(out.done, c.ref)
+			}
+		}
 	}
 	return own
 }

@@ -5,8 +5,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Delivery is released spans of one request client context, for one next.ConsumeTraces call, in
-// the budget until it is Delivered (also when given up); Requeue puts a refused one back.
+// Delivery is released spans of one request client context, in the budget until it is Delivered
+// (also when given up); Requeue puts a refused one back.
 type Delivery struct {
 	Info   client.Info
 	Traces ptrace.Traces
@@ -52,7 +52,7 @@ type copier struct {
 	scopes    map[*scopeOrigin]ptrace.ScopeSpans
 }
 
-// newCopier is inlined: a caller's maps stay on its stack when it keeps the copier there.
+// newCopier is inlined: a caller's maps stay on its stack.
 func newCopier() copier {
 	return copier{map[*resourceOrigin]ptrace.ResourceSpans{}, map[*scopeOrigin]ptrace.ScopeSpans{}}
 }
@@ -76,8 +76,7 @@ func (c *copier) spans(td ptrace.Traces, o *scopeOrigin) ptrace.SpanSlice {
 	return ss.Spans()
 }
 
-// Delivered reports that the next consumer accepted d, or refused it for good (it is given up): it
-// leaves the budget and the journal.
+// Delivered: the next consumer accepted d, or refused it for good; it leaves budget and journal.
 func (m *Memory) Delivered(d *Delivery) {
 	m.readyBytes.Add(-d.bytes)
 	d.bytes = 0
@@ -95,7 +94,6 @@ func (m *Memory) Requeue(ds ...*Delivery) {
 	m.readyMu.Unlock()
 }
 
-// queue appends ds to q (m.ready or m.readyScores) and signals wake.
 func queue[D any](m *Memory, q *[]D, ds []D, wake chan struct{}) {
 	if len(ds) == 0 {
 		return

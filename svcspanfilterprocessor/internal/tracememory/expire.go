@@ -69,11 +69,10 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	}
 }
 
-// finish hands what an operation released to the releaser.
 func (m *Memory) finish(out *released) { queue(m, &m.ready, m.settle(out), m.wake) }
 
-// settle ends an operation, with no shard lock held: its records are done, its open parents and
-// dropped spans journaled before the spans that point at them go on, and its events observed.
+// settle ends an operation, with no shard lock held: its records done, what it made known
+// journaled before the spans that point at it go on, its events observed.
 func (m *Memory) settle(out *released) []*Delivery {
 	for _, r := range out.done {
 		r.Done(1)
@@ -89,7 +88,7 @@ func (m *Memory) settle(out *released) []*Delivery {
 }
 
 // overBudget reports which bound the memory exceeds, if any. Ready spans count but cannot be
-// evicted: when they alone fill the limit, Admit pushes back instead.
+// evicted (Admit pushes back when they alone fill the limit).
 func (m *Memory) overBudget() (EvictReason, bool) {
 	if m.bytes.Load()+m.readyBytes.Load() > m.cfg.MemoryLimitBytes && m.bytes.Load() > 0 {
 		return EvictMemoryLimit, true
@@ -115,24 +114,12 @@ func (m *Memory) Enforce() {
 	m.finish(&out)
 }
 
-// fronts are the activity times of the shards' oldest traces of one kind (pick: idle, waiting or
-// undecided), read once per Enforce, not per eviction; a front only becomes newer, so the order
-// stays oldest first.
+// fronts are the activity times of the shards' oldest traces of one kind (pick), read once per
+// Enforce, not per eviction: a front only becomes newer, so the order stays oldest first.
 type fronts struct {
 	pick func(*shard) *trace
 	at   []time.Time
 	has  []bool
-}
-
-func (f *fronts) scan(m *Memory) {
-	if f.at == nil {
-		f.at, f.has = make([]time.Time, len(m.shards)), make([]bool, len(m.shards))
-	}
-	for i, sh := range m.shards {
-		sh.mu.Lock()
-		f.read(i, sh)
-		sh.unlock(m)
-	}
 }
 
 func (f *fronts) read(i int, sh *shard) *trace {
@@ -153,12 +140,18 @@ func (f *fronts) oldest() int {
 	return best
 }
 
-// takeOldest runs take on the oldest of the shards' fronts, under its shard's lock; false when no
-// shard has one.
+// takeOldest runs take on the oldest front, under its shard's lock; false when no shard has one.
 func (f *fronts) takeOldest(m *Memory, take func(*shard, *trace)) bool {
 	best := f.oldest()
-	if best < 0 {
-		f.scan(m) // the first look, or traces may have come since the last one
+	if best < 0 { // the first look, or traces may have come since the last one
+		if f.at == nil {
+			f.at, f.has = make([]time.Time, len(m.shards)), make([]bool, len(m.shards))
+		}
+		for i, sh := range m.shards {
+			sh.mu.Lock()
+			f.read(i, sh)
+			sh.unlock(m)
+		}
 		if best = f.oldest(); best < 0 {
 			return false
 		}
@@ -187,8 +180,7 @@ func (sh *shard) evict(m *Memory, t *trace, why EvictReason, out *released) {
 	out.stats.Evicted[why]++
 }
 
-// oldestIdle is the shard's oldest idle or late trace without content, the next to evict before
-// its waiting ones.
+// oldestIdle is the shard's oldest idle or late trace without content.
 func (sh *shard) oldestIdle() *trace {
 	var oldest *trace
 	for _, l := range [...]*traceList{sh.late, sh.idle} {
@@ -214,7 +206,7 @@ func (m *Memory) ContentRoom(size int64) error {
 	return nil
 }
 
-// releaseAll ends every wait of t's held spans by rule 1 (a held span waits for something).
+// releaseAll ends every wait of t's held spans by rule 1.
 func (sh *shard) releaseAll(m *Memory, t *trace, why ReleaseReason, out *released) {
 	now := m.cfg.Now()
 	if d := t.decisionOf(); d != nil && !d.decided {
@@ -233,7 +225,6 @@ func (m *Memory) Drain() []*Delivery {
 	return m.TakeReady()
 }
 
-// forWaiting runs f on every waiting trace, under its shard's lock, and finishes what it released.
 func (m *Memory) forWaiting(f func(sh *shard, t *trace, out *released)) {
 	var out released
 	for _, sh := range m.shards {

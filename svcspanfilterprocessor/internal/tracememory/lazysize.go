@@ -6,16 +6,13 @@ import (
 )
 
 // Held spans are sized lazily: most are released by the next request, and sizing a span exactly
-// (spanSize) reads every string value behind its own pointer, cache misses that were a sixth of the
-// held path's CPU. A span is held with an estimate that reads no value (spanEstimate), sized at the
-// next Expire or once its shard holds over unsizedCap estimates (2,048 over 32 shards, one large
-// request's); a released span keeps its estimate until handed on (or sized at Requeue).
-const unsizedCap = 64
-
-// perEntryScale is the fixed point of the mean bytes per attribute, event or link (a map entry and a
-// short key and value before any sizing). maxPerEntry caps what one sizing pass teaches, or a few
-// prompts in attributes would make every later span count as large.
+// reads every string value behind its own pointer (a sixth of the held path's CPU). A span is held
+// with an estimate that reads no value, sized at the next Expire or once its shard holds over
+// unsizedCap estimates; a released span keeps its estimate until handed on (or sized at Requeue).
+// The estimate learns the mean bytes per attribute, event or link (fixed point perEntryScale),
+// capped by maxPerEntry: a few prompts in attributes would make every later span count as large.
 const (
+	unsizedCap      = 64
 	perEntryScale   = 16
 	initialPerEntry = 104 * perEntryScale
 	maxPerEntry     = 1024 * perEntryScale
@@ -25,7 +22,7 @@ const (
 // sizedHook, when set (tests), is called with each span sized exactly while it is held.
 var sizedHook func(ptrace.Span)
 
-// spanEstimate is span's size until sized: fixed part, name, and entries times their learned mean size.
+// spanEstimate is span's size until sized: fixed part, name, entries times their mean size.
 func (sh *shard) spanEstimate(span ptrace.Span) int64 {
 	return itemCost + spanBase + int64(len(span.Name())) + entriesOf(span)*sh.perEntry/perEntryScale
 }
@@ -49,24 +46,21 @@ func (l *unsizedList) remove(it *item) {
 	*l = (*l)[:len(*l)-1]
 }
 
-// resize gives it its exact size and corrects the counts if it is held (under the shard's lock).
+// resize gives held item it its exact size and corrects the counts (under the shard's lock).
 func (sh *shard) resize(m *Memory, it *item, exact int64) {
-	if it.held {
-		if !it.sized {
-			sh.unsized.remove(it)
-		}
-		m.addBytes(it.trace, exact-it.bytes)
-		sh.pending.heldBytes += exact - it.bytes
-		if it.reason&WaitDecision != 0 {
-			sh.pending.decisionBytes += exact - it.bytes
-		}
+	if !it.sized {
+		sh.unsized.remove(it)
+	}
+	m.addBytes(it.trace, exact-it.bytes)
+	sh.pending.heldBytes += exact - it.bytes
+	if it.reason&WaitDecision != 0 {
+		sh.pending.decisionBytes += exact - it.bytes
 	}
 	it.bytes, it.sized = exact, true
 }
 
-// sizeHeld sizes the shard's estimated held spans exactly and moves the memory's mean bytes per
-// entry 1/8 toward theirs (a lost update only delays it); the shard keeps a copy to read per span
-// (the memory's shares a cache line other cores write at every lock).
+// sizeHeld sizes the shard's estimated held spans and moves the mean bytes per entry 1/8 toward
+// theirs (a lost update only delays it); the shard keeps a copy, read per span without contention.
 func (sh *shard) sizeHeld(m *Memory) {
 	var extra, entries int64
 	for len(sh.unsized) > 0 {
@@ -111,8 +105,7 @@ func (m *Memory) sizeDeliveries(ds []*Delivery) {
 // itemSize is what a span counts in the budget while the memory has it: the span and its item.
 func itemSize(span ptrace.Span) int64 { return spanSize(span) + itemCost }
 
-// spanSize estimates the heap a span takes in pdata, calibrated with
-// benchmarks/BenchmarkOpenLongRunningTraces so that the heap in use stays near memory_limit_mib.
+// spanSize estimates the heap a span takes in pdata (calibrated with BenchmarkOpenLongRunningTraces).
 func spanSize(s ptrace.Span) int64 {
 	n := int64(spanBase + len(s.Name()) + len(s.TraceState().AsRaw()) + len(s.Status().Message()))
 	n += mapSize(s.Attributes())
@@ -125,7 +118,6 @@ func spanSize(s ptrace.Span) int64 {
 	return n
 }
 
-// mapSize reads each value once: a string's length is behind a pointer rarely in the cache.
 func mapSize(m pcommon.Map) int64 {
 	n := 56 * int64(m.Len())
 	for k, v := range m.All() {

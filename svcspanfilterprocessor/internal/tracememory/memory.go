@@ -25,24 +25,21 @@ var ErrOverloaded = errors.New("svcspanfilter: the next consumer is refusing rel
 // ErrContentOverloaded: waiting content and refused spans fill the memory limit; new content is pushed back.
 var ErrContentOverloaded = errors.New("svcspanfilter: waiting GenAI content and released spans the next consumer refused fill trace_integrity.memory_limit_mib; retry later")
 
-// Config of a Memory. Durations and bounds are the processor's trace_integrity options.
+// Config of a Memory: the processor's trace_integrity options.
 type Config struct {
 	WaitDuration, MaxWaitDuration, RememberDuration time.Duration
-	// LateParentWindow: how long an idle trace keeps its open parents and the records of its dropped
-	// spans, so that a late dropped parent still becomes a connector below its nearest kept ancestor.
-	LateParentWindow time.Duration
+
+	LateParentWindow time.Duration // how long a late trace stays (doc.go)
 	ContentWait      time.Duration // the wait of a span for its content, and of content for its span
 	MaxTraces        int
 	MemoryLimitBytes int64 // records, held spans, ready spans and waiting content together
 	ConnectorSpans   bool
-	Journaled        bool             // journal what it may hold ahead, open parents and dropped spans after
+	Journaled        bool
 	Shards           int              // by trace id, each under its own lock (default 32)
 	Now              func() time.Time // the clock (tests inject theirs); default time.Now
 	Logger           *zap.Logger
-	// Outcome: outcome sampling (decide.go), nil for none; MaxHeldBytes bounds the spans waiting
-	// for their trace's decision (0: only MemoryLimitBytes).
-	Outcome      *sampling.Outcome
-	MaxHeldBytes int64
+	Outcome          *sampling.Outcome // outcome sampling (decide.go), nil for none
+	MaxHeldBytes     int64             // bounds the spans waiting for a decision (0: only MemoryLimitBytes)
 }
 
 // Memory is the trace memory, safe for concurrent use (a lock per shard); it never calls the next consumer.
@@ -52,8 +49,7 @@ type Memory struct {
 	join    Join
 	observe func(*Stats) // the Stats of every operation that had events
 	shards  []*shard
-	// bytes: records, held spans and waiting content; heldBytes the held spans alone; perEntry the
-	// learned mean size of an attribute, event or link (lazysize.go).
+	// bytes: records, held spans and waiting content; perEntry: lazysize.go.
 	bytes, heldBytes, heldSpans, traces, readyBytes, perEntry atomic.Int64
 	decisionBytes                                             atomic.Int64 // held spans waiting for a decision
 	scratch                                                   sync.Pool
@@ -69,20 +65,18 @@ type Memory struct {
 type shard struct {
 	mu     sync.Mutex
 	traces map[pcommon.TraceID]*trace
-	// idle (no held span), waiting (held spans) and late (compacted) traces, oldest activity first.
+	// idle, waiting and late traces (doc.go), oldest activity first.
 	idle, waiting, late *traceList
 	withContent         map[*trace]struct{} // traces with content waiting for its span
-	// pending are the count changes made under the lock, published at unlock: shards would
-	// otherwise contend span by span for the counters' cache line.
-	pending counts
-	// unsized: held items counted by their estimate; perEntry: the memory's at the last sizing (lazysize.go).
-	unsized  unsizedList
+	// pending: the count changes made under the lock, published at unlock (not span by span).
+	pending  counts
+	unsized  unsizedList // lazysize.go
 	perEntry int64
 }
 
 type counts struct{ bytes, heldBytes, heldSpans, traces, decisionBytes int64 }
 
-// unlock publishes the shard's pending counts and releases its lock; every locked section ends so.
+// unlock publishes the shard's pending counts and releases its lock.
 func (sh *shard) unlock(m *Memory) {
 	if p := sh.pending; p != (counts{}) {
 		sh.pending = counts{}
@@ -129,9 +123,8 @@ func (m *Memory) shardOf(id pcommon.TraceID) int {
 	return int(uint32(id[12])<<24|uint32(id[13])<<16|uint32(id[14])<<8|uint32(id[15])) % len(m.shards)
 }
 
-// HeldSpans and HeldBytes: the spans held and their size (DecisionBytes: of those waiting for their
-// trace's decision); ReadyBytes: released spans not yet taken by the next consumer; Bytes: all the
-// budget counts; Wake: signalled when deliveries are queued.
+// The counts: HeldBytes and DecisionBytes of held spans (waiting for a decision), ReadyBytes of
+// released spans not yet taken; Bytes is all the budget counts. Wake: deliveries are queued.
 func (m *Memory) HeldSpans() int64      { return m.heldSpans.Load() }
 func (m *Memory) HeldBytes() int64      { return m.heldBytes.Load() }
 func (m *Memory) DecisionBytes() int64  { return m.decisionBytes.Load() }
@@ -140,11 +133,9 @@ func (m *Memory) Bytes() int64          { return m.bytes.Load() + m.readyBytes.L
 func (m *Memory) Traces() int64         { return m.traces.Load() }
 func (m *Memory) Wake() <-chan struct{} { return m.wake }
 
-// traceList is a shard's list of traces linked through the traces themselves (a trace moves
-// between lists on every hold and release: an element allocated per move showed in profiles).
+// traceList is a shard's list of traces linked through the traces (no allocation per move).
 type traceList struct{ head, tail *trace }
 
-// pushBack appends t, which is on no list.
 func (l *traceList) pushBack(t *trace) {
 	t.list, t.prev, t.next = l, l.tail, nil
 	if l.tail != nil {
@@ -155,7 +146,12 @@ func (l *traceList) pushBack(t *trace) {
 	l.tail = t
 }
 
-func (l *traceList) remove(t *trace) {
+// unlist takes t off its list, if it is on one.
+func (t *trace) unlist() {
+	l := t.list
+	if l == nil {
+		return
+	}
 	if t.prev != nil {
 		t.prev.next = t.next
 	} else {
@@ -167,12 +163,6 @@ func (l *traceList) remove(t *trace) {
 		l.tail = t.prev
 	}
 	t.list, t.prev, t.next = nil, nil, nil
-}
-
-func (t *trace) unlist() {
-	if t.list != nil {
-		t.list.remove(t)
-	}
 }
 
 // ReleaseReason is why held spans went on.
@@ -235,7 +225,7 @@ func (r UnmatchedReason) String() string {
 	return [...]string{"span_dropped", "span_gone", "no_span", "span_has_content", "other_tenant"}[r]
 }
 
-// Stats are the events of one memory operation, handed to the observer outside the locks.
+// Stats are the events of one memory operation.
 type Stats struct {
 	Released         [NumReleaseReasons]int64
 	Reparented       [NumReparentReasons]int64
@@ -251,7 +241,7 @@ type Stats struct {
 	ScoresDropped    int64           // score records of traces decided dropped
 }
 
-// empty reports whether s has no event (every field of Stats belongs here).
+// empty: s has no event (every field of Stats belongs here).
 func (s *Stats) empty() bool {
 	return s.Released == [NumReleaseReasons]int64{} && s.Reparented == [NumReparentReasons]int64{} &&
 		s.Evicted == [NumEvictReasons]int64{} && s.EvictedWaiting == 0 && s.Connectors == 0 &&
@@ -279,7 +269,7 @@ func newRequestOrigin(info client.Info) *requestOrigin {
 }
 
 // TenantOf is whom a request speaks for: its svc credentials (forwarded by a pass-through gateway),
-// or empty. Content joins only its tenant's spans: no tenant's prompts reach another's project.
+// or empty: content joins only its tenant's spans.
 func TenantOf(info client.Info) string {
 	return strings.Join(info.Metadata.Get(credentials.MetadataKey), "\n")
 }
@@ -304,52 +294,44 @@ type item struct {
 	trace  *trace
 	heldAt time.Time // starts the max wait and the content wait; recovery restores it
 	reason HeldReason
-	// waitOn is the unknown span the parent walk stopped at; waitPrev and waitNext link the items
-	// waiting on it (trace.waitingOn), taken out in constant time with no allocation per span.
+	// waitOn: the unknown span its walk stopped at; waitPrev, waitNext: the others waiting on it.
 	waitOn             pcommon.SpanID
 	waitPrev, waitNext *item
 	ref                *RecordRef // the journal record of the call that held it
-	// bytes is what it counts in the budget: an estimate until sized (lazysize.go); unsizedAt its
-	// place in shard.unsized until then. indexed: in trace.waitingOn.
+	// bytes: an estimate until sized (lazysize.go), unsizedAt its place in shard.unsized until then.
 	bytes                int64
 	unsizedAt            int32
-	held, indexed, sized bool
+	held, indexed, sized bool             // indexed: in trace.waitingOn
 	content              []waitingContent // gathered while it waits for the rest (WaitContent)
-	contentRefs          []*RecordRef     // records of the content joined onto it, done when it is handed on
+	contentRefs          []*RecordRef     // of the content joined onto it, done when it is handed on
 }
 
 func (it *item) tenant() string { return it.origin.resource.request.tenant }
 
 // RecordRef counts the items of a journal record not yet handed on; the last removes the record.
 type RecordRef struct {
-	mu   sync.Mutex
-	id   uint64
-	left int
+	id   uint64 // set before the reference is shared
+	left atomic.Int64
 	m    *Memory
 }
 
 // NewRecordRef is the reference of journal record id with items still to hand on.
 func (m *Memory) NewRecordRef(id uint64, items int) *RecordRef {
-	return &RecordRef{id: id, left: items, m: m}
+	r := &RecordRef{id: id, m: m}
+	r.left.Store(int64(items))
+	return r
 }
 
-// Done marks n items of the record handed on or discarded.
 func (r *RecordRef) Done(n int) { r.add(-n) }
 
 // add counts n more items of the record (fewer when n < 0); the record is removed when none is left.
 func (r *RecordRef) add(n int) {
-	if r == nil || n == 0 {
+	if r == nil || n == 0 || r.left.Add(int64(n)) != 0 || r.id == 0 {
 		return
 	}
-	r.mu.Lock()
-	r.left += n
-	id, last := r.id, r.left == 0
-	r.mu.Unlock()
-	if last && id != 0 {
-		if err := r.m.journal.Remove(context.Background(), id); err != nil {
-			r.m.cfg.Logger.Warn("Could not remove a delivered journal record; the journal retries with its "+
-				"next write (a restart before that delivers it again)",
-				zap.Uint64("record", id), zap.Error(err))
-		}
+	if err := r.m.journal.Remove(context.Background(), r.id); err != nil {
+		r.m.cfg.Logger.Warn("Could not remove a delivered journal record; the journal retries with its "+
+			"next write (a restart before that delivers it again)",
+			zap.Uint64("record", r.id), zap.Error(err))
 	}
 }

@@ -19,9 +19,6 @@ const (
 	stateConnector                      // dropped, but delivered as a connector span
 )
 
-// delivered reports whether a span in this state is (or will be) in the delivered tree.
-func (s spanState) delivered() bool { return s == stateKept || s == stateConnector }
-
 // record is what a trace remembers of one span: enough to walk up through dropped ancestors.
 type record struct {
 	parent pcommon.SpanID
@@ -41,13 +38,11 @@ type trace struct {
 	id      pcommon.TraceID
 	records map[pcommon.SpanID]record
 	held    map[pcommon.SpanID]*item // by their own span id (a copy sent again replaces the held one)
-	// waitingOn indexes held items by the unknown span their parent walk stopped at (the first of a
-	// list linked through item.waitNext), so the arrival of that span resolves exactly them.
+	// waitingOn: the first held item whose walk stopped at a span (the rest linked through waitNext).
 	waitingOn map[pcommon.SpanID]*item
-	open      map[pcommon.SpanID]struct{}         // open parents (below)
+	open      map[pcommon.SpanID]struct{}         // open parents
 	content   map[pcommon.SpanID][]waitingContent // waiting for its span, by span id
-	// refs holds what few traces need (nil until then): a remembered trace stays 128 bytes, the
-	// heap per remembered trace that BenchmarkRememberedTraces measures.
+	// refs holds what few traces need (nil until then): a remembered trace stays 128 bytes.
 	refs       *traceRefs
 	experiment bool
 
@@ -61,20 +56,11 @@ type trace struct {
 type traceRefs struct {
 	records []*RecordRef // of its dropped spans and open parents (journaled.go)
 	// joinedRecs: of content joined onto spans that went on in their own call (a resend after a
-	// refusal of that call joins the content again).
+	// refusal of that call joins it again); joined: that content, by span id, for a copy sent again.
 	joinedRecs []*RecordRef
-	// joined is the content joined onto spans that went on (or are held carrying it), by span id: a
-	// copy sent again gets it too, so that the copy the platform keeps last is never one without it.
-	joined   map[pcommon.SpanID][]waitingContent
-	decision *traceDecision // outcome sampling only (decide.go)
-	scores   []*heldScore   // score records waiting for the decision (scores.go)
-}
-
-func (t *trace) joinedOf(id pcommon.SpanID) []waitingContent {
-	if t.refs == nil {
-		return nil
-	}
-	return t.refs.joined[id]
+	joined     map[pcommon.SpanID][]waitingContent
+	decision   *traceDecision // outcome sampling only (decide.go)
+	scores     []*heldScore   // score records waiting for the decision (scores.go)
 }
 
 // made is *m, made on first use: a remembered trace keeps no empty map (the GC marks each).
@@ -85,7 +71,6 @@ func made[K comparable, V any](m *map[K]V) map[K]V {
 	return *m
 }
 
-// keepRefs is t's traceRefs, made on first use.
 func (t *trace) keepRefs() *traceRefs {
 	if t.refs == nil {
 		t.refs = &traceRefs{}
@@ -93,94 +78,64 @@ func (t *trace) keepRefs() *traceRefs {
 	return t.refs
 }
 
-// walkEnd is where a parent walk through known-dropped spans ends.
-type walkEnd uint8
-
-const (
-	endRoot      walkEnd = iota // no parent, or every ancestor is known dropped
-	endDelivered                // a kept span or a connector
-	endUnknown                  // a span the trace has not seen
-)
-
-// walk goes up from p through spans known to be dropped and returns where it ends and the id there
-// (empty for endRoot). A malformed cycle ends as a root.
-func (t *trace) walk(self, p pcommon.SpanID) (walkEnd, pcommon.SpanID) {
+// walk goes up from p through spans known to be dropped to the first span the trace has not seen
+// (unknown) or a delivered one; at is empty for a root (no parent, every ancestor dropped, a cycle).
+func (t *trace) walk(self, p pcommon.SpanID) (at pcommon.SpanID, unknown bool) {
 	for range len(t.records) + 1 {
 		if p.IsEmpty() || p == self {
-			return endRoot, pcommon.SpanID{}
+			break
 		}
 		rec, ok := t.records[p]
-		switch {
-		case !ok:
-			return endUnknown, p
-		case rec.state.delivered():
-			return endDelivered, p
+		if !ok || rec.state != stateDropped {
+			return p, !ok
 		}
 		p = rec.parent
 	}
-	return endRoot, pcommon.SpanID{}
+	return pcommon.SpanID{}, false
 }
 
-// cutsCycle is asked before span id goes on below at, a span in the delivered tree: when the chain
-// of parents from at, through every span the trace knows, leads back to id (a hostile or broken
-// tree), it reports true and id's record forgets its parent: id goes on as a root, and no later walk
-// follows the cycle.
-func (t *trace) cutsCycle(id, p pcommon.SpanID) bool {
-	for steps := 0; steps <= len(t.records) && !p.IsEmpty(); steps++ {
-		if p == id {
-			if rec, ok := t.records[id]; ok {
-				t.records[id] = record{state: rec.state}
+// parentOf walks up from p: the span waits on the unknown span at, or goes on below at (empty: a
+// root), counted for why. When the parents from at lead back to self (a hostile tree), self goes on
+// as a root and its record forgets its parent: no later walk follows the cycle.
+func (t *trace) parentOf(self, p pcommon.SpanID) (at pcommon.SpanID, why ReparentReason, wait bool) {
+	at, unknown := t.walk(self, p)
+	if unknown || at.IsEmpty() {
+		return at, ReparentNoKeptAncestor, unknown
+	}
+	for steps, q := 0, at; steps <= len(t.records) && !q.IsEmpty(); steps++ {
+		if q == self {
+			if rec, ok := t.records[self]; ok {
+				t.records[self] = record{state: rec.state}
 			}
-			return true
+			return pcommon.SpanID{}, ReparentCycle, false
 		}
-		rec, ok := t.records[p]
+		rec, ok := t.records[q]
 		if !ok {
-			return false
+			break
 		}
-		p = rec.parent
+		q = rec.parent
 	}
-	return false
+	return at, ReparentDroppedParent, false
 }
 
-// settledAt is the parent a span goes on with when its parent walk ended at a root or at a
-// delivered span, and the reason counted when that is not the parent it came with.
-func (t *trace) settledAt(id pcommon.SpanID, end walkEnd, at pcommon.SpanID,
-) (pcommon.SpanID, ReparentReason) {
-	switch {
-	case end == endRoot:
-		return pcommon.SpanID{}, ReparentNoKeptAncestor
-	case t.cutsCycle(id, at):
-		return pcommon.SpanID{}, ReparentCycle
-	}
-	return at, ReparentDroppedParent
-}
-
-// setRecord remembers a span, and reports the size change.
+// setRecord remembers a span and returns the bytes that added.
 func (t *trace) setRecord(id, parent pcommon.SpanID, st spanState) int64 {
 	if id.IsEmpty() {
 		return 0
-	}
-	if t.records == nil {
-		t.records = make(map[pcommon.SpanID]record, 8)
 	}
 	old, had := t.records[id]
 	if had && old.state == stateConnector && st == stateDropped {
 		st = stateConnector // the dropped span sent again: its connector is already out
 	}
-	t.records[id] = record{parent: parent, state: st}
+	made(&t.records)[id] = record{parent: parent, state: st}
 	if had {
 		return 0
 	}
 	return recordCost
 }
 
-// Open parents are ids that delivered spans point at and that the memory has not seen: a dropped
-// span with such an id goes on as a connector span. They are journaled (KindOpenParents) before the
-// spans pointing at them go on, each with such a span, so that after a restart they are still
-// bridged, and a parent closing a cycle is still cut.
-
 // open makes id an open parent of t, child going on pointing at it; journalAfterApply writes it
-// (for every child: any may be the parent's own parent).
+// for every child (any may be the parent's own parent: after a restart a cycle is still cut).
 func (out *released) open(m *Memory, t *trace, id, child pcommon.SpanID) {
 	t.addOpen(m, id)
 	if m.cfg.Journaled {
@@ -195,7 +150,6 @@ func (t *trace) addOpen(m *Memory, id pcommon.SpanID) {
 	}
 }
 
-// closeOpen closes id if it is an open parent of t (it arrived) and reports whether it was.
 func (t *trace) closeOpen(m *Memory, id pcommon.SpanID) bool {
 	_, ok := t.open[id]
 	if ok {
@@ -254,9 +208,7 @@ func (t *trace) takeWaiting(id pcommon.SpanID) *item {
 	return first
 }
 
-// The methods below run under the shard's lock.
-
-// touch returns the trace of id (created on first sight) marked active at now.
+// touch returns the trace of id, made on first sight, active at now.
 func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 	t, ok := sh.traces[id]
 	if !ok {
@@ -271,8 +223,8 @@ func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 	return t
 }
 
-// place puts t at the back of the list its state belongs to, also when its activity lies in the
-// past (recovery): the idle list is then only roughly ordered, which only delays forgetting it.
+// place puts t at the back of its state's list, also when its activity lies in the past
+// (recovery): the idle list is then only roughly ordered, which only delays forgetting it.
 func (sh *shard) place(t *trace) {
 	want := sh.idle
 	if len(t.held) > 0 || (t.refs != nil && len(t.refs.scores) > 0) {
@@ -284,7 +236,6 @@ func (sh *shard) place(t *trace) {
 	}
 }
 
-// addBytes changes the size of t and of the memory (under t's shard lock).
 func (m *Memory) addBytes(t *trace, n int64) {
 	t.bytes += n
 	m.shards[m.shardOf(t.id)].pending.bytes += n
@@ -310,7 +261,10 @@ func (sh *shard) hold(m *Memory, t *trace, it *item) {
 
 // unhold takes it out of t's held spans; content it gathered and did not join waits again.
 func (sh *shard) unhold(m *Memory, t *trace, it *item) {
-	sh.returnHeldContent(t, it)
+	if id := it.span.SpanID(); len(it.content) > 0 {
+		sh.setContent(t, id, append(it.content, t.content[id]...))
+		it.content = nil
+	}
 	t.removeWaiting(it)
 	delete(t.held, it.span.SpanID())
 	if !it.sized {
@@ -322,7 +276,7 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 	sh.pending.heldBytes -= it.bytes
 	sh.pending.heldSpans--
 	if len(t.held) == 0 {
-		t.held = nil // a remembered trace keeps no empty index (the GC marks it in every cycle)
+		t.held = nil // a remembered trace keeps no empty map
 		sh.place(t)
 	}
 }
@@ -340,9 +294,14 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 }
 
 func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
-	sh.joinHeldContent(m, t, it, out) // what it gathered, complete or not: its wait is over
+	if len(it.content) > 0 { // what it gathered, complete or not: its wait is over
+		m.apply(t, it.span, it.content, it.content, out)
+		m.addBytes(t, -bytesOf(it.content))
+		sh.resize(m, it, itemSize(it.span)) // sized again, it counts the content
+		it.contentRefs = append(it.contentRefs, refsOf(it.content)...)
+		it.content = nil
+	}
 	sh.unhold(m, t, it)
-	it.reason = 0
 	out.items = append(out.items, it)
 	out.stats.Released[why]++
 }
@@ -370,18 +329,15 @@ func (sh *shard) forget(m *Memory, t *trace, out *released) {
 	t.bytes = 0
 }
 
-// compact forgets the records of the kept spans of an idle trace but keeps, for the late parent
-// window, its open parents, its experiment flag and the records of its dropped spans and
-// connectors: a late span whose parent walk passes through spans dropped long ago still reaches
-// its nearest kept ancestor. A walk reaching a forgotten kept span waits as at an unknown one, then
-// goes on pointing at it (it is in the delivered tree). Kept spans pointing at an open parent stay
-// too: that parent arriving with one of them as its own parent is a cycle to cut.
+// compact makes an idle trace late (doc.go): a walk reaching a forgotten kept span waits as at an
+// unknown one, then goes on pointing at it (it is in the delivered tree). Kept spans pointing at an
+// open parent stay: that parent arriving with one of them as its own parent is a cycle to cut.
 func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	var bridges map[pcommon.SpanID]record
 	for id, rec := range t.records {
 		if rec.state == stateKept {
-			end, at := t.walk(id, rec.parent)
-			if _, open := t.open[at]; end != endUnknown || !open {
+			at, unknown := t.walk(id, rec.parent)
+			if _, open := t.open[at]; !unknown || !open {
 				continue
 			}
 		}
@@ -400,22 +356,17 @@ func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	sh.late.pushBack(t)
 }
 
-// reparent points span at parent, counted for why, unless that is its parent already.
+// reparent points span at parent, counted for why, unless that is its parent already; the parent
+// it had is recorded once: a span re-parented by an earlier gateway keeps its true original parent.
 func (out *released) reparent(span ptrace.Span, parent pcommon.SpanID, why ReparentReason) {
-	if parent != span.ParentSpanID() {
-		setParent(span, parent)
-		out.stats.Reparented[why]++
+	original := span.ParentSpanID()
+	if parent == original {
+		return
 	}
-}
-
-// setParent points span at parent and records the parent it had, once: a span re-parented by an
-// earlier gateway keeps its true original parent (and its attributes are not copied for nothing).
-func setParent(span ptrace.Span, parent pcommon.SpanID) {
-	if original := span.ParentSpanID(); !original.IsEmpty() {
-		attrs := span.Attributes()
+	out.stats.Reparented[why]++
+	if attrs := span.Attributes(); !original.IsEmpty() {
 		if _, had := attrs.Get(svcattr.OriginalParentSpanID); !had {
-			// Room for a few more (the next processors may add some): an append would double the
-			// slice, which a span's attributes usually fill.
+			// Room for a few more: an append would double the slice, which attributes usually fill.
 			attrs.EnsureCapacity(attrs.Len() + 4)
 			var buf [2 * len(original)]byte
 			hex.Encode(buf[:], original[:])
@@ -429,10 +380,8 @@ func setParent(span ptrace.Span, parent pcommon.SpanID) {
 type released struct {
 	items []*item
 	stats Stats
-	// done are journal records to mark done once the shard locks are released (no I/O under them).
-	done []*RecordRef
-	// opened are the parents that became open and dropped the dropped spans, decided the traces
-	// decided kept and sessions the sessions kept (outcome sampling), to journal.
+	done  []*RecordRef // done once the shard locks are released (no I/O under them)
+	// to journal: open parents, dropped spans, traces and sessions decided kept (outcome sampling)
 	opened, dropped, decided entries
 	sessions                 []keptSession
 	scores                   []*heldScore // score records released by a decision
