@@ -372,7 +372,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		return
 	}
 	sh.hold(m, t, it)
-	if gather { // what came waits in it for the rest
+	if gather { // what came waits in it for the rest (cs leaves t.content: it is its only holder)
 		it.content = ownContent(cs, tenant, out)
 		sh.removeContent(m, t, id, cs)
 		m.addBytes(t, bytesOf(it.content))

@@ -46,7 +46,7 @@ func (l *unsizedList) remove(it *item) {
 	*l = (*l)[:len(*l)-1]
 }
 
-// resize gives held item it its exact size and corrects the counts (under the shard's lock).
+// resize gives it, a held item (never a released one), its exact size and corrects the counts.
 func (sh *shard) resize(m *Memory, it *item, exact int64) {
 	if !it.sized {
 		sh.unsized.remove(it)

@@ -34,7 +34,7 @@ type Config struct {
 	MaxTraces        int
 	MemoryLimitBytes int64 // records, held spans, ready spans and waiting content together
 	ConnectorSpans   bool
-	Journaled        bool
+	Journaled        bool             // held spans written ahead, open parents and dropped spans after
 	Shards           int              // by trace id, each under its own lock (default 32)
 	Now              func() time.Time // the clock (tests inject theirs); default time.Now
 	Logger           *zap.Logger

@@ -95,7 +95,7 @@ func (t *trace) walk(self, p pcommon.SpanID) (at pcommon.SpanID, unknown bool) {
 }
 
 // parentOf walks up from p: the span waits on the unknown span at, or goes on below at (empty: a
-// root), counted for why. When the parents from at lead back to self (a hostile tree), self goes on
+// root), counted for why (only then). When the parents from at lead back to self (a hostile tree), self goes on
 // as a root and its record forgets its parent: no later walk follows the cycle.
 func (t *trace) parentOf(self, p pcommon.SpanID) (at pcommon.SpanID, why ReparentReason, wait bool) {
 	at, unknown := t.walk(self, p)
