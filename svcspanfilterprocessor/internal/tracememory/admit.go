@@ -144,8 +144,19 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 			afterPlan()
 		}
 	}
-	// Shard by shard, each locked once, in a counting sort of the spans' indexes by shard: shard s
-	// has order[start[s]:start[s+1]].
+	m.applyByShard(adm, sc, refs, shardOf, og, heldAt)
+	adm.Kept = make([]bool, len(refs))
+	for i := range refs {
+		adm.Kept[i] = refs[i].kept
+	}
+	adm.Pass = trimBatch(td, refs)
+	adm.Deliveries = m.settle(&adm.out)
+	return nil
+}
+
+// applyByShard admits the spans shard by shard, each locked once, in a counting sort of their
+// indexes by shard: shard s has order[start[s]:start[s+1]].
+func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, shardOf []int32, og *origins, now time.Time) {
 	start := append(sc.start[:0], make([]int32, len(m.shards)+1)...)
 	for _, s := range shardOf {
 		start[s]++
@@ -164,18 +175,11 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 			continue
 		}
 		sh.mu.Lock()
-		sh.admit(m, adm, refs, order[start[s]:start[s+1]], og, heldAt, &adm.out)
+		sh.admit(m, adm, refs, order[start[s]:start[s+1]], og, now, &adm.out)
 		adm.ref.add(adm.unrefd) // once per shard, before another call can release (and finish) its items
 		adm.unrefd = 0
 		sh.unlock(m)
 	}
-	adm.Kept = make([]bool, len(refs))
-	for i := range refs {
-		adm.Kept[i] = refs[i].kept
-	}
-	adm.Pass = trimBatch(td, refs)
-	adm.Deliveries = m.settle(&adm.out)
-	return nil
 }
 
 func (r *spanRef) goesOn() bool { return (r.kept || r.connector) && !r.held }
@@ -304,45 +308,9 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		refs = append(old.contentRefs, old.ref)
 	}
 	t.closeOpen(m, id)
-	// Waiting content is joined at once when complete or no more is expected (or onto a copy sent
-	// again); a candidate with part of its content waits for the rest, gathering what came.
-	awaits := r.scopeAwaits && m.join.AwaitsContent(span)
-	cs, waiting := t.content[id]
-	var prior []waitingContent // joined onto an earlier copy
-	if t.refs != nil {
-		prior = ownContent(t.refs.joined[id], tenant, nil)
-	}
-	joined, gather := false, false
-	if waiting || len(prior) > 0 {
-		if len(prior) > 0 || !awaits || m.join.Complete(contentsOf(ownContent(cs, tenant, nil))) {
-			own := ownContent(cs, tenant, out)
-			sh.removeContent(m, t, id, cs)
-			if all := append(slices.Clone(prior), own...); len(all) > 0 {
-				m.apply(t, span, all, own, out)
-			}
-			refs = append(refs, refsOf(own)...)
-			joined, awaits = true, false
-		} else {
-			gather = true
-		}
-	}
-	var reason HeldReason
-	at, why, wait := t.parentOf(id, span.ParentSpanID())
-	if wait {
-		reason |= WaitParent
-	} else {
-		out.reparent(span, at, why)
-		if m.cfg.Outcome != nil {
-			rs := og.td.ResourceSpans().At(int(r.resource))
-			markRoot(t, span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
-		}
-	}
-	if awaits {
-		reason |= WaitContent
-	}
-	if r.awaitsDecision {
-		reason |= WaitDecision
-	}
+	joinedRefs, joined, gather, awaits := sh.contentOnArrival(m, r, tenant, out)
+	refs = append(refs, joinedRefs...)
+	reason, at := sh.waitsFor(m, r, og, awaits, out)
 	if !r.mayHold || reason == 0 && !joined && old == nil {
 		// It goes on in td, by rule 1 if it was not written ahead (its trace changed since the
 		// plan); its records stay until its trace is forgotten (a resend joins again).
@@ -373,6 +341,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	}
 	sh.hold(m, t, it)
 	if gather { // what came waits in it for the rest (cs leaves t.content: it is its only holder)
+		cs := t.content[id]
 		it.content = ownContent(cs, tenant, out)
 		sh.removeContent(m, t, id, cs)
 		m.addBytes(t, bytesOf(it.content))
@@ -381,6 +350,56 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		t.addWaiting(it, at)
 	}
 	adm.Held++
+}
+
+// contentOnArrival joins the content waiting for kept span r at once when it is complete or no
+// more is expected (or joined onto a copy sent before), and returns its records; a candidate with
+// part of its content gathers what came (gather) and awaits the rest.
+func (sh *shard) contentOnArrival(m *Memory, r *spanRef, tenant string, out *released,
+) (refs []*RecordRef, joined, gather, awaits bool) {
+	t, span, id := r.trace, r.span, r.span.SpanID()
+	awaits = r.scopeAwaits && m.join.AwaitsContent(span)
+	cs, waiting := t.content[id]
+	var prior []waitingContent // joined onto an earlier copy
+	if t.refs != nil {
+		prior = ownContent(t.refs.joined[id], tenant, nil)
+	}
+	if !waiting && len(prior) == 0 {
+		return nil, false, false, awaits
+	}
+	if len(prior) == 0 && awaits && !m.join.Complete(contentsOf(ownContent(cs, tenant, nil))) {
+		return nil, false, true, true
+	}
+	own := ownContent(cs, tenant, out)
+	sh.removeContent(m, t, id, cs)
+	if all := append(slices.Clone(prior), own...); len(all) > 0 {
+		m.apply(t, span, all, own, out)
+	}
+	return refsOf(own), true, false, false
+}
+
+// waitsFor is what kept span r waits for, and the unknown span its parent walk stopped at; a span
+// whose parent is settled is re-parented (and, with outcome sampling, may settle its trace's root).
+func (sh *shard) waitsFor(m *Memory, r *spanRef, og *origins, awaits bool, out *released) (HeldReason, pcommon.SpanID) {
+	t, span := r.trace, r.span
+	var reason HeldReason
+	at, why, wait := t.parentOf(span.SpanID(), span.ParentSpanID())
+	if wait {
+		reason |= WaitParent
+	} else {
+		out.reparent(span, at, why)
+		if m.cfg.Outcome != nil {
+			rs := og.td.ResourceSpans().At(int(r.resource))
+			markRoot(t, span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
+		}
+	}
+	if awaits {
+		reason |= WaitContent
+	}
+	if r.awaitsDecision {
+		reason |= WaitDecision
+	}
+	return reason, at
 }
 
 // admitDropped settles dropped span r: an open parent, or a connector before, goes on as a connector.
