@@ -81,11 +81,32 @@ func RepoRoot() string {
 }
 
 // Start starts the binary and waits until its health check answers 200. When it does not,
-// the process is stopped and the error carries the collector's own output.
+// the process is stopped and the error carries the collector's own output. A port FreePorts
+// picked can be taken by another process before the collector binds it: that start is tried
+// again on new ports (twice at most), never one whose busy address the caller chose.
 func Start(ctx context.Context, opts Options) (*Process, error) {
+	for attempt := 1; ; attempt++ {
+		p, picked, err := start(ctx, opts)
+		if err == nil || attempt == 3 || !lostPortRace(err, picked) {
+			return p, err
+		}
+	}
+}
+
+// lostPortRace reports whether err is a bind failure on one of the addresses Start picked.
+func lostPortRace(err error, picked []string) bool {
+	for _, addr := range picked {
+		if strings.Contains(err.Error(), addr+": bind: address already in use") {
+			return true
+		}
+	}
+	return false
+}
+
+func start(ctx context.Context, opts Options) (*Process, []string, error) {
 	ports, err := FreePorts(4)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p := &Process{
 		logs:             &syncBuffer{},
@@ -95,11 +116,16 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		HealthEndpoint:   fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		MetricsEndpoint:  fmt.Sprintf("127.0.0.1:%d", ports[3]),
 	}
+	picked := []string{p.HealthEndpoint, p.MetricsEndpoint}
 	if opts.OTLPGRPCEndpoint != "" {
 		p.OTLPGRPCEndpoint = opts.OTLPGRPCEndpoint
+	} else {
+		picked = append(picked, p.OTLPGRPCEndpoint)
 	}
 	if opts.OTLPHTTPEndpoint != "" {
 		p.OTLPHTTPEndpoint = opts.OTLPHTTPEndpoint
+	} else {
+		picked = append(picked, p.OTLPHTTPEndpoint)
 	}
 	args := append(make([]string, 0, len(opts.Args)+2*len(opts.Configs)+2*len(opts.Sets)), opts.Args...)
 	for _, c := range opts.Configs {
@@ -119,7 +145,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	storageDir, ownDir := opts.StorageDir, false
 	if storageDir == "" {
 		if storageDir, err = os.MkdirTemp("", "svc-otelcol-storage-"); err != nil {
-			return nil, fmt.Errorf("storage directory: %w", err)
+			return nil, nil, fmt.Errorf("storage directory: %w", err)
 		}
 		ownDir = true
 	}
@@ -132,7 +158,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		if ownDir {
 			_ = os.RemoveAll(storageDir)
 		}
-		return nil, fmt.Errorf("start %s: %w", opts.Binary, err)
+		return nil, nil, fmt.Errorf("start %s: %w", opts.Binary, err)
 	}
 	go func() {
 		p.err = p.cmd.Wait()
@@ -148,9 +174,9 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	}
 	if err := p.waitHealthy(ctx, timeout); err != nil {
 		_ = p.Stop()
-		return nil, fmt.Errorf("%w\ncollector output:\n%s", err, p.Logs())
+		return nil, picked, fmt.Errorf("%w\ncollector output:\n%s", err, p.Logs())
 	}
-	return p, nil
+	return p, picked, nil
 }
 
 func (p *Process) waitHealthy(ctx context.Context, timeout time.Duration) error {
