@@ -222,21 +222,8 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 		for _, ss := range rs.ScopeSpans().All() {
 			p.filter.forScope(ss.Scope(), &sc.verdict)
 			for _, span := range ss.Spans().All() {
-				v := p.filter.judge(&sc.verdict, span)
-				d := tracememory.Decision{MarksExperiment: v.experiment}
-				e := p.filter.experiments // the shared memory, as long-lived as the score connectors'
-				if e != nil && v.experiment {
-					e.Mark(span.TraceID(), now) // a dropped marking span marks its trace too
-				}
-				switch {
-				case !v.decision.kept():
-				case v.sampledOut:
-					d.Verdict = tracememory.KeepIfExperiment
-					d.MarksExperiment = e != nil && e.Keep(span.TraceID(), v.experiment, now) || v.experiment
-				default:
-					d.Verdict = tracememory.Keep
-				}
-				sc.verdicts = append(sc.verdicts, v.decision)
+				reason, d := p.filter.judge(&sc.verdict, span, now)
+				sc.verdicts = append(sc.verdicts, reason)
 				sc.decisions = append(sc.decisions, d)
 			}
 		}
