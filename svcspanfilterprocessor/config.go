@@ -127,10 +127,7 @@ func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
 
 // Validate checks every rule so that a mistyped one fails at load instead of matching nothing or everything.
 func (cfg *Config) Validate() error {
-	var ps problems
-	if err := sampling.ValidateRate(cfg.SampleRate); err != nil {
-		ps = append(ps, err)
-	}
+	ps := problems{sampling.ValidateRate(cfg.SampleRate)} // errors.Join skips the nil ones
 	ps.check(cfg.Sampling == nil || cfg.SampleRate == defaultSampleRate,
 		"sample_rate is the sampling extension's (%s): set it there, not here", cfg.Sampling)
 	keep, drop := cfg.Keep, cfg.Drop

@@ -325,15 +325,6 @@ func reasonOpts[R ~uint8](n R, name func(R) string) []metric.AddOption {
 	return opts
 }
 
-// decidedOpt is the attribute set of a trace decision (a rule's name is the reason: few values).
-func decidedOpt(d tracememory.Decided) metric.AddOption {
-	decision := "dropped"
-	if d.Keep {
-		decision = "kept"
-	}
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String("decision", decision), attribute.String("reason", d.Reason)))
-}
-
 func addByReason(ctx context.Context, c metric.Int64Counter, counts []int64, opts []metric.AddOption) {
 	for r, n := range counts {
 		if n > 0 {
@@ -360,8 +351,13 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	if s.Discarded > 0 { // kept spans of traces outcome sampling dropped
 		tb.ProcessorSvcspanfilterSpansDropped.Add(ctx, s.Discarded, reasons.decision[droppedSampledOut])
 	}
-	for _, d := range s.Decided {
-		tb.ProcessorSvcspanfilterTracesDecided.Add(ctx, 1, decidedOpt(d))
+	for _, d := range s.Decided { // a rule's name is the reason: few values
+		decision := "dropped"
+		if d.Keep {
+			decision = "kept"
+		}
+		set := attribute.NewSet(attribute.String("decision", decision), attribute.String("reason", d.Reason))
+		tb.ProcessorSvcspanfilterTracesDecided.Add(ctx, 1, metric.WithAttributeSet(set))
 		tb.ProcessorSvcspanfilterDecisionWait.Record(ctx, d.Wait.Seconds())
 	}
 	if s.EvictedWaiting == 0 {
