@@ -124,26 +124,33 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 	}
 	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
 	// The releaser ticks often enough that a span waits at most about a fifth longer than wait_duration.
-	ticker := time.NewTicker(min(max(p.cfg.TraceIntegrity.WaitDuration/5, 5*time.Millisecond), time.Second))
-	go func() {
-		defer close(p.stopped)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-ticker.C:
-				p.mem.Expire()
-				if sj, ok := p.journal.(*storageJournal); ok {
-					sj.flush() // the deletes Remove left owed, when no call's write carried them
-				}
-			case <-p.mem.Wake():
-			}
-			p.deliver(context.Background(), p.mem.TakeReady(), false) // released by time, or refused before
+	tick := min(max(p.cfg.TraceIntegrity.WaitDuration/5, 5*time.Millisecond), time.Second)
+	go release(p.stop, p.stopped, tick, p.mem.Wake(), func() {
+		p.mem.Expire()
+		if sj, ok := p.journal.(*storageJournal); ok {
+			sj.flush() // the deletes Remove left owed, when no call's write carried them
 		}
-	}()
+	}, func() { p.deliver(context.Background(), p.mem.TakeReady(), false) }) // released by time, or refused before
 	p.running.Store(true)
 	return nil
+}
+
+// release is a releaser: it hands on what the memory released at each wake and each tick (after
+// onTick), until stop is closed; then it closes stopped.
+func release(stop, stopped chan struct{}, tick time.Duration, wake <-chan struct{}, onTick, handOn func()) {
+	defer close(stopped)
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ticker.C:
+			onTick()
+		case <-wake:
+		}
+		handOn()
+	}
 }
 
 // startOutcome applies the sampling extension's outcome section, if it has one: the trace memory

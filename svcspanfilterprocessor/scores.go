@@ -21,20 +21,9 @@ import (
 func (lp *logsProcessor) startScoreReleaser(p *spanFilterProcessor) {
 	lp.once.Do(func() {
 		lp.stop, lp.stopped = make(chan struct{}), make(chan struct{})
-		ticker := time.NewTicker(time.Second) // refused deliveries are retried at the next tick
-		go func() {
-			defer close(lp.stopped)
-			defer ticker.Stop()
-			for {
-				select {
-				case <-lp.stop:
-					return
-				case <-ticker.C:
-				case <-p.mem.ScoreWake():
-				}
-				lp.deliverScores(context.Background(), p.mem.TakeReadyScores(lp), false)
-			}
-		}()
+		go release(lp.stop, lp.stopped, time.Second, p.mem.ScoreWake(), func() {}, func() {
+			lp.deliverScores(context.Background(), p.mem.TakeReadyScores(lp), false) // refused: again at the next tick
+		})
 	})
 }
 
