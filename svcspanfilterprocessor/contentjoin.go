@@ -171,18 +171,18 @@ type spanKey struct {
 }
 
 // contentBySpan parses the content records of ld into one Content per span, in first-seen order.
-func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) {
+func contentBySpan(ld plog.Logs, tenant string) ([]spanKey, map[spanKey]spanContent) {
 	var keys []spanKey
-	bySpan := map[spanKey]*genaicontent.Content{}
+	bySpan := map[spanKey]spanContent{}
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
 				key := spanKey{trace: lr.TraceID(), span: lr.SpanID()}
 				c, ok := bySpan[key]
 				if !ok {
-					c = &genaicontent.Content{}
+					c = spanContent{c: &genaicontent.Content{}, tenant: tenant}
 				}
-				if c.Add(lr) && !ok {
+				if c.c.Add(lr) && !ok {
 					bySpan[key] = c
 					keys = append(keys, key)
 				}
@@ -198,14 +198,14 @@ type contentOutcomes [tracememory.ContentDiscarded + 1]int
 // addContent makes one logs call's content records durable (one record in j), then gives them to m.
 func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, ld plog.Logs, now time.Time) (contentOutcomes, error) {
 	var out contentOutcomes
-	keys, bySpan := contentBySpan(ld)
+	info := client.FromContext(ctx)
+	keys, bySpan := contentBySpan(ld, tracememory.TenantOf(info))
 	if len(keys) == 0 {
 		return out, nil
 	}
-	info := client.FromContext(ctx)
 	var size int64 // pushed back before anything is durable when eviction cannot make room
 	for _, c := range bySpan {
-		size += int64(c.Bytes())
+		size += c.Size()
 	}
 	if err := m.ContentRoom(size); err != nil {
 		return out, err
@@ -223,7 +223,9 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 		}
 		ref = m.NewRecordRef(id, len(keys))
 	}
-	out.give(m, keys, bySpan, tracememory.TenantOf(info), ref)
+	for _, k := range keys {
+		out[m.AddContent(k.trace, k.span, bySpan[k], ref)]++
+	}
 	return out, nil
 }
 
@@ -237,33 +239,28 @@ func recoverContent(m *tracememory.Memory, records []journal.Record, joinOn bool
 			continue
 		}
 		var keys []spanKey
-		var bySpan map[spanKey]*genaicontent.Content
+		var bySpan map[spanKey]spanContent
 		if !joinOn {
 			out[tracememory.ContentDiscarded]++
 		} else if ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload); err != nil {
 			errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
 		} else {
-			keys, bySpan = contentBySpan(ld)
+			info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
+			keys, bySpan = contentBySpan(ld, tracememory.TenantOf(info))
 		}
 		if len(keys) == 0 { // nothing to give: the record is done
 			m.NewRecordRef(rec.ID, 1).Done(1)
 			continue
 		}
-		tenant := tracememory.TenantOf(client.Info{Metadata: client.NewMetadata(rec.Metadata)})
-		out.give(m, keys, bySpan, tenant, m.NewRecordRef(rec.ID, len(keys)))
+		ref := m.NewRecordRef(rec.ID, len(keys))
+		for _, k := range keys {
+			out[m.AddContent(k.trace, k.span, bySpan[k], ref)]++
+		}
 	}
 	if len(errs) > 0 {
 		return out, fmt.Errorf("svcspanfilter: %d content journal records could not be read: %v", len(errs), errs)
 	}
 	return out, nil
-}
-
-func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey,
-	bySpan map[spanKey]*genaicontent.Content, tenant string, ref *tracememory.RecordRef,
-) {
-	for _, k := range keys {
-		out[m.AddContent(k.trace, k.span, spanContent{c: bySpan[k], tenant: tenant}, ref)]++
-	}
 }
 
 // AddContent makes the traces processor the logs processor's contentSink.
