@@ -180,8 +180,10 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	journaled := p.journal != journal.Nop
 	if sj, ok := p.journal.(*storageJournal); ok {
 		defer func() { // last, after the final delivery removed what it handed on
-			if err := sj.shutdown(context.WithoutCancel(ctx)); err != nil {
-				p.logger.Warn("Closing the journal of held spans failed", zap.Error(err))
+			if s := sj.s.Swap(nil); s != nil {
+				if err := s.Close(context.WithoutCancel(ctx)); err != nil {
+					p.logger.Warn("Closing the journal of held spans failed", zap.Error(err))
+				}
 			}
 		}()
 	}
@@ -433,14 +435,6 @@ func (j *storageJournal) start(ctx context.Context, host component.Host) ([]jour
 	}
 	j.s.Store(s)
 	return recovered, nil
-}
-
-// shutdown releases the storage client; what the journal holds is recovered at the next start.
-func (j *storageJournal) shutdown(ctx context.Context) error {
-	if s := j.s.Swap(nil); s != nil {
-		return s.Close(ctx)
-	}
-	return nil
 }
 
 func (j *storageJournal) Append(ctx context.Context, kind journal.Kind, heldAt time.Time, metadata map[string][]string, payload []byte) (uint64, error) {
