@@ -122,47 +122,43 @@ func takeContentRecords(ld plog.Logs) (content plog.Logs, withoutSpan int) {
 }
 
 // contentJoin is the trace memory's hook: which spans wait for content and how it goes onto them.
-type contentJoin struct{ candidates *genaicontent.Candidates }
+type contentJoin struct{ *genaicontent.Candidates }
 
 // newContentJoin is the hook for cfg; nil (no span waits for content) when the join is off.
 func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
 	if !cfg.Enabled {
 		return nil
 	}
-	return &contentJoin{candidates: genaicontent.NewCandidates(cfg.InstrumentationScopes)}
+	return &contentJoin{genaicontent.NewCandidates(cfg.InstrumentationScopes)}
 }
 
-func (j *contentJoin) ScopeAwaitsContent(scope pcommon.InstrumentationScope) bool {
-	return j.candidates.InScope(scope)
-}
-
-func (j *contentJoin) AwaitsContent(span ptrace.Span) bool { return j.candidates.IsCandidateSpan(span) }
+func (j *contentJoin) ScopeAwaitsContent(s pcommon.InstrumentationScope) bool { return j.InScope(s) }
+func (j *contentJoin) AwaitsContent(span ptrace.Span) bool                    { return j.IsCandidateSpan(span) }
 
 // Complete: the output of the call arrived, so nothing more is expected.
 func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
-	output := func(c tracememory.Content) bool { return c.(spanContent).c.HasOutput() }
+	output := func(c tracememory.Content) bool { return c.(spanContent).HasOutput() }
 	return slices.ContainsFunc(pieces, output)
 }
 
 func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) bool {
 	if len(pieces) == 1 { // the common case, without a copy
-		return genaicontent.Apply(span, pieces[0].(spanContent).c)
+		return genaicontent.Apply(span, pieces[0].(spanContent).Content)
 	}
 	all := &genaicontent.Content{}
 	for _, p := range pieces {
-		all.Merge(p.(spanContent).c)
+		all.Merge(p.(spanContent).Content)
 	}
 	return genaicontent.Apply(span, all)
 }
 
 // spanContent is the content of one span from one logs call; it joins only its tenant's spans.
 type spanContent struct {
-	c      *genaicontent.Content
+	*genaicontent.Content
 	tenant string
 }
 
-func (s spanContent) Size() int64    { return int64(s.c.Bytes()) }
-func (s spanContent) Records() int   { return s.c.Records() }
+func (s spanContent) Size() int64    { return int64(s.Bytes()) }
 func (s spanContent) Tenant() string { return s.tenant }
 
 type spanKey struct {
@@ -180,9 +176,9 @@ func contentBySpan(ld plog.Logs, tenant string) ([]spanKey, map[spanKey]spanCont
 				key := spanKey{trace: lr.TraceID(), span: lr.SpanID()}
 				c, ok := bySpan[key]
 				if !ok {
-					c = spanContent{c: &genaicontent.Content{}, tenant: tenant}
+					c = spanContent{&genaicontent.Content{}, tenant}
 				}
-				if c.c.Add(lr) && !ok {
+				if c.Add(lr) && !ok {
 					bySpan[key] = c
 					keys = append(keys, key)
 				}
