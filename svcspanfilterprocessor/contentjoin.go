@@ -133,7 +133,8 @@ func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
 }
 
 func (j *contentJoin) ScopeAwaitsContent(s pcommon.InstrumentationScope) bool { return j.InScope(s) }
-func (j *contentJoin) AwaitsContent(span ptrace.Span) bool                    { return j.IsCandidateSpan(span) }
+
+func (j *contentJoin) AwaitsContent(span ptrace.Span) bool { return j.IsCandidateSpan(span) }
 
 // Complete: the output of the call arrived, so nothing more is expected.
 func (j *contentJoin) Complete(pieces []tracememory.Content) bool {

@@ -107,8 +107,7 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 		if err != nil {
 			return err
 		}
-		p.filter.sampler = decider.Ratio()
-		p.filter.experiments = decider
+		p.filter.sampler, p.filter.experiments = decider.Ratio(), decider
 		if err := p.startOutcome(host); err != nil {
 			return err
 		}
@@ -130,7 +129,9 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 		if sj, ok := p.journal.(*storageJournal); ok {
 			sj.flush() // the deletes Remove left owed, when no call's write carried them
 		}
-	}, func() { p.deliver(context.Background(), p.mem.TakeReady(), false) }) // released by time, or refused before
+	}, func() {
+		p.deliver(context.Background(), p.mem.TakeReady(), false) // released by time, or refused before
+	})
 	p.running.Store(true)
 	return nil
 }
@@ -167,8 +168,7 @@ func (p *spanFilterProcessor) startOutcome(host component.Host) error {
 			"trace_integrity.memory_limit_mib %d: raise memory_limit_mib or lower max_held_mib", *p.cfg.Sampling, maxHeld, limit)
 	}
 	p.mem.SetOutcome(o, int64(maxHeld)<<20)
-	p.filter.sampler = sampling.NewRatio(1)
-	p.filter.outcome = true
+	p.filter.sampler, p.filter.outcome = sampling.NewRatio(1), true
 	return nil
 }
 

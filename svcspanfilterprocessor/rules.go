@@ -124,7 +124,8 @@ func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdic
 // judge is the per-span decision (its reason, and the memory's input); on the path of every span, it
 // does not allocate. The experiment mark (docs/contract.md §9: an experiment's sampled-out spans are
 // kept) is looked for only in traces the sampler takes out (elsewhere it changes nothing).
-func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span, now time.Time) (decision, tracememory.Decision) {
+func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span, now time.Time,
+) (decision, tracememory.Decision) {
 	name := span.Name()
 	_, dropName := f.drop.spanNames[name]
 	if v.dropAll || dropName || slices.Contains(v.dropSpanNames, name) {
