@@ -154,20 +154,18 @@ func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span, now time.Time,
 	if _, ok := f.keep.spanNames[name]; ok && !keep.kept() {
 		keep = keptKeepRule
 	}
-	d := tracememory.Decision{MarksExperiment: scan.experiment}
 	e := f.experiments // the shared memory, as long-lived as the score connectors'
 	if e != nil && scan.experiment {
 		e.Mark(span.TraceID(), now) // a dropped marking span marks its trace too
 	}
 	switch {
 	case !keep.kept():
-	case !sampledIn:
-		d.Verdict = tracememory.KeepIfExperiment
-		d.MarksExperiment = e != nil && e.Keep(span.TraceID(), scan.experiment, now) || scan.experiment
-	default:
-		d.Verdict = tracememory.Keep
+		return keep, tracememory.Decision{MarksExperiment: scan.experiment}
+	case sampledIn:
+		return keep, tracememory.Decision{Verdict: tracememory.Keep, MarksExperiment: scan.experiment}
 	}
-	return keep, d
+	marks := e != nil && e.Keep(span.TraceID(), scan.experiment, now) || scan.experiment
+	return keep, tracememory.Decision{Verdict: tracememory.KeepIfExperiment, MarksExperiment: marks}
 }
 
 type attrScan struct {
