@@ -394,7 +394,6 @@ var errNotRunning = errors.New("svcspanfilter: the traces pipeline of this compo
 
 var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
 
-// newProcessorJournal is journal.Nop without `storage`, else a storageJournal.
 func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) journal.Journal {
 	if cfg.Storage == nil {
 		return journal.Nop
