@@ -127,7 +127,11 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 	go release(p.stop, p.stopped, tick, p.mem.Wake(), func() {
 		p.mem.Expire()
 		if sj, ok := p.journal.(*storageJournal); ok {
-			sj.flush() // the deletes Remove left owed, when no call's write carried them
+			if s := sj.s.Load(); s != nil { // the deletes Remove left owed, when no call's write carried them
+				if err := s.Flush(context.Background()); err != nil {
+					p.logger.Debug("Could not remove journal records; the next write retries", zap.Error(err))
+				}
+			}
 		}
 	}, func() {
 		p.deliver(context.Background(), p.mem.TakeReady(), false) // released by time, or refused before
@@ -441,15 +445,6 @@ func (j *storageJournal) Append(ctx context.Context, kind journal.Kind, heldAt t
 		return s.Append(ctx, kind, heldAt, metadata, payload)
 	}
 	return 0, errJournalNotStarted
-}
-
-// flush writes the deletes the journal owes; a failure leaves them owed to its next write.
-func (j *storageJournal) flush() {
-	if s := j.s.Load(); s != nil {
-		if err := s.Flush(context.Background()); err != nil {
-			j.logger.Debug("Could not remove journal records; the next write retries", zap.Error(err))
-		}
-	}
 }
 
 func (j *storageJournal) Remove(ctx context.Context, ids ...uint64) error {
