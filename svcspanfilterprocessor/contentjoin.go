@@ -363,12 +363,11 @@ func (lp *logsProcessor) shutdown(ctx context.Context) error {
 	if journaled && p.cfg.TraceIntegrity.OnShutdown == onShutdownKeep {
 		final = p.mem.TakeReadyScores
 	}
-	if lost := lp.deliverScores(ctx, final(lp), true); lost > 0 {
-		if journaled {
-			lp.logger.Warn("The next consumer still refused released score records at shutdown; they stay in the "+
-				"journal and are delivered after the next start", zap.Int("records", lost))
-			return nil
-		}
+	switch lost := lp.deliverScores(ctx, final(lp), true); {
+	case lost > 0 && journaled:
+		lp.logger.Warn("The next consumer still refused released score records at shutdown; they stay in the "+
+			"journal and are delivered after the next start", zap.Int("records", lost))
+	case lost > 0:
 		lp.logger.Error("Score records were lost: the next consumer still refused them at shutdown", zap.Int("records", lost))
 		return fmt.Errorf("svcspanfilter: %d score records released at shutdown could not be delivered", lost)
 	}

@@ -208,8 +208,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	if keep {
 		final = p.mem.TakeReady
 	}
-	lost := p.deliver(ctx, final(), true)
-	switch {
+	switch lost := p.deliver(ctx, final(), true); {
 	case lost > 0 && journaled:
 		p.logger.Warn("The next consumer still refused released spans at shutdown; they stay in the journal "+
 			"and are delivered after the next start", zap.Int("spans", lost))
