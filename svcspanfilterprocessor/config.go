@@ -113,11 +113,7 @@ func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
 	}
 	example := "[<scope>, ...]"
 	if list, ok := conf.Get(removedBlockedScopesKey).([]any); ok && len(list) > 0 {
-		names := make([]string, 0, len(list))
-		for _, v := range list {
-			names = append(names, fmt.Sprint(v))
-		}
-		example = "[" + strings.Join(names, ", ") + "]"
+		example = strings.ReplaceAll(fmt.Sprint(list), " ", ", ") // [a b] as [a, b]
 	}
 	return fmt.Errorf("%q was removed (the svc SDKs replaced it with should_export_span combined with "+
 		"is_default_export_span); write the same thing as a drop rule: `drop: {instrumentation_scopes: %s}` "+
@@ -127,10 +123,7 @@ func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
 
 // Validate checks every rule so that a mistyped one fails at load instead of matching nothing or everything.
 func (cfg *Config) Validate() error {
-	var ps problems
-	if err := sampling.ValidateRate(cfg.SampleRate); err != nil {
-		ps = append(ps, err)
-	}
+	ps := problems{sampling.ValidateRate(cfg.SampleRate)} // errors.Join skips the nil ones
 	ps.check(cfg.Sampling == nil || cfg.SampleRate == defaultSampleRate,
 		"sample_rate is the sampling extension's (%s): set it there, not here", cfg.Sampling)
 	keep, drop := cfg.Keep, cfg.Drop

@@ -2,6 +2,7 @@ package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -31,7 +32,7 @@ type contentSink interface {
 }
 
 // logsProcessor takes content records out of the logs pipeline for the trace memory and has score
-// records follow their trace with outcome sampling (scores.go); other records go on unchanged.
+// records follow their trace with outcome sampling (holdScores); other records go on unchanged.
 type logsProcessor struct {
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
@@ -122,47 +123,44 @@ func takeContentRecords(ld plog.Logs) (content plog.Logs, withoutSpan int) {
 }
 
 // contentJoin is the trace memory's hook: which spans wait for content and how it goes onto them.
-type contentJoin struct{ candidates *genaicontent.Candidates }
+type contentJoin struct{ *genaicontent.Candidates }
 
 // newContentJoin is the hook for cfg; nil (no span waits for content) when the join is off.
 func newContentJoin(cfg ContentJoinConfig) tracememory.Join {
 	if !cfg.Enabled {
 		return nil
 	}
-	return &contentJoin{candidates: genaicontent.NewCandidates(cfg.InstrumentationScopes)}
+	return &contentJoin{genaicontent.NewCandidates(cfg.InstrumentationScopes)}
 }
 
-func (j *contentJoin) ScopeAwaitsContent(scope pcommon.InstrumentationScope) bool {
-	return j.candidates.InScope(scope)
-}
+func (j *contentJoin) ScopeAwaitsContent(s pcommon.InstrumentationScope) bool { return j.InScope(s) }
 
-func (j *contentJoin) AwaitsContent(span ptrace.Span) bool { return j.candidates.IsCandidateSpan(span) }
+func (j *contentJoin) AwaitsContent(span ptrace.Span) bool { return j.IsCandidateSpan(span) }
 
 // Complete: the output of the call arrived, so nothing more is expected.
 func (j *contentJoin) Complete(pieces []tracememory.Content) bool {
-	output := func(c tracememory.Content) bool { return c.(spanContent).c.HasOutput() }
+	output := func(c tracememory.Content) bool { return c.(spanContent).HasOutput() }
 	return slices.ContainsFunc(pieces, output)
 }
 
 func (j *contentJoin) Apply(span ptrace.Span, pieces []tracememory.Content) bool {
 	if len(pieces) == 1 { // the common case, without a copy
-		return genaicontent.Apply(span, pieces[0].(spanContent).c)
+		return genaicontent.Apply(span, pieces[0].(spanContent).Content)
 	}
 	all := &genaicontent.Content{}
 	for _, p := range pieces {
-		all.Merge(p.(spanContent).c)
+		all.Merge(p.(spanContent).Content)
 	}
 	return genaicontent.Apply(span, all)
 }
 
 // spanContent is the content of one span from one logs call; it joins only its tenant's spans.
 type spanContent struct {
-	c      *genaicontent.Content
+	*genaicontent.Content
 	tenant string
 }
 
-func (s spanContent) Size() int64    { return int64(s.c.Bytes()) }
-func (s spanContent) Records() int   { return s.c.Records() }
+func (s spanContent) Size() int64    { return int64(s.Bytes()) }
 func (s spanContent) Tenant() string { return s.tenant }
 
 type spanKey struct {
@@ -171,16 +169,16 @@ type spanKey struct {
 }
 
 // contentBySpan parses the content records of ld into one Content per span, in first-seen order.
-func contentBySpan(ld plog.Logs) ([]spanKey, map[spanKey]*genaicontent.Content) {
+func contentBySpan(ld plog.Logs, tenant string) ([]spanKey, map[spanKey]spanContent) {
 	var keys []spanKey
-	bySpan := map[spanKey]*genaicontent.Content{}
+	bySpan := map[spanKey]spanContent{}
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
 				key := spanKey{trace: lr.TraceID(), span: lr.SpanID()}
 				c, ok := bySpan[key]
 				if !ok {
-					c = &genaicontent.Content{}
+					c = spanContent{&genaicontent.Content{}, tenant}
 				}
 				if c.Add(lr) && !ok {
 					bySpan[key] = c
@@ -198,14 +196,14 @@ type contentOutcomes [tracememory.ContentDiscarded + 1]int
 // addContent makes one logs call's content records durable (one record in j), then gives them to m.
 func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, ld plog.Logs, now time.Time) (contentOutcomes, error) {
 	var out contentOutcomes
-	keys, bySpan := contentBySpan(ld)
+	info := client.FromContext(ctx)
+	keys, bySpan := contentBySpan(ld, tracememory.TenantOf(info))
 	if len(keys) == 0 {
 		return out, nil
 	}
-	info := client.FromContext(ctx)
 	var size int64 // pushed back before anything is durable when eviction cannot make room
 	for _, c := range bySpan {
-		size += int64(c.Bytes())
+		size += c.Size()
 	}
 	if err := m.ContentRoom(size); err != nil {
 		return out, err
@@ -223,7 +221,9 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 		}
 		ref = m.NewRecordRef(id, len(keys))
 	}
-	out.give(m, keys, bySpan, tracememory.TenantOf(info), ref)
+	for _, k := range keys {
+		out[m.AddContent(k.trace, k.span, bySpan[k], ref)]++
+	}
 	return out, nil
 }
 
@@ -237,33 +237,28 @@ func recoverContent(m *tracememory.Memory, records []journal.Record, joinOn bool
 			continue
 		}
 		var keys []spanKey
-		var bySpan map[spanKey]*genaicontent.Content
+		var bySpan map[spanKey]spanContent
 		if !joinOn {
 			out[tracememory.ContentDiscarded]++
 		} else if ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload); err != nil {
 			errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
 		} else {
-			keys, bySpan = contentBySpan(ld)
+			info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
+			keys, bySpan = contentBySpan(ld, tracememory.TenantOf(info))
 		}
 		if len(keys) == 0 { // nothing to give: the record is done
 			m.NewRecordRef(rec.ID, 1).Done(1)
 			continue
 		}
-		tenant := tracememory.TenantOf(client.Info{Metadata: client.NewMetadata(rec.Metadata)})
-		out.give(m, keys, bySpan, tenant, m.NewRecordRef(rec.ID, len(keys)))
+		ref := m.NewRecordRef(rec.ID, len(keys))
+		for _, k := range keys {
+			out[m.AddContent(k.trace, k.span, bySpan[k], ref)]++
+		}
 	}
 	if len(errs) > 0 {
 		return out, fmt.Errorf("svcspanfilter: %d content journal records could not be read: %v", len(errs), errs)
 	}
 	return out, nil
-}
-
-func (out *contentOutcomes) give(m *tracememory.Memory, keys []spanKey,
-	bySpan map[spanKey]*genaicontent.Content, tenant string, ref *tracememory.RecordRef,
-) {
-	for _, k := range keys {
-		out[m.AddContent(k.trace, k.span, spanContent{c: bySpan[k], tenant: tenant}, ref)]++
-	}
 }
 
 // AddContent makes the traces processor the logs processor's contentSink.
@@ -280,6 +275,101 @@ func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) erro
 	if n := out[tracememory.ContentDiscarded]; n > 0 {
 		p.logger.Debug("Discarded GenAI content records: their span was dropped or already went on",
 			zap.Int("spans", n))
+	}
+	return nil
+}
+
+// startScoreReleaser starts the releaser of the score records the memory holds for this pipeline
+// until their trace is kept. Without outcome sampling (known once the traces processor started: the
+// collector starts the two in no set order, and receivers last) none runs.
+func (lp *logsProcessor) startScoreReleaser(p *spanFilterProcessor) {
+	lp.once.Do(func() {
+		lp.stop, lp.stopped = make(chan struct{}), make(chan struct{})
+		go release(lp.stop, lp.stopped, time.Second, p.mem.ScoreWake(), func() {}, func() {
+			lp.deliverScores(context.Background(), p.mem.TakeReadyScores(lp), false) // refused: again at the next tick
+		})
+	})
+}
+
+// holdScores takes the score records of ld that follow their trace (false: none do, outcome
+// sampling is off): those of undecided traces are held, of dropped traces removed; the rest stays
+// in ld. A retryable error refuses the call.
+func (lp *logsProcessor) holdScores(ctx context.Context, ld plog.Logs) (bool, error) {
+	p := lp.traces()
+	if p == nil || !p.mem.ScoresFollow() {
+		return false, nil
+	}
+	if !p.running.Load() {
+		return true, errNotRunning
+	}
+	lp.startScoreReleaser(p)
+	held, dropped, err := p.mem.AddScores(client.FromContext(ctx), lp, ld)
+	if err != nil {
+		if !errors.Is(err, tracememory.ErrContentOverloaded) {
+			lp.logger.Warn("Could not hold score records for their trace's decision; the logs request is refused "+
+				"for the client to retry", zap.Error(err))
+		}
+		return true, err
+	}
+	if held+dropped > 0 {
+		lp.logger.Debug("Score records follow their trace's decision", zap.Int("held", held), zap.Int("dropped", dropped))
+	}
+	lp.deliverScores(ctx, p.mem.TakeReadyScores(lp), false) // released by this call's decisions
+	return true, nil
+}
+
+// deliverScores hands released score records on; a retryable refusal puts the rest back for the
+// releaser, or with tryAll counts the records refused.
+func (lp *logsProcessor) deliverScores(ctx context.Context, ds []*tracememory.ScoreDelivery, tryAll bool) int {
+	refused := 0
+	mem := lp.traces().mem
+	for i, d := range ds {
+		err := lp.next.ConsumeLogs(client.NewContext(ctx, d.Info), d.Logs)
+		switch {
+		case err == nil:
+			mem.ScoresDelivered(d)
+		case consumererror.IsPermanent(err):
+			lp.logger.Error("Score records were lost: the next consumer refused them permanently",
+				zap.Int("records", d.Records), zap.Error(err))
+			mem.ScoresDelivered(d)
+		case tryAll:
+			refused += d.Records
+		default:
+			lp.logger.Warn("The next consumer refused released score records; they will be retried",
+				zap.Int("records", d.Records), zap.Error(err))
+			mem.RequeueScores(ds[i:]...)
+			return 0
+		}
+	}
+	return refused
+}
+
+// shutdown stops the releaser and delivers what is released; with on_shutdown: release (or no
+// journal) it first decides the traces that hold score records, as the traces side does for spans.
+func (lp *logsProcessor) shutdown(ctx context.Context) error {
+	p := lp.traces()
+	if p == nil || !p.mem.ScoresFollow() {
+		return nil
+	}
+	lp.startScoreReleaser(p) // records recovered from the journal may wait for this pipeline
+	close(lp.stop)
+	select {
+	case <-lp.stopped:
+	case <-ctx.Done(): // the releaser is stuck in the next consumer; journaled records stay
+		return ctx.Err()
+	}
+	journaled := p.journal != journal.Nop
+	final := p.mem.DrainScores
+	if journaled && p.cfg.TraceIntegrity.OnShutdown == onShutdownKeep {
+		final = p.mem.TakeReadyScores
+	}
+	switch lost := lp.deliverScores(ctx, final(lp), true); {
+	case lost > 0 && journaled:
+		lp.logger.Warn("The next consumer still refused released score records at shutdown; they stay in the "+
+			"journal and are delivered after the next start", zap.Int("records", lost))
+	case lost > 0:
+		lp.logger.Error("Score records were lost: the next consumer still refused them at shutdown", zap.Int("records", lost))
+		return fmt.Errorf("svcspanfilter: %d score records released at shutdown could not be delivered", lost)
 	}
 	return nil
 }

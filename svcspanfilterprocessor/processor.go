@@ -107,8 +107,7 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 		if err != nil {
 			return err
 		}
-		p.filter.sampler = decider.Ratio()
-		p.filter.experiments = decider
+		p.filter.sampler, p.filter.experiments = decider.Ratio(), decider
 		if err := p.startOutcome(host); err != nil {
 			return err
 		}
@@ -124,26 +123,39 @@ func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) er
 	}
 	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
 	// The releaser ticks often enough that a span waits at most about a fifth longer than wait_duration.
-	ticker := time.NewTicker(min(max(p.cfg.TraceIntegrity.WaitDuration/5, 5*time.Millisecond), time.Second))
-	go func() {
-		defer close(p.stopped)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-ticker.C:
-				p.mem.Expire()
-				if sj, ok := p.journal.(*storageJournal); ok {
-					sj.flush() // the deletes Remove left owed, when no call's write carried them
+	tick := min(max(p.cfg.TraceIntegrity.WaitDuration/5, 5*time.Millisecond), time.Second)
+	go release(p.stop, p.stopped, tick, p.mem.Wake(), func() {
+		p.mem.Expire()
+		if sj, ok := p.journal.(*storageJournal); ok {
+			if s := sj.s.Load(); s != nil { // the deletes Remove left owed, when no call's write carried them
+				if err := s.Flush(context.Background()); err != nil {
+					p.logger.Debug("Could not remove journal records; the next write retries", zap.Error(err))
 				}
-			case <-p.mem.Wake():
 			}
-			p.deliver(context.Background(), p.mem.TakeReady(), false) // released by time, or refused before
 		}
-	}()
+	}, func() {
+		p.deliver(context.Background(), p.mem.TakeReady(), false) // released by time, or refused before
+	})
 	p.running.Store(true)
 	return nil
+}
+
+// release is a releaser: it hands on what the memory released at each wake and each tick (after
+// onTick), until stop is closed; then it closes stopped.
+func release(stop, stopped chan struct{}, tick time.Duration, wake <-chan struct{}, onTick, handOn func()) {
+	defer close(stopped)
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ticker.C:
+			onTick()
+		case <-wake:
+		}
+		handOn()
+	}
 }
 
 // startOutcome applies the sampling extension's outcome section, if it has one: the trace memory
@@ -160,8 +172,7 @@ func (p *spanFilterProcessor) startOutcome(host component.Host) error {
 			"trace_integrity.memory_limit_mib %d: raise memory_limit_mib or lower max_held_mib", *p.cfg.Sampling, maxHeld, limit)
 	}
 	p.mem.SetOutcome(o, int64(maxHeld)<<20)
-	p.filter.sampler = sampling.NewRatio(1)
-	p.filter.outcome = true
+	p.filter.sampler, p.filter.outcome = sampling.NewRatio(1), true
 	return nil
 }
 
@@ -173,8 +184,10 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	journaled := p.journal != journal.Nop
 	if sj, ok := p.journal.(*storageJournal); ok {
 		defer func() { // last, after the final delivery removed what it handed on
-			if err := sj.shutdown(context.WithoutCancel(ctx)); err != nil {
-				p.logger.Warn("Closing the journal of held spans failed", zap.Error(err))
+			if s := sj.s.Swap(nil); s != nil {
+				if err := s.Close(context.WithoutCancel(ctx)); err != nil {
+					p.logger.Warn("Closing the journal of held spans failed", zap.Error(err))
+				}
 			}
 		}()
 	}
@@ -195,8 +208,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	if keep {
 		final = p.mem.TakeReady
 	}
-	lost := p.deliver(ctx, final(), true)
-	switch {
+	switch lost := p.deliver(ctx, final(), true); {
 	case lost > 0 && journaled:
 		p.logger.Warn("The next consumer still refused released spans at shutdown; they stay in the journal "+
 			"and are delivered after the next start", zap.Int("spans", lost))
@@ -222,21 +234,8 @@ func (p *spanFilterProcessor) processTraces(ctx context.Context, td ptrace.Trace
 		for _, ss := range rs.ScopeSpans().All() {
 			p.filter.forScope(ss.Scope(), &sc.verdict)
 			for _, span := range ss.Spans().All() {
-				v := p.filter.judge(&sc.verdict, span)
-				d := tracememory.Decision{MarksExperiment: v.experiment}
-				e := p.filter.experiments // the shared memory, as long-lived as the score connectors'
-				if e != nil && v.experiment {
-					e.Mark(span.TraceID(), now) // a dropped marking span marks its trace too
-				}
-				switch {
-				case !v.decision.kept():
-				case v.sampledOut:
-					d.Verdict = tracememory.KeepIfExperiment
-					d.MarksExperiment = e != nil && e.Keep(span.TraceID(), v.experiment, now) || v.experiment
-				default:
-					d.Verdict = tracememory.Keep
-				}
-				sc.verdicts = append(sc.verdicts, v.decision)
+				reason, d := p.filter.judge(&sc.verdict, span, now)
+				sc.verdicts = append(sc.verdicts, reason)
 				sc.decisions = append(sc.decisions, d)
 			}
 		}
@@ -338,15 +337,6 @@ func reasonOpts[R ~uint8](n R, name func(R) string) []metric.AddOption {
 	return opts
 }
 
-// decidedOpt is the attribute set of a trace decision (a rule's name is the reason: few values).
-func decidedOpt(d tracememory.Decided) metric.AddOption {
-	decision := "dropped"
-	if d.Keep {
-		decision = "kept"
-	}
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String("decision", decision), attribute.String("reason", d.Reason)))
-}
-
 func addByReason(ctx context.Context, c metric.Int64Counter, counts []int64, opts []metric.AddOption) {
 	for r, n := range counts {
 		if n > 0 {
@@ -373,8 +363,13 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	if s.Discarded > 0 { // kept spans of traces outcome sampling dropped
 		tb.ProcessorSvcspanfilterSpansDropped.Add(ctx, s.Discarded, reasons.decision[droppedSampledOut])
 	}
-	for _, d := range s.Decided {
-		tb.ProcessorSvcspanfilterTracesDecided.Add(ctx, 1, decidedOpt(d))
+	for _, d := range s.Decided { // a rule's name is the reason: few values
+		decision := "dropped"
+		if d.Keep {
+			decision = "kept"
+		}
+		set := attribute.NewSet(attribute.String("decision", decision), attribute.String("reason", d.Reason))
+		tb.ProcessorSvcspanfilterTracesDecided.Add(ctx, 1, metric.WithAttributeSet(set))
 		tb.ProcessorSvcspanfilterDecisionWait.Record(ctx, d.Wait.Seconds())
 	}
 	if s.EvictedWaiting == 0 {
@@ -402,7 +397,6 @@ var errNotRunning = errors.New("svcspanfilter: the traces pipeline of this compo
 
 var errJournalNotStarted = errors.New("storage: the journal of held spans is not open yet")
 
-// newProcessorJournal is journal.Nop without `storage`, else a storageJournal.
 func newProcessorJournal(cfg *Config, owner component.ID, logger *zap.Logger) journal.Journal {
 	if cfg.Storage == nil {
 		return journal.Nop
@@ -445,28 +439,11 @@ func (j *storageJournal) start(ctx context.Context, host component.Host) ([]jour
 	return recovered, nil
 }
 
-// shutdown releases the storage client; what the journal holds is recovered at the next start.
-func (j *storageJournal) shutdown(ctx context.Context) error {
-	if s := j.s.Swap(nil); s != nil {
-		return s.Close(ctx)
-	}
-	return nil
-}
-
 func (j *storageJournal) Append(ctx context.Context, kind journal.Kind, heldAt time.Time, metadata map[string][]string, payload []byte) (uint64, error) {
 	if s := j.s.Load(); s != nil {
 		return s.Append(ctx, kind, heldAt, metadata, payload)
 	}
 	return 0, errJournalNotStarted
-}
-
-// flush writes the deletes the journal owes; a failure leaves them owed to its next write.
-func (j *storageJournal) flush() {
-	if s := j.s.Load(); s != nil {
-		if err := s.Flush(context.Background()); err != nil {
-			j.logger.Debug("Could not remove journal records; the next write retries", zap.Error(err))
-		}
-	}
 }
 
 func (j *storageJournal) Remove(ctx context.Context, ids ...uint64) error {

@@ -3,6 +3,7 @@ package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfi
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -10,6 +11,7 @@ import (
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/pkg/scopematch"
 	"github.com/svc/svc-collector/pkg/svcattr"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
 // genAIAttributePrefix: docs/contract.md §8, the dot is part of it (`gen_ai_custom` is not GenAI).
@@ -119,21 +121,15 @@ func (f *spanFilter) forScope(scope pcommon.InstrumentationScope, v *scopeVerdic
 	}
 }
 
-// spanVerdict is the rule that keeps or drops a span, whether the sampler takes it out, and whether
-// it marks its trace as an experiment (whose sampled-out spans are kept: docs/contract.md §9).
-type spanVerdict struct {
-	decision   decision
-	sampledOut bool
-	experiment bool
-}
-
-// judge is the per-span decision; on the path of every span, it does not allocate. The experiment
-// mark is looked for only in traces the sampler takes out (elsewhere it changes nothing).
-func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
+// judge is the per-span decision (its reason, and the memory's input); on the path of every span, it
+// does not allocate. The experiment mark (docs/contract.md §9: an experiment's sampled-out spans are
+// kept) is looked for only in traces the sampler takes out (elsewhere it changes nothing).
+func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span, now time.Time,
+) (decision, tracememory.Decision) {
 	name := span.Name()
 	_, dropName := f.drop.spanNames[name]
 	if v.dropAll || dropName || slices.Contains(v.dropSpanNames, name) {
-		return spanVerdict{decision: droppedDropRule}
+		return droppedDropRule, tracememory.Decision{}
 	}
 	sampledIn := f.sampler.Keep(span.TraceID())
 	wantExperiment := !sampledIn || f.outcome
@@ -148,7 +144,7 @@ func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
 		scan = f.scanAttributes(span.Attributes(), wantGenAI, wantKeepPrefix, wantExperiment)
 		switch {
 		case scan.drop:
-			return spanVerdict{decision: droppedDropRule}
+			return droppedDropRule, tracememory.Decision{}
 		case scan.genAI:
 			keep = keptGenAIAttribute
 		case scan.keepPrefix:
@@ -158,7 +154,18 @@ func (f *spanFilter) judge(v *scopeVerdict, span ptrace.Span) spanVerdict {
 	if _, ok := f.keep.spanNames[name]; ok && !keep.kept() {
 		keep = keptKeepRule
 	}
-	return spanVerdict{decision: keep, sampledOut: keep.kept() && !sampledIn, experiment: scan.experiment}
+	e := f.experiments // the shared memory, as long-lived as the score connectors'
+	if e != nil && scan.experiment {
+		e.Mark(span.TraceID(), now) // a dropped marking span marks its trace too
+	}
+	switch {
+	case !keep.kept():
+		return keep, tracememory.Decision{MarksExperiment: scan.experiment}
+	case sampledIn:
+		return keep, tracememory.Decision{Verdict: tracememory.Keep, MarksExperiment: scan.experiment}
+	}
+	marks := e != nil && e.Keep(span.TraceID(), scan.experiment, now) || scan.experiment
+	return keep, tracememory.Decision{Verdict: tracememory.KeepIfExperiment, MarksExperiment: marks}
 }
 
 type attrScan struct {

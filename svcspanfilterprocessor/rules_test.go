@@ -2,11 +2,14 @@ package svcspanfilterprocessor
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
 // decideOne runs the filter of cfg on a single span.
@@ -257,9 +260,9 @@ func realisticBatch() ptrace.Traces {
 
 // decide is the per-span decision of a span on its own (the trace's experiment flag aside).
 func (f *spanFilter) decide(v *scopeVerdict, span ptrace.Span) decision {
-	sv := f.judge(v, span)
-	if sv.sampledOut && !sv.experiment {
+	reason, d := f.judge(v, span, time.Time{})
+	if d.Verdict == tracememory.KeepIfExperiment && !d.MarksExperiment {
 		return droppedSampledOut
 	}
-	return sv.decision
+	return reason
 }
