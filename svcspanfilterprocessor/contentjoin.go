@@ -2,7 +2,6 @@ package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -32,7 +31,7 @@ type contentSink interface {
 }
 
 // logsProcessor takes content records out of the logs pipeline for the trace memory and has score
-// records follow their trace with outcome sampling (holdScores); other records go on unchanged.
+// records follow their trace with outcome sampling (scores.go); other records go on unchanged.
 type logsProcessor struct {
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
@@ -275,101 +274,6 @@ func (p *spanFilterProcessor) AddContent(ctx context.Context, ld plog.Logs) erro
 	if n := out[tracememory.ContentDiscarded]; n > 0 {
 		p.logger.Debug("Discarded GenAI content records: their span was dropped or already went on",
 			zap.Int("spans", n))
-	}
-	return nil
-}
-
-// startScoreReleaser starts the releaser of the score records the memory holds for this pipeline
-// until their trace is kept. Without outcome sampling (known once the traces processor started: the
-// collector starts the two in no set order, and receivers last) none runs.
-func (lp *logsProcessor) startScoreReleaser(p *spanFilterProcessor) {
-	lp.once.Do(func() {
-		lp.stop, lp.stopped = make(chan struct{}), make(chan struct{})
-		go release(lp.stop, lp.stopped, time.Second, p.mem.ScoreWake(), func() {}, func() {
-			lp.deliverScores(context.Background(), p.mem.TakeReadyScores(lp), false) // refused: again at the next tick
-		})
-	})
-}
-
-// holdScores takes the score records of ld that follow their trace (false: none do, outcome
-// sampling is off): those of undecided traces are held, of dropped traces removed; the rest stays
-// in ld. A retryable error refuses the call.
-func (lp *logsProcessor) holdScores(ctx context.Context, ld plog.Logs) (bool, error) {
-	p := lp.traces()
-	if p == nil || !p.mem.ScoresFollow() {
-		return false, nil
-	}
-	if !p.running.Load() {
-		return true, errNotRunning
-	}
-	lp.startScoreReleaser(p)
-	held, dropped, err := p.mem.AddScores(client.FromContext(ctx), lp, ld)
-	if err != nil {
-		if !errors.Is(err, tracememory.ErrContentOverloaded) {
-			lp.logger.Warn("Could not hold score records for their trace's decision; the logs request is refused "+
-				"for the client to retry", zap.Error(err))
-		}
-		return true, err
-	}
-	if held+dropped > 0 {
-		lp.logger.Debug("Score records follow their trace's decision", zap.Int("held", held), zap.Int("dropped", dropped))
-	}
-	lp.deliverScores(ctx, p.mem.TakeReadyScores(lp), false) // released by this call's decisions
-	return true, nil
-}
-
-// deliverScores hands released score records on; a retryable refusal puts the rest back for the
-// releaser, or with tryAll counts the records refused.
-func (lp *logsProcessor) deliverScores(ctx context.Context, ds []*tracememory.ScoreDelivery, tryAll bool) int {
-	refused := 0
-	mem := lp.traces().mem
-	for i, d := range ds {
-		err := lp.next.ConsumeLogs(client.NewContext(ctx, d.Info), d.Logs)
-		switch {
-		case err == nil:
-			mem.ScoresDelivered(d)
-		case consumererror.IsPermanent(err):
-			lp.logger.Error("Score records were lost: the next consumer refused them permanently",
-				zap.Int("records", d.Records), zap.Error(err))
-			mem.ScoresDelivered(d)
-		case tryAll:
-			refused += d.Records
-		default:
-			lp.logger.Warn("The next consumer refused released score records; they will be retried",
-				zap.Int("records", d.Records), zap.Error(err))
-			mem.RequeueScores(ds[i:]...)
-			return 0
-		}
-	}
-	return refused
-}
-
-// shutdown stops the releaser and delivers what is released; with on_shutdown: release (or no
-// journal) it first decides the traces that hold score records, as the traces side does for spans.
-func (lp *logsProcessor) shutdown(ctx context.Context) error {
-	p := lp.traces()
-	if p == nil || !p.mem.ScoresFollow() {
-		return nil
-	}
-	lp.startScoreReleaser(p) // records recovered from the journal may wait for this pipeline
-	close(lp.stop)
-	select {
-	case <-lp.stopped:
-	case <-ctx.Done(): // the releaser is stuck in the next consumer; journaled records stay
-		return ctx.Err()
-	}
-	journaled := p.journal != journal.Nop
-	final := p.mem.DrainScores
-	if journaled && p.cfg.TraceIntegrity.OnShutdown == onShutdownKeep {
-		final = p.mem.TakeReadyScores
-	}
-	switch lost := lp.deliverScores(ctx, final(lp), true); {
-	case lost > 0 && journaled:
-		lp.logger.Warn("The next consumer still refused released score records at shutdown; they stay in the "+
-			"journal and are delivered after the next start", zap.Int("records", lost))
-	case lost > 0:
-		lp.logger.Error("Score records were lost: the next consumer still refused them at shutdown", zap.Int("records", lost))
-		return fmt.Errorf("svcspanfilter: %d score records released at shutdown could not be delivered", lost)
 	}
 	return nil
 }
