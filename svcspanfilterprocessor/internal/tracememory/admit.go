@@ -32,7 +32,6 @@ const ConnectorAttribute = "svc.gateway.connector"
 // Admission is the outcome of Admit for one batch.
 type Admission struct {
 	Kept []bool // the final decision per span of the batch, in batch order
-	Held int    // the spans of the batch the memory now holds
 	Pass bool   // spans are left in the batch for the next consumer
 	// Deliveries: spans this batch released, one per request; reported back with Delivered or Requeue.
 	Deliveries []*Delivery
@@ -182,20 +181,16 @@ func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, 
 	}
 }
 
-func (r *spanRef) goesOn() bool { return (r.kept || r.connector) && !r.held }
+func (r spanRef) goesOn() bool { return (r.kept || r.connector) && !r.held }
 
 // trimBatch removes from td the spans that do not go on in it (refs: td's spans in order) and what
 // they leave empty; false when nothing goes on.
 func trimBatch(td ptrace.Traces, refs []spanRef) bool {
-	i := 0
-	for i < len(refs) && !refs[i].goesOn() {
-		i++
-	}
-	if i == len(refs) { // as when children come first: no pass span by span
+	if !slices.ContainsFunc(refs, spanRef.goesOn) { // as when children come first: no pass span by span
 		td.ResourceSpans().RemoveIf(func(ptrace.ResourceSpans) bool { return true })
 		return false
 	}
-	i = 0
+	i := 0
 	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
 		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
 			ss.Spans().RemoveIf(func(ptrace.Span) bool {
@@ -349,7 +344,6 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	if reason&WaitParent != 0 {
 		t.addWaiting(it, at)
 	}
-	adm.Held++
 }
 
 // contentOnArrival joins the content waiting for kept span r at once when it is complete or no

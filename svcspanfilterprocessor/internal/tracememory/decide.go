@@ -156,7 +156,7 @@ func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 
 // decisionWaitOver ends it's wait for the decision (under the shard lock).
 func (sh *shard) decisionWaitOver(it *item) {
-	if it.reason&WaitDecision != 0 && it.held {
+	if it.reason&WaitDecision != 0 {
 		sh.pending.decisionBytes -= it.bytes
 	}
 	it.reason &^= WaitDecision

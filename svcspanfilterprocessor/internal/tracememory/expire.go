@@ -81,9 +81,7 @@ func (m *Memory) settle(out *released) []*Delivery {
 	m.journalAfterApply(out)
 	queue(m, &m.readyScores, m.groupScores(out.scores), m.scoreWake)
 	out.scores = nil
-	if !out.stats.empty() {
-		m.observe(&out.stats)
-	}
+	m.observe(&out.stats)
 	return m.group(out.items)
 }
 

@@ -47,7 +47,7 @@ type Memory struct {
 	cfg     Config
 	journal journal.Journal
 	join    Join
-	observe func(*Stats) // the Stats of every operation that had events
+	observe func(*Stats) // the Stats of every operation
 	shards  []*shard
 	// bytes: records, held spans and waiting content; perEntry: lazysize.go.
 	bytes, heldBytes, heldSpans, traces, readyBytes, perEntry atomic.Int64
@@ -241,14 +241,6 @@ type Stats struct {
 	ScoresDropped    int64           // score records of traces decided dropped
 }
 
-// empty: s has no event (every field of Stats belongs here).
-func (s *Stats) empty() bool {
-	return s.Released == [NumReleaseReasons]int64{} && s.Reparented == [NumReparentReasons]int64{} &&
-		s.Evicted == [NumEvictReasons]int64{} && s.EvictedWaiting == 0 && s.Connectors == 0 &&
-		s.ContentJoined == 0 && s.ContentUnmatched == [NumUnmatchedReasons]int64{} && len(s.ContentWaits) == 0 &&
-		len(s.Decided) == 0 && s.DecidedEarly == 0 && s.Discarded == 0 && s.ScoresDropped == 0
-}
-
 // HeldReason is what a held span waits for: a bitmask, released when it is zero.
 type HeldReason uint8
 
@@ -299,11 +291,11 @@ type item struct {
 	waitPrev, waitNext *item
 	ref                *RecordRef // the journal record of the call that held it
 	// bytes: an estimate until sized (lazysize.go), unsizedAt its place in shard.unsized until then.
-	bytes                int64
-	unsizedAt            int32
-	held, indexed, sized bool             // indexed: in trace.waitingOn
-	content              []waitingContent // gathered while it waits for the rest (WaitContent)
-	contentRefs          []*RecordRef     // of the content joined onto it, done when it is handed on
+	bytes          int64
+	unsizedAt      int32
+	indexed, sized bool             // indexed: in trace.waitingOn
+	content        []waitingContent // gathered while it waits for the rest (WaitContent)
+	contentRefs    []*RecordRef     // of the content joined onto it, done when it is handed on
 }
 
 func (it *item) tenant() string { return it.origin.resource.request.tenant }

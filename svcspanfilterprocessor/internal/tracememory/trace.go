@@ -243,7 +243,6 @@ func (m *Memory) addBytes(t *trace, n int64) {
 
 // hold makes it a held item of t; the caller has taken any earlier copy out.
 func (sh *shard) hold(m *Memory, t *trace, it *item) {
-	it.held = true
 	made(&t.held)[it.span.SpanID()] = it
 	if !it.sized {
 		sh.unsized.push(it)
@@ -271,7 +270,6 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 		sh.unsized.remove(it) // never sized: it keeps its estimate
 	}
 	sh.decisionWaitOver(it)
-	it.held = false
 	m.addBytes(t, -it.bytes)
 	sh.pending.heldBytes -= it.bytes
 	sh.pending.heldSpans--
