@@ -56,12 +56,11 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 		// Held: it gathers the pieces (a call's input often comes a logs batch before its output).
 		it.content = append(it.content, wc)
 		m.addBytes(t, wc.bytes())
-		ref = nil // done when the gathered content is joined
-		outcome = ContentJoined
-		if it.reason&WaitContent != 0 && !m.join.Complete(contentsOf(it.content)) {
-			outcome = ContentWaiting
-		} else if it.reason&WaitContent != 0 {
-			sh.endContentWait(m, t, it, now, ReleaseContent, &out)
+		if it.reason&WaitContent != 0 && m.join.Complete(contentsOf(it.content)) {
+			sh.endContentWait(m, it, now, ReleaseContent, &out)
+		}
+		if it.reason&WaitContent == 0 { // its record is done when the gathered content is joined
+			outcome = ContentJoined
 		}
 	case it == nil && !seen:
 		sh.setContent(t, spanID, append(t.content[spanID], wc))
@@ -75,24 +74,20 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 			why = UnmatchedSpanGone
 		}
 		out.stats.ContentUnmatched[why] += int64(c.Records())
+		out.done = append(out.done, ref)
 	}
 	sh.unlock(m)
-	if outcome != ContentWaiting {
-		ref.Done(1)
-	}
 	m.finish(&out)
 	m.Enforce()
 	return outcome
 }
 
 // endContentWait ends the content wait of it; true when that released it for why (no other wait).
-func (sh *shard) endContentWait(m *Memory, t *trace, it *item, now time.Time, why ReleaseReason,
-	out *released,
-) bool {
+func (sh *shard) endContentWait(m *Memory, it *item, now time.Time, why ReleaseReason, out *released) bool {
 	it.reason &^= WaitContent
 	out.stats.ContentWaits = append(out.stats.ContentWaits, now.Sub(it.heldAt))
 	if it.reason == 0 {
-		sh.release(m, t, it, why, out)
+		sh.release(m, it.trace, it, why, out)
 	}
 	return it.reason == 0
 }
@@ -127,16 +122,12 @@ func ownContent(cs []waitingContent, tenant string, out *released) []waitingCont
 	if !slices.ContainsFunc(cs, foreign) {
 		return cs
 	}
-	own := slices.DeleteFunc(slices.Clone(cs), foreign)
 	if out != nil {
-		out.stats.ContentUnmatched[UnmatchedOtherTenant] += recordsOf(cs) - recordsOf(own)
-		for _, c := range cs {
-			if foreign(c) && c.ref != nil {
-				out.done = append(out.done, c.ref)
-			}
-		}
+		gone := slices.DeleteFunc(slices.Clone(cs), func(c waitingContent) bool { return !foreign(c) })
+		out.stats.ContentUnmatched[UnmatchedOtherTenant] += recordsOf(gone)
+		out.done = append(out.done, refsOf(gone)...)
 	}
-	return own
+	return slices.DeleteFunc(slices.Clone(cs), foreign)
 }
 
 func (sh *shard) dropContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent, why UnmatchedReason, out *released) {

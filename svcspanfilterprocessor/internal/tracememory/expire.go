@@ -29,7 +29,7 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 		for _, it := range t.held { // only it leaves t.held
 			waited := now.Sub(it.heldAt)
 			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait &&
-				sh.endContentWait(m, t, it, now, ReleaseContent, out) {
+				sh.endContentWait(m, it, now, ReleaseContent, out) {
 				continue
 			}
 			// A parent wait ends after the decision: an open parent in a trace that may still be
@@ -120,12 +120,11 @@ type fronts struct {
 	has  []bool
 }
 
-func (f *fronts) read(i int, sh *shard) *trace {
+func (f *fronts) read(i int, sh *shard) {
 	t := f.pick(sh)
 	if f.has[i] = t != nil; t != nil {
 		f.at[i] = t.lastActivity
 	}
-	return t
 }
 
 func (f *fronts) oldest() int {
@@ -157,10 +156,10 @@ func (f *fronts) takeOldest(m *Memory, take func(*shard, *trace)) bool {
 	sh := m.shards[best]
 	sh.mu.Lock()
 	defer sh.unlock(m)
-	if t := f.read(best, sh); t != nil { // nil: taken meanwhile; the caller looks again
+	if t := f.pick(sh); t != nil { // nil: taken meanwhile; the caller looks again
 		take(sh, t)
-		f.read(best, sh)
 	}
+	f.read(best, sh)
 	return true
 }
 
@@ -211,7 +210,7 @@ func (sh *shard) releaseAll(m *Memory, t *trace, why ReleaseReason, out *release
 		sh.decide(m, t, now, out) // on what arrived: never dropped undecided
 	}
 	for _, it := range t.held { // only it leaves t.held
-		if it.reason&WaitContent == 0 || !sh.endContentWait(m, t, it, now, why, out) {
+		if it.reason&WaitContent == 0 || !sh.endContentWait(m, it, now, why, out) {
 			sh.expireParent(m, t, it, why, out)
 		}
 	}

@@ -83,25 +83,6 @@ func (sh *shard) sizeHeld(m *Memory) {
 	sh.perEntry = m.perEntry.Load()
 }
 
-// sizeDeliveries sizes refused deliveries exactly: they stay in the ready bytes while refused.
-func (m *Memory) sizeDeliveries(ds []*Delivery) {
-	for _, d := range ds {
-		if d.sized || d.bytes == 0 {
-			continue // sized, or not counted (recovered spans that resolved at once)
-		}
-		var exact int64
-		for _, rs := range d.Traces.ResourceSpans().All() {
-			for _, ss := range rs.ScopeSpans().All() {
-				for _, span := range ss.Spans().All() {
-					exact += itemSize(span)
-				}
-			}
-		}
-		m.readyBytes.Add(exact - d.bytes)
-		d.bytes, d.sized = exact, true
-	}
-}
-
 // itemSize is what a span counts in the budget while the memory has it: the span and its item.
 func itemSize(span ptrace.Span) int64 { return spanSize(span) + itemCost }
 
