@@ -165,7 +165,7 @@ func (f *fronts) takeOldest(m *Memory, take func(*shard, *trace)) bool {
 
 // evict forgets t, or compacts it when content waits in it, its held spans released by rule 1.
 func (sh *shard) evict(m *Memory, t *trace, why EvictReason, out *released) {
-	if t.list == sh.waiting {
+	if t.list == &sh.waiting {
 		sh.releaseAll(m, t, ReleaseEvicted, out)
 		out.stats.EvictedWaiting++
 	}
@@ -180,7 +180,7 @@ func (sh *shard) evict(m *Memory, t *trace, why EvictReason, out *released) {
 // oldestIdle is the shard's oldest idle or late trace without content.
 func (sh *shard) oldestIdle() *trace {
 	var oldest *trace
-	for _, l := range [...]*traceList{sh.late, sh.idle} {
+	for _, l := range [...]*traceList{&sh.late, &sh.idle} {
 		t := l.head
 		for t != nil && len(t.content) > 0 {
 			t = t.next

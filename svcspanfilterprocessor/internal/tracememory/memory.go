@@ -66,7 +66,7 @@ type shard struct {
 	mu     sync.Mutex
 	traces map[pcommon.TraceID]*trace
 	// idle, waiting and late traces (doc.go), oldest activity first.
-	idle, waiting, late *traceList
+	idle, waiting, late traceList
 	withContent         map[*trace]struct{} // traces with content waiting for its span
 	// pending: the count changes made under the lock, published at unlock (not span by span).
 	pending  counts
@@ -110,10 +110,8 @@ func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory
 	m.perEntry.Store(initialPerEntry)
 	m.shards = make([]*shard, cfg.Shards)
 	for i := range m.shards {
-		m.shards[i] = &shard{
-			traces: map[pcommon.TraceID]*trace{}, idle: &traceList{}, waiting: &traceList{}, late: &traceList{},
-			withContent: map[*trace]struct{}{}, perEntry: initialPerEntry,
-		}
+		m.shards[i] = &shard{traces: map[pcommon.TraceID]*trace{}, withContent: map[*trace]struct{}{},
+			perEntry: initialPerEntry}
 	}
 	return m
 }

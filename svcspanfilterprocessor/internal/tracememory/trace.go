@@ -226,9 +226,9 @@ func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 // place puts t at the back of its state's list, also when its activity lies in the past
 // (recovery): the idle list is then only roughly ordered, which only delays forgetting it.
 func (sh *shard) place(t *trace) {
-	want := sh.idle
+	want := &sh.idle
 	if len(t.held) > 0 || (t.refs != nil && len(t.refs.scores) > 0) {
-		want = sh.waiting
+		want = &sh.waiting
 	}
 	if t.list != want || want.tail != t {
 		t.unlist()
