@@ -57,7 +57,7 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 		it.content = append(it.content, wc)
 		m.addBytes(t, wc.bytes())
 		if it.reason&WaitContent != 0 && m.join.Complete(contentsOf(it.content)) {
-			sh.endContentWait(m, it, now, ReleaseContent, &out)
+			sh.endWaits(m, it, WaitContent, now, ReleaseContent, &out)
 		}
 		if it.reason&WaitContent == 0 { // its record is done when the gathered content is joined
 			outcome = ContentJoined
@@ -80,16 +80,6 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 	m.finish(&out)
 	m.Enforce()
 	return outcome
-}
-
-// endContentWait ends the content wait of it; true when that released it for why (no other wait).
-func (sh *shard) endContentWait(m *Memory, it *item, now time.Time, why ReleaseReason, out *released) bool {
-	it.reason &^= WaitContent
-	out.stats.ContentWaits = append(out.stats.ContentWaits, now.Sub(it.heldAt))
-	if it.reason == 0 {
-		sh.release(m, it.trace, it, why, out)
-	}
-	return it.reason == 0
 }
 
 // apply joins cs onto span and remembers own for a copy of it sent again (in the budget until the

@@ -123,10 +123,9 @@ func queue[D any](m *Memory, q *[]D, ds []D, wake chan struct{}) {
 }
 
 // TakeReady returns the queued deliveries, oldest first; the caller reports back on each.
-func (m *Memory) TakeReady() []*Delivery {
+func (m *Memory) TakeReady() (ds []*Delivery) {
 	m.readyMu.Lock()
-	ds := m.ready
-	m.ready = nil
+	ds, m.ready = m.ready, nil
 	m.readyMu.Unlock()
 	return ds
 }

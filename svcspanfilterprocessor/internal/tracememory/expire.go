@@ -28,18 +28,17 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 		sh.expireDecision(m, t, now, out)
 		for _, it := range t.held { // only it leaves t.held
 			waited := now.Sub(it.heldAt)
-			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait &&
-				sh.endContentWait(m, it, now, ReleaseContent, out) {
-				continue
+			if waited >= cfg.ContentWait {
+				sh.endWaits(m, it, WaitContent, now, ReleaseContent, out)
 			}
 			// A parent wait ends after the decision: an open parent in a trace that may still be
 			// dropped would deliver a connector of a dropped trace.
 			switch {
 			case it.reason&(WaitParent|WaitDecision) != WaitParent:
 			case idle:
-				sh.expireParent(m, t, it, ReleaseWaitExpired, out)
+				sh.endWaits(m, it, WaitParent, now, ReleaseWaitExpired, out)
 			case waited >= cfg.MaxWaitDuration:
-				sh.expireParent(m, t, it, ReleaseMaxWait, out)
+				sh.endWaits(m, it, WaitParent, now, ReleaseMaxWait, out)
 			}
 		}
 	}
@@ -210,9 +209,7 @@ func (sh *shard) releaseAll(m *Memory, t *trace, why ReleaseReason, out *release
 		sh.decide(m, t, now, out) // on what arrived: never dropped undecided
 	}
 	for _, it := range t.held { // only it leaves t.held
-		if it.reason&WaitContent == 0 || !sh.endContentWait(m, it, now, why, out) {
-			sh.expireParent(m, t, it, why, out)
-		}
+		sh.endWaits(m, it, WaitContent|WaitParent, now, why, out)
 	}
 }
 

@@ -304,19 +304,27 @@ func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *
 	out.stats.Released[why]++
 }
 
-// expireParent ends its parent wait by rule 1: it points at the unknown span its walk stopped at, now open.
-func (sh *shard) expireParent(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
-	open := it.waitOn
-	out.open(m, t, open, it.span.SpanID())
-	sh.settleParent(m, t, it, open, ReparentOpenAncestor, why, out)
+// endWaits ends the waits in ends that it has, its parent wait by rule 1 (it points at the unknown
+// span its walk stopped at, now open); it is released for why when it waits for nothing else.
+func (sh *shard) endWaits(m *Memory, it *item, ends HeldReason, now time.Time, why ReleaseReason,
+	out *released) {
+	if it.reason&ends&WaitContent != 0 {
+		it.reason &^= WaitContent
+		out.stats.ContentWaits = append(out.stats.ContentWaits, now.Sub(it.heldAt))
+	}
+	if it.reason&ends&WaitParent != 0 {
+		out.open(m, it.trace, it.waitOn, it.span.SpanID())
+		sh.settleParent(m, it.trace, it, it.waitOn, ReparentOpenAncestor, why, out)
+	} else if it.reason == 0 {
+		sh.release(m, it.trace, it, why, out)
+	}
 }
 
 // forget removes a trace that holds nothing.
 func (sh *shard) forget(m *Memory, t *trace, out *released) {
 	for id, cs := range t.content {
-		sh.dropContent(m, t, id, cs, UnmatchedNoSpan, out)
+		sh.dropContent(m, t, id, cs, UnmatchedNoSpan, out) // the last takes t out of withContent
 	}
-	delete(sh.withContent, t)
 	if t.refs != nil {
 		out.done = append(append(out.done, t.refs.records...), t.refs.joinedRecs...)
 	}
