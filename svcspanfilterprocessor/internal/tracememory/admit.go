@@ -327,7 +327,7 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 	if cs, gather := t.content[id]; gather { // what came waits in it for the rest (it is its only holder)
 		it.content = ownContent(cs, tenant, out)
 		sh.removeContent(m, t, id, cs)
-		m.addBytes(t, bytesOf(it.content))
+		m.addBytes(t, sumOf(it.content, waitingContent.bytes))
 	}
 	if reason&WaitParent != 0 {
 		t.addWaiting(it, at)

@@ -86,7 +86,7 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 // trace is forgotten or compacted); when the span keeps its own content, own counts unmatched.
 func (m *Memory) apply(t *trace, span ptrace.Span, cs, own []waitingContent, out *released) {
 	if !m.join.Apply(span, contentsOf(cs)) {
-		out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(own)
+		out.stats.ContentUnmatched[UnmatchedSpanHasContent] += sumOf(own, waitingContent.records)
 		return
 	}
 	out.stats.ContentJoined++
@@ -114,39 +114,34 @@ func ownContent(cs []waitingContent, tenant string, out *released) []waitingCont
 	}
 	if out != nil {
 		gone := slices.DeleteFunc(slices.Clone(cs), func(c waitingContent) bool { return !foreign(c) })
-		out.stats.ContentUnmatched[UnmatchedOtherTenant] += recordsOf(gone)
+		out.stats.ContentUnmatched[UnmatchedOtherTenant] += sumOf(gone, waitingContent.records)
 		out.done = append(out.done, refsOf(gone)...)
 	}
 	return slices.DeleteFunc(slices.Clone(cs), foreign)
 }
 
 func (sh *shard) dropContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent, why UnmatchedReason, out *released) {
-	out.stats.ContentUnmatched[why] += recordsOf(cs)
+	out.stats.ContentUnmatched[why] += sumOf(cs, waitingContent.records)
 	out.done = append(out.done, refsOf(cs)...) // after the shard lock: Done writes to the journal
 	sh.removeContent(m, t, id, cs)
 }
 
 // removeContent takes content out of the trace; its journal records are the caller's to finish.
 func (sh *shard) removeContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent) {
-	m.addBytes(t, -bytesOf(cs))
+	m.addBytes(t, -sumOf(cs, waitingContent.bytes))
 	delete(t.content, id)
 	if len(t.content) == 0 {
 		delete(sh.withContent, t)
 	}
 }
 
-func (c waitingContent) bytes() int64 { return c.content.Size() + contentCost }
+func (c waitingContent) bytes() int64   { return c.content.Size() + contentCost }
+func (c waitingContent) records() int64 { return int64(c.content.Records()) }
 
-func bytesOf(cs []waitingContent) (n int64) {
+// sumOf sums f (waitingContent.bytes or records) over cs.
+func sumOf(cs []waitingContent, f func(waitingContent) int64) (n int64) {
 	for _, c := range cs {
-		n += c.bytes()
-	}
-	return n
-}
-
-func recordsOf(cs []waitingContent) (n int64) {
-	for _, c := range cs {
-		n += int64(c.content.Records())
+		n += f(c)
 	}
 	return n
 }

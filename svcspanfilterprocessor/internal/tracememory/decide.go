@@ -165,9 +165,9 @@ func (sh *shard) decisionWaitOver(it *item) {
 // discard forgets held item it of a dropped trace and the content it gathered; its records are done.
 func (sh *shard) discard(m *Memory, t *trace, it *item, out *released) {
 	if len(it.content) > 0 {
-		out.stats.ContentUnmatched[UnmatchedSpanDropped] += recordsOf(it.content)
+		out.stats.ContentUnmatched[UnmatchedSpanDropped] += sumOf(it.content, waitingContent.records)
 		out.done = append(out.done, refsOf(it.content)...)
-		m.addBytes(t, -bytesOf(it.content))
+		m.addBytes(t, -sumOf(it.content, waitingContent.bytes))
 		it.content = nil
 	}
 	sh.unhold(m, t, it)

@@ -144,7 +144,6 @@ func (l *traceList) pushBack(t *trace) {
 	l.tail = t
 }
 
-// unlist takes t off its list, if it is on one.
 func (t *trace) unlist() {
 	l := t.list
 	if l == nil {

@@ -294,7 +294,7 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
 	if len(it.content) > 0 { // what it gathered, complete or not: its wait is over
 		m.apply(t, it.span, it.content, it.content, out)
-		m.addBytes(t, -bytesOf(it.content))
+		m.addBytes(t, -sumOf(it.content, waitingContent.bytes))
 		sh.resize(m, it, itemSize(it.span)) // sized again, it counts the content
 		it.contentRefs = append(it.contentRefs, refsOf(it.content)...)
 		it.content = nil
@@ -353,7 +353,7 @@ func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	t.records = bridges        // a new map: a Go map does not shrink when entries are deleted
 	if r := t.refs; r != nil { // its kept spans are forgotten: no copy of them is recognised
 		for _, cs := range r.joined {
-			m.addBytes(t, -bytesOf(cs))
+			m.addBytes(t, -sumOf(cs, waitingContent.bytes))
 		}
 		out.done = append(out.done, r.joinedRecs...)
 		r.joined, r.joinedRecs = nil, nil
