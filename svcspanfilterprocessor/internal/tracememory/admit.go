@@ -284,8 +284,7 @@ func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Ti
 // admitKept settles kept span r; old is the held copy of the same span (sent again), if any (held
 // since the plan when r was not written ahead: r goes on at once too, rule 1, twice at worst).
 func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og *origins, now time.Time, out *released) {
-	t, span, tenant := r.trace, r.span, og.request.tenant
-	id := span.SpanID()
+	t, span, id, tenant := r.trace, r.span, r.span.SpanID(), og.request.tenant
 	var refs []*RecordRef        // of the content it carries, done when it is handed on
 	if old != nil && r.mayHold { // this copy, written ahead, takes its place and carries its records
 		sh.unhold(m, t, old)
@@ -386,8 +385,7 @@ func (sh *shard) waitsFor(m *Memory, r *spanRef, og *origins, awaits bool, out *
 
 // admitDropped settles dropped span r: an open parent, or a connector before, goes on as a connector.
 func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins, out *released) {
-	t, span := r.trace, r.span
-	id := span.SpanID()
+	t, span, id := r.trace, r.span, r.span.SpanID()
 	if cs, ok := t.content[id]; ok {
 		sh.dropContent(m, t, id, cs, UnmatchedSpanDropped, out)
 	}
