@@ -90,12 +90,9 @@ func (m *Memory) apply(t *trace, span ptrace.Span, cs, own []waitingContent, out
 		return
 	}
 	out.stats.ContentJoined++
-	if len(own) == 0 {
-		return
-	}
-	joined, id := made(&t.keepRefs().joined), span.SpanID()
-	for _, c := range own {
-		joined[id] = append(joined[id], waitingContent{content: c.content})
+	for _, c := range own { // the map is made only for content to remember
+		joined := made(&t.keepRefs().joined)
+		joined[span.SpanID()] = append(joined[span.SpanID()], waitingContent{content: c.content})
 		m.addBytes(t, c.bytes())
 	}
 }

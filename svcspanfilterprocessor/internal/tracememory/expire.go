@@ -76,10 +76,8 @@ func (m *Memory) settle(out *released) []*Delivery {
 	for _, r := range out.done {
 		r.Done(1)
 	}
-	out.done = nil
 	m.journalAfterApply(out)
 	queue(m, &m.readyScores, m.groupScores(out.scores), m.scoreWake)
-	out.scores = nil
 	m.observe(&out.stats)
 	return m.group(out.items)
 }
