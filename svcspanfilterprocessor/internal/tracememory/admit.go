@@ -32,7 +32,6 @@ const ConnectorAttribute = "svc.gateway.connector"
 // Admission is the outcome of Admit for one batch.
 type Admission struct {
 	Kept []bool // the final decision per span of the batch, in batch order
-	Held int    // the spans of the batch the memory now holds
 	Pass bool   // spans are left in the batch for the next consumer
 	// Deliveries: spans this batch released, one per request; reported back with Delivered or Requeue.
 	Deliveries []*Delivery
@@ -112,8 +111,7 @@ func (m *Memory) admit(adm *Admission, req *requestOrigin, td ptrace.Traces, dec
 	heldAt time.Time, ahead bool) error {
 	sc := m.scratch.Get().(*admitScratch)
 	defer m.scratch.Put(sc)
-	refs := sc.refs[:0]
-	shardOf := sc.shardOf[:0]
+	refs, shardOf := sc.refs[:0], sc.shardOf[:0]
 	rss := td.ResourceSpans()
 	scopes := int32(0)
 	for i := 0; i < rss.Len(); i++ {
@@ -182,20 +180,16 @@ func (m *Memory) applyByShard(adm *Admission, sc *admitScratch, refs []spanRef, 
 	}
 }
 
-func (r *spanRef) goesOn() bool { return (r.kept || r.connector) && !r.held }
+func (r spanRef) goesOn() bool { return (r.kept || r.connector) && !r.held }
 
 // trimBatch removes from td the spans that do not go on in it (refs: td's spans in order) and what
 // they leave empty; false when nothing goes on.
 func trimBatch(td ptrace.Traces, refs []spanRef) bool {
-	i := 0
-	for i < len(refs) && !refs[i].goesOn() {
-		i++
-	}
-	if i == len(refs) { // as when children come first: no pass span by span
+	if !slices.ContainsFunc(refs, spanRef.goesOn) { // as when children come first: no pass span by span
 		td.ResourceSpans().RemoveIf(func(ptrace.ResourceSpans) bool { return true })
 		return false
 	}
-	i = 0
+	i := 0
 	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
 		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
 			ss.Spans().RemoveIf(func(ptrace.Span) bool {
@@ -222,17 +216,11 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 		r := &refs[i]
 		id := r.span.SpanID() // admitKept may move the span out of r.span
 		if r.kept {
-			if r.planned == Drop { // kept in an experiment marked since the plan: never held (rule 1)
-				r.mayHold = false
-			}
+			r.mayHold = r.mayHold && r.planned != Drop // kept in an experiment marked since the plan: rule 1
 			old := r.trace.held[id]
 			if old != nil && old.tenant() != og.request.tenant {
 				// Another tenant's span with a held one's ids, no resend: it goes on, the held one stays.
 				continue
-			}
-			if !r.mayHold {
-				// Held since this call's plan: this copy goes on at once (rule 1), twice at worst.
-				old = nil
 			}
 			if m.cfg.Outcome != nil {
 				r.awaitsDecision = sh.observeKept(m, r, og, now, out)
@@ -260,8 +248,8 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 	}
 }
 
-// recordSpans records the shard's spans of the batch, with their final decision (spanRef.kept),
-// before any is settled: a parent later in the batch is then already known.
+// recordSpans records the shard's spans of the batch, with their final decision (spanRef.kept; all
+// dropped in a trace decided dropped), before any is settled: a parent later in the batch is known.
 func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Time) {
 	var last *trace
 	for n, i := range idx {
@@ -277,17 +265,12 @@ func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Ti
 			}
 		}
 		r.trace = last
-		if r.decision.MarksExperiment {
-			r.trace.experiment = true
-		}
+		last.experiment = last.experiment || r.decision.MarksExperiment
 	}
 	for _, i := range idx {
 		r := &refs[i]
 		v := r.decision.Verdict
-		r.kept = v == Keep || (v == KeepIfExperiment && r.trace.experiment)
-		if r.kept && m.cfg.Outcome != nil && r.trace.dropped() { // later spans follow the decision
-			r.kept = false
-		}
+		r.kept = (v == Keep || v == KeepIfExperiment && r.trace.experiment) && !r.trace.dropped()
 		st := stateDropped
 		if r.kept {
 			st = stateKept
@@ -298,17 +281,17 @@ func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Ti
 	}
 }
 
-// admitKept settles kept span r; old is the held copy of the same span (sent again), if any.
+// admitKept settles kept span r; old is the held copy of the same span (sent again), if any (held
+// since the plan when r was not written ahead: r goes on at once too, rule 1, twice at worst).
 func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og *origins, now time.Time, out *released) {
-	t, span, tenant := r.trace, r.span, og.request.tenant
-	id := span.SpanID()
-	var refs []*RecordRef // of the content it carries, done when it is handed on
-	if old != nil {       // this copy, written ahead, takes its place and carries its records
+	t, span, id, tenant := r.trace, r.span, r.span.SpanID(), og.request.tenant
+	var refs []*RecordRef        // of the content it carries, done when it is handed on
+	if old != nil && r.mayHold { // this copy, written ahead, takes its place and carries its records
 		sh.unhold(m, t, old)
 		refs = append(old.contentRefs, old.ref)
 	}
 	t.closeOpen(m, id)
-	joinedRefs, joined, gather, awaits := sh.contentOnArrival(m, r, tenant, out)
+	joinedRefs, joined, awaits := sh.contentOnArrival(m, r, tenant, out)
 	refs = append(refs, joinedRefs...)
 	reason, at := sh.waitsFor(m, r, og, awaits, out)
 	if !r.mayHold || reason == 0 && !joined && old == nil {
@@ -340,23 +323,21 @@ func (sh *shard) admitKept(m *Memory, adm *Admission, r *spanRef, old *item, og 
 		return
 	}
 	sh.hold(m, t, it)
-	if gather { // what came waits in it for the rest (cs leaves t.content: it is its only holder)
-		cs := t.content[id]
+	if cs, gather := t.content[id]; gather { // what came waits in it for the rest (it is its only holder)
 		it.content = ownContent(cs, tenant, out)
 		sh.removeContent(m, t, id, cs)
-		m.addBytes(t, bytesOf(it.content))
+		m.addBytes(t, sumOf(it.content, waitingContent.bytes))
 	}
 	if reason&WaitParent != 0 {
 		t.addWaiting(it, at)
 	}
-	adm.Held++
 }
 
 // contentOnArrival joins the content waiting for kept span r at once when it is complete or no
 // more is expected (or joined onto a copy sent before), and returns its records; a candidate with
-// part of its content gathers what came (gather) and awaits the rest.
+// part of its content awaits the rest, what came left waiting for it to gather.
 func (sh *shard) contentOnArrival(m *Memory, r *spanRef, tenant string, out *released,
-) (refs []*RecordRef, joined, gather, awaits bool) {
+) (refs []*RecordRef, joined, awaits bool) {
 	t, span, id := r.trace, r.span, r.span.SpanID()
 	awaits = r.scopeAwaits && m.join.AwaitsContent(span)
 	cs, waiting := t.content[id]
@@ -365,17 +346,17 @@ func (sh *shard) contentOnArrival(m *Memory, r *spanRef, tenant string, out *rel
 		prior = ownContent(t.refs.joined[id], tenant, nil)
 	}
 	if !waiting && len(prior) == 0 {
-		return nil, false, false, awaits
+		return nil, false, awaits
 	}
 	if len(prior) == 0 && awaits && !m.join.Complete(contentsOf(ownContent(cs, tenant, nil))) {
-		return nil, false, true, true
+		return nil, false, true
 	}
 	own := ownContent(cs, tenant, out)
 	sh.removeContent(m, t, id, cs)
 	if all := append(slices.Clone(prior), own...); len(all) > 0 {
 		m.apply(t, span, all, own, out)
 	}
-	return refsOf(own), true, false, false
+	return refsOf(own), true, false
 }
 
 // waitsFor is what kept span r waits for, and the unknown span its parent walk stopped at; a span
@@ -404,8 +385,7 @@ func (sh *shard) waitsFor(m *Memory, r *spanRef, og *origins, awaits bool, out *
 
 // admitDropped settles dropped span r: an open parent, or a connector before, goes on as a connector.
 func (sh *shard) admitDropped(m *Memory, adm *Admission, r *spanRef, og *origins, out *released) {
-	t, span := r.trace, r.span
-	id := span.SpanID()
+	t, span, id := r.trace, r.span, r.span.SpanID()
 	if cs, ok := t.content[id]; ok {
 		sh.dropContent(m, t, id, cs, UnmatchedSpanDropped, out)
 	}
@@ -449,17 +429,12 @@ func toConnector(span ptrace.Span) {
 
 // arrived settles the held spans whose parent walk stopped at id, now that id is known.
 func (sh *shard) arrived(m *Memory, t *trace, id pcommon.SpanID, out *released) {
-	for it := t.takeWaiting(id); it != nil; {
-		next := it.waitNext
-		it.waitNext = nil
-		if next != nil {
-			next.waitPrev = nil
-		}
+	for it, next := t.takeWaiting(id), (*item)(nil); it != nil; it = next {
+		next, it.waitPrev, it.waitNext = it.waitNext, nil, nil
 		if at, why, wait := t.parentOf(it.span.SpanID(), id); wait {
 			t.addWaiting(it, at)
 		} else {
 			sh.settleParent(m, t, it, at, why, ReleaseParentArrived, out)
 		}
-		it = next
 	}
 }

@@ -56,12 +56,11 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 		// Held: it gathers the pieces (a call's input often comes a logs batch before its output).
 		it.content = append(it.content, wc)
 		m.addBytes(t, wc.bytes())
-		ref = nil // done when the gathered content is joined
-		outcome = ContentJoined
-		if it.reason&WaitContent != 0 && !m.join.Complete(contentsOf(it.content)) {
-			outcome = ContentWaiting
-		} else if it.reason&WaitContent != 0 {
-			sh.endContentWait(m, t, it, now, ReleaseContent, &out)
+		if it.reason&WaitContent != 0 && m.join.Complete(contentsOf(it.content)) {
+			sh.endWaits(m, it, WaitContent, now, ReleaseContent, &out)
+		}
+		if it.reason&WaitContent == 0 { // its record is done when the gathered content is joined
+			outcome = ContentJoined
 		}
 	case it == nil && !seen:
 		sh.setContent(t, spanID, append(t.content[spanID], wc))
@@ -75,42 +74,25 @@ func (m *Memory) AddContent(traceID pcommon.TraceID, spanID pcommon.SpanID, c Co
 			why = UnmatchedSpanGone
 		}
 		out.stats.ContentUnmatched[why] += int64(c.Records())
+		out.done = append(out.done, ref)
 	}
 	sh.unlock(m)
-	if outcome != ContentWaiting {
-		ref.Done(1)
-	}
 	m.finish(&out)
 	m.Enforce()
 	return outcome
-}
-
-// endContentWait ends the content wait of it; true when that released it for why (no other wait).
-func (sh *shard) endContentWait(m *Memory, t *trace, it *item, now time.Time, why ReleaseReason,
-	out *released,
-) bool {
-	it.reason &^= WaitContent
-	out.stats.ContentWaits = append(out.stats.ContentWaits, now.Sub(it.heldAt))
-	if it.reason == 0 {
-		sh.release(m, t, it, why, out)
-	}
-	return it.reason == 0
 }
 
 // apply joins cs onto span and remembers own for a copy of it sent again (in the budget until the
 // trace is forgotten or compacted); when the span keeps its own content, own counts unmatched.
 func (m *Memory) apply(t *trace, span ptrace.Span, cs, own []waitingContent, out *released) {
 	if !m.join.Apply(span, contentsOf(cs)) {
-		out.stats.ContentUnmatched[UnmatchedSpanHasContent] += recordsOf(own)
+		out.stats.ContentUnmatched[UnmatchedSpanHasContent] += sumOf(own, waitingContent.records)
 		return
 	}
 	out.stats.ContentJoined++
-	if len(own) == 0 {
-		return
-	}
-	joined, id := made(&t.keepRefs().joined), span.SpanID()
-	for _, c := range own {
-		joined[id] = append(joined[id], waitingContent{content: c.content})
+	for _, c := range own { // the map is made only for content to remember
+		joined := made(&t.keepRefs().joined)
+		joined[span.SpanID()] = append(joined[span.SpanID()], waitingContent{content: c.content})
 		m.addBytes(t, c.bytes())
 	}
 }
@@ -127,45 +109,36 @@ func ownContent(cs []waitingContent, tenant string, out *released) []waitingCont
 	if !slices.ContainsFunc(cs, foreign) {
 		return cs
 	}
-	own := slices.DeleteFunc(slices.Clone(cs), foreign)
 	if out != nil {
-		out.stats.ContentUnmatched[UnmatchedOtherTenant] += recordsOf(cs) - recordsOf(own)
-		for _, c := range cs {
-			if foreign(c) && c.ref != nil {
-				out.done = append(out.done, c.ref)
-			}
-		}
+		gone := slices.DeleteFunc(slices.Clone(cs), func(c waitingContent) bool { return !foreign(c) })
+		out.stats.ContentUnmatched[UnmatchedOtherTenant] += sumOf(gone, waitingContent.records)
+		out.done = append(out.done, refsOf(gone)...)
 	}
-	return own
+	return slices.DeleteFunc(slices.Clone(cs), foreign)
 }
 
 func (sh *shard) dropContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent, why UnmatchedReason, out *released) {
-	out.stats.ContentUnmatched[why] += recordsOf(cs)
+	out.stats.ContentUnmatched[why] += sumOf(cs, waitingContent.records)
 	out.done = append(out.done, refsOf(cs)...) // after the shard lock: Done writes to the journal
 	sh.removeContent(m, t, id, cs)
 }
 
 // removeContent takes content out of the trace; its journal records are the caller's to finish.
 func (sh *shard) removeContent(m *Memory, t *trace, id pcommon.SpanID, cs []waitingContent) {
-	m.addBytes(t, -bytesOf(cs))
+	m.addBytes(t, -sumOf(cs, waitingContent.bytes))
 	delete(t.content, id)
 	if len(t.content) == 0 {
 		delete(sh.withContent, t)
 	}
 }
 
-func (c waitingContent) bytes() int64 { return c.content.Size() + contentCost }
+func (c waitingContent) bytes() int64   { return c.content.Size() + contentCost }
+func (c waitingContent) records() int64 { return int64(c.content.Records()) }
 
-func bytesOf(cs []waitingContent) (n int64) {
+// sumOf sums f (waitingContent.bytes or records) over cs.
+func sumOf(cs []waitingContent, f func(waitingContent) int64) (n int64) {
 	for _, c := range cs {
-		n += c.bytes()
-	}
-	return n
-}
-
-func recordsOf(cs []waitingContent) (n int64) {
-	for _, c := range cs {
-		n += int64(c.content.Records())
+		n += f(c)
 	}
 	return n
 }

@@ -156,7 +156,7 @@ func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 
 // decisionWaitOver ends it's wait for the decision (under the shard lock).
 func (sh *shard) decisionWaitOver(it *item) {
-	if it.reason&WaitDecision != 0 && it.held {
+	if it.reason&WaitDecision != 0 {
 		sh.pending.decisionBytes -= it.bytes
 	}
 	it.reason &^= WaitDecision
@@ -165,9 +165,9 @@ func (sh *shard) decisionWaitOver(it *item) {
 // discard forgets held item it of a dropped trace and the content it gathered; its records are done.
 func (sh *shard) discard(m *Memory, t *trace, it *item, out *released) {
 	if len(it.content) > 0 {
-		out.stats.ContentUnmatched[UnmatchedSpanDropped] += recordsOf(it.content)
+		out.stats.ContentUnmatched[UnmatchedSpanDropped] += sumOf(it.content, waitingContent.records)
 		out.done = append(out.done, refsOf(it.content)...)
-		m.addBytes(t, -bytesOf(it.content))
+		m.addBytes(t, -sumOf(it.content, waitingContent.bytes))
 		it.content = nil
 	}
 	sh.unhold(m, t, it)

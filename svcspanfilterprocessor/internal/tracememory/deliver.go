@@ -13,7 +13,7 @@ type Delivery struct {
 	Spans  int
 	bytes  int64
 	refs   map[*RecordRef]int
-	sized  bool // bytes were counted exactly (sizeDeliveries)
+	sized  bool // bytes were counted exactly (Requeue)
 }
 
 // group builds one delivery per request, spans under copies of their own resource and scope.
@@ -86,9 +86,24 @@ func (m *Memory) Delivered(d *Delivery) {
 	d.refs = nil
 }
 
-// Requeue puts refused deliveries back for the releaser, ahead of those queued since.
+// Requeue puts refused deliveries back for the releaser, ahead of those queued since, sized
+// exactly: they stay in the ready bytes while refused.
 func (m *Memory) Requeue(ds ...*Delivery) {
-	m.sizeDeliveries(ds)
+	for _, d := range ds {
+		if d.sized || d.bytes == 0 {
+			continue // sized, or not counted (recovered spans that resolved at once)
+		}
+		var exact int64
+		for _, rs := range d.Traces.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, span := range ss.Spans().All() {
+					exact += itemSize(span)
+				}
+			}
+		}
+		m.readyBytes.Add(exact - d.bytes)
+		d.bytes, d.sized = exact, true
+	}
 	m.readyMu.Lock()
 	m.ready = append(append([]*Delivery(nil), ds...), m.ready...)
 	m.readyMu.Unlock()
@@ -108,10 +123,9 @@ func queue[D any](m *Memory, q *[]D, ds []D, wake chan struct{}) {
 }
 
 // TakeReady returns the queued deliveries, oldest first; the caller reports back on each.
-func (m *Memory) TakeReady() []*Delivery {
+func (m *Memory) TakeReady() (ds []*Delivery) {
 	m.readyMu.Lock()
-	ds := m.ready
-	m.ready = nil
+	ds, m.ready = m.ready, nil
 	m.readyMu.Unlock()
 	return ds
 }

@@ -28,18 +28,17 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 		sh.expireDecision(m, t, now, out)
 		for _, it := range t.held { // only it leaves t.held
 			waited := now.Sub(it.heldAt)
-			if it.reason&WaitContent != 0 && waited >= cfg.ContentWait &&
-				sh.endContentWait(m, t, it, now, ReleaseContent, out) {
-				continue
+			if waited >= cfg.ContentWait {
+				sh.endWaits(m, it, WaitContent, now, ReleaseContent, out)
 			}
 			// A parent wait ends after the decision: an open parent in a trace that may still be
 			// dropped would deliver a connector of a dropped trace.
 			switch {
 			case it.reason&(WaitParent|WaitDecision) != WaitParent:
 			case idle:
-				sh.expireParent(m, t, it, ReleaseWaitExpired, out)
+				sh.endWaits(m, it, WaitParent, now, ReleaseWaitExpired, out)
 			case waited >= cfg.MaxWaitDuration:
-				sh.expireParent(m, t, it, ReleaseMaxWait, out)
+				sh.endWaits(m, it, WaitParent, now, ReleaseMaxWait, out)
 			}
 		}
 	}
@@ -77,13 +76,9 @@ func (m *Memory) settle(out *released) []*Delivery {
 	for _, r := range out.done {
 		r.Done(1)
 	}
-	out.done = nil
 	m.journalAfterApply(out)
 	queue(m, &m.readyScores, m.groupScores(out.scores), m.scoreWake)
-	out.scores = nil
-	if !out.stats.empty() {
-		m.observe(&out.stats)
-	}
+	m.observe(&out.stats)
 	return m.group(out.items)
 }
 
@@ -122,12 +117,11 @@ type fronts struct {
 	has  []bool
 }
 
-func (f *fronts) read(i int, sh *shard) *trace {
+func (f *fronts) read(i int, sh *shard) {
 	t := f.pick(sh)
 	if f.has[i] = t != nil; t != nil {
 		f.at[i] = t.lastActivity
 	}
-	return t
 }
 
 func (f *fronts) oldest() int {
@@ -159,16 +153,16 @@ func (f *fronts) takeOldest(m *Memory, take func(*shard, *trace)) bool {
 	sh := m.shards[best]
 	sh.mu.Lock()
 	defer sh.unlock(m)
-	if t := f.read(best, sh); t != nil { // nil: taken meanwhile; the caller looks again
+	if t := f.pick(sh); t != nil { // nil: taken meanwhile; the caller looks again
 		take(sh, t)
-		f.read(best, sh)
 	}
+	f.read(best, sh)
 	return true
 }
 
 // evict forgets t, or compacts it when content waits in it, its held spans released by rule 1.
 func (sh *shard) evict(m *Memory, t *trace, why EvictReason, out *released) {
-	if t.list == sh.waiting {
+	if t.list == &sh.waiting {
 		sh.releaseAll(m, t, ReleaseEvicted, out)
 		out.stats.EvictedWaiting++
 	}
@@ -183,7 +177,7 @@ func (sh *shard) evict(m *Memory, t *trace, why EvictReason, out *released) {
 // oldestIdle is the shard's oldest idle or late trace without content.
 func (sh *shard) oldestIdle() *trace {
 	var oldest *trace
-	for _, l := range [...]*traceList{sh.late, sh.idle} {
+	for _, l := range [...]*traceList{&sh.late, &sh.idle} {
 		t := l.head
 		for t != nil && len(t.content) > 0 {
 			t = t.next
@@ -213,9 +207,7 @@ func (sh *shard) releaseAll(m *Memory, t *trace, why ReleaseReason, out *release
 		sh.decide(m, t, now, out) // on what arrived: never dropped undecided
 	}
 	for _, it := range t.held { // only it leaves t.held
-		if it.reason&WaitContent == 0 || !sh.endContentWait(m, t, it, now, why, out) {
-			sh.expireParent(m, t, it, why, out)
-		}
+		sh.endWaits(m, it, WaitContent|WaitParent, now, why, out)
 	}
 }
 

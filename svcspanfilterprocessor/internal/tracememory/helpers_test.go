@@ -430,7 +430,7 @@ func checkCounts(t *testing.T, m *Memory) {
 			require.False(t, inList[it], "an item twice in the unsized list")
 			require.EqualValues(t, i, it.unsizedAt, "an item knows its place in the unsized list")
 			inList[it] = true
-			require.True(t, it.held, "a released item in the unsized list")
+			require.Same(t, it, it.trace.held[it.span.SpanID()], "a released item in the unsized list")
 			require.False(t, it.sized, "a sized item in the unsized list")
 		}
 		unsized := 0
@@ -448,7 +448,7 @@ func checkCounts(t *testing.T, m *Memory) {
 				require.False(t, known, "held spans wait on a span their trace knows")
 			}
 			for _, it := range tr.held {
-				require.True(t, it.held)
+				require.Same(t, it, tr.held[it.span.SpanID()], "held by its own span id")
 				heldBytes += it.bytes
 				heldSpans++
 				if it.reason&WaitDecision != 0 {

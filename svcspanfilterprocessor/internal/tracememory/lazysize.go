@@ -16,7 +16,7 @@ const (
 	perEntryScale   = 16
 	initialPerEntry = 104 * perEntryScale
 	maxPerEntry     = 1024 * perEntryScale
-	spanBase        = 96 // what spanSize counts for a span whatever its attributes
+	spanBase        = 96 // what itemSize counts for a span (beside itemCost) whatever its attributes
 )
 
 // sizedHook, when set (tests), is called with each span sized exactly while it is held.
@@ -83,31 +83,10 @@ func (sh *shard) sizeHeld(m *Memory) {
 	sh.perEntry = m.perEntry.Load()
 }
 
-// sizeDeliveries sizes refused deliveries exactly: they stay in the ready bytes while refused.
-func (m *Memory) sizeDeliveries(ds []*Delivery) {
-	for _, d := range ds {
-		if d.sized || d.bytes == 0 {
-			continue // sized, or not counted (recovered spans that resolved at once)
-		}
-		var exact int64
-		for _, rs := range d.Traces.ResourceSpans().All() {
-			for _, ss := range rs.ScopeSpans().All() {
-				for _, span := range ss.Spans().All() {
-					exact += itemSize(span)
-				}
-			}
-		}
-		m.readyBytes.Add(exact - d.bytes)
-		d.bytes, d.sized = exact, true
-	}
-}
-
-// itemSize is what a span counts in the budget while the memory has it: the span and its item.
-func itemSize(span ptrace.Span) int64 { return spanSize(span) + itemCost }
-
-// spanSize estimates the heap a span takes in pdata (calibrated with BenchmarkOpenLongRunningTraces).
-func spanSize(s ptrace.Span) int64 {
-	n := int64(spanBase + len(s.Name()) + len(s.TraceState().AsRaw()) + len(s.Status().Message()))
+// itemSize is what a span counts in the budget while the memory has it: its item and the heap it
+// takes in pdata (calibrated with BenchmarkOpenLongRunningTraces).
+func itemSize(s ptrace.Span) int64 {
+	n := int64(itemCost + spanBase + len(s.Name()) + len(s.TraceState().AsRaw()) + len(s.Status().Message()))
 	n += mapSize(s.Attributes())
 	for _, e := range s.Events().All() {
 		n += 32 + int64(len(e.Name())) + mapSize(e.Attributes())

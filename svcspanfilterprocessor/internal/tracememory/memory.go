@@ -47,7 +47,7 @@ type Memory struct {
 	cfg     Config
 	journal journal.Journal
 	join    Join
-	observe func(*Stats) // the Stats of every operation that had events
+	observe func(*Stats) // the Stats of every operation
 	shards  []*shard
 	// bytes: records, held spans and waiting content; perEntry: lazysize.go.
 	bytes, heldBytes, heldSpans, traces, readyBytes, perEntry atomic.Int64
@@ -66,7 +66,7 @@ type shard struct {
 	mu     sync.Mutex
 	traces map[pcommon.TraceID]*trace
 	// idle, waiting and late traces (doc.go), oldest activity first.
-	idle, waiting, late *traceList
+	idle, waiting, late traceList
 	withContent         map[*trace]struct{} // traces with content waiting for its span
 	// pending: the count changes made under the lock, published at unlock (not span by span).
 	pending  counts
@@ -93,9 +93,7 @@ func (sh *shard) unlock(m *Memory) {
 
 // New returns an empty memory. j may be journal.Nop, join and observe may be nil.
 func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory {
-	if cfg.Shards <= 0 {
-		cfg.Shards = 32
-	}
+	cfg.Shards = cmp.Or(cfg.Shards, 32)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -110,10 +108,8 @@ func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory
 	m.perEntry.Store(initialPerEntry)
 	m.shards = make([]*shard, cfg.Shards)
 	for i := range m.shards {
-		m.shards[i] = &shard{
-			traces: map[pcommon.TraceID]*trace{}, idle: &traceList{}, waiting: &traceList{}, late: &traceList{},
-			withContent: map[*trace]struct{}{}, perEntry: initialPerEntry,
-		}
+		m.shards[i] = &shard{traces: map[pcommon.TraceID]*trace{}, withContent: map[*trace]struct{}{},
+			perEntry: initialPerEntry}
 	}
 	return m
 }
@@ -146,7 +142,6 @@ func (l *traceList) pushBack(t *trace) {
 	l.tail = t
 }
 
-// unlist takes t off its list, if it is on one.
 func (t *trace) unlist() {
 	l := t.list
 	if l == nil {
@@ -241,14 +236,6 @@ type Stats struct {
 	ScoresDropped    int64           // score records of traces decided dropped
 }
 
-// empty: s has no event (every field of Stats belongs here).
-func (s *Stats) empty() bool {
-	return s.Released == [NumReleaseReasons]int64{} && s.Reparented == [NumReparentReasons]int64{} &&
-		s.Evicted == [NumEvictReasons]int64{} && s.EvictedWaiting == 0 && s.Connectors == 0 &&
-		s.ContentJoined == 0 && s.ContentUnmatched == [NumUnmatchedReasons]int64{} && len(s.ContentWaits) == 0 &&
-		len(s.Decided) == 0 && s.DecidedEarly == 0 && s.Discarded == 0 && s.ScoresDropped == 0
-}
-
 // HeldReason is what a held span waits for: a bitmask, released when it is zero.
 type HeldReason uint8
 
@@ -299,11 +286,11 @@ type item struct {
 	waitPrev, waitNext *item
 	ref                *RecordRef // the journal record of the call that held it
 	// bytes: an estimate until sized (lazysize.go), unsizedAt its place in shard.unsized until then.
-	bytes                int64
-	unsizedAt            int32
-	held, indexed, sized bool             // indexed: in trace.waitingOn
-	content              []waitingContent // gathered while it waits for the rest (WaitContent)
-	contentRefs          []*RecordRef     // of the content joined onto it, done when it is handed on
+	bytes          int64
+	unsizedAt      int32
+	indexed, sized bool             // indexed: in trace.waitingOn
+	content        []waitingContent // gathered while it waits for the rest (WaitContent)
+	contentRefs    []*RecordRef     // of the content joined onto it, done when it is handed on
 }
 
 func (it *item) tenant() string { return it.origin.resource.request.tenant }

@@ -313,9 +313,9 @@ func TestRecoverAfterCrash(t *testing.T) {
 	d := newDriver(t, nil)
 	md := map[string][]string{"x-tenant": {"a"}}
 	td, decisions := buildBatch([]sp{{name: "a", parent: "p", kept: true}, {name: "b", parent: "a", kept: true}, {name: "c", parent: "x", kept: true}})
-	adm, err := d.m.Admit(client.Info{Metadata: client.NewMetadata(md)}, td, decisions)
+	_, err := d.m.Admit(client.Info{Metadata: client.NewMetadata(md)}, td, decisions)
 	require.NoError(t, err)
-	require.Equal(t, 2, adm.Held, "a waits on p, c on x; b hangs below a at once")
+	require.Equal(t, int64(2), d.m.HeldSpans(), "a waits on p, c on x; b hangs below a at once")
 	require.NoError(t, d.send(sp{name: "x", kept: true})) // c goes on before the crash
 
 	// Crash: the first memory is gone.
@@ -508,10 +508,13 @@ func TestHeldSpanNotReplacedByAnotherTenant(t *testing.T) {
 	for _, s := range []sp{{name: "child", parent: "agent", kept: true}, {name: "agent", kept: true}} {
 		d.arrived[idOf(s.name)] = s
 	}
-	a := admit(tenantInfo("a"), sp{name: "child", parent: "agent", kept: true})
-	require.Equal(t, 1, a.Held)
-	b := admit(tenantInfo("b"), sp{name: "child", parent: "agent", kept: true})
-	assert.Zero(t, b.Held, "the other tenant's span is not held in place of the first")
+	admit(tenantInfo("a"), sp{name: "child", parent: "agent", kept: true})
+	require.Equal(t, int64(1), d.m.HeldSpans())
+	child := sp{name: "child", parent: "agent", kept: true}
+	b := admit(tenantInfo("b"), child)
+	held := d.m.shards[d.m.shardOf(child.traceID())].traces[child.traceID()].held[idOf("child")]
+	require.NotNil(t, held)
+	assert.Equal(t, TenantOf(tenantInfo("a")), held.tenant(), "the other tenant's span is not held in place of the first")
 	assert.True(t, b.Pass, "it goes on in its own request")
 	assert.Equal(t, int64(1), d.m.HeldSpans(), "the first tenant's span is still held")
 	admit(tenantInfo("a"), sp{name: "agent", kept: true})

@@ -226,9 +226,9 @@ func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 // place puts t at the back of its state's list, also when its activity lies in the past
 // (recovery): the idle list is then only roughly ordered, which only delays forgetting it.
 func (sh *shard) place(t *trace) {
-	want := sh.idle
+	want := &sh.idle
 	if len(t.held) > 0 || (t.refs != nil && len(t.refs.scores) > 0) {
-		want = sh.waiting
+		want = &sh.waiting
 	}
 	if t.list != want || want.tail != t {
 		t.unlist()
@@ -243,7 +243,6 @@ func (m *Memory) addBytes(t *trace, n int64) {
 
 // hold makes it a held item of t; the caller has taken any earlier copy out.
 func (sh *shard) hold(m *Memory, t *trace, it *item) {
-	it.held = true
 	made(&t.held)[it.span.SpanID()] = it
 	if !it.sized {
 		sh.unsized.push(it)
@@ -271,7 +270,6 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 		sh.unsized.remove(it) // never sized: it keeps its estimate
 	}
 	sh.decisionWaitOver(it)
-	it.held = false
 	m.addBytes(t, -it.bytes)
 	sh.pending.heldBytes -= it.bytes
 	sh.pending.heldSpans--
@@ -296,7 +294,7 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
 	if len(it.content) > 0 { // what it gathered, complete or not: its wait is over
 		m.apply(t, it.span, it.content, it.content, out)
-		m.addBytes(t, -bytesOf(it.content))
+		m.addBytes(t, -sumOf(it.content, waitingContent.bytes))
 		sh.resize(m, it, itemSize(it.span)) // sized again, it counts the content
 		it.contentRefs = append(it.contentRefs, refsOf(it.content)...)
 		it.content = nil
@@ -306,19 +304,27 @@ func (sh *shard) release(m *Memory, t *trace, it *item, why ReleaseReason, out *
 	out.stats.Released[why]++
 }
 
-// expireParent ends its parent wait by rule 1: it points at the unknown span its walk stopped at, now open.
-func (sh *shard) expireParent(m *Memory, t *trace, it *item, why ReleaseReason, out *released) {
-	open := it.waitOn
-	out.open(m, t, open, it.span.SpanID())
-	sh.settleParent(m, t, it, open, ReparentOpenAncestor, why, out)
+// endWaits ends the waits in ends that it has, its parent wait by rule 1 (it points at the unknown
+// span its walk stopped at, now open); it is released for why when it waits for nothing else.
+func (sh *shard) endWaits(m *Memory, it *item, ends HeldReason, now time.Time, why ReleaseReason,
+	out *released) {
+	if it.reason&ends&WaitContent != 0 {
+		it.reason &^= WaitContent
+		out.stats.ContentWaits = append(out.stats.ContentWaits, now.Sub(it.heldAt))
+	}
+	if it.reason&ends&WaitParent != 0 {
+		out.open(m, it.trace, it.waitOn, it.span.SpanID())
+		sh.settleParent(m, it.trace, it, it.waitOn, ReparentOpenAncestor, why, out)
+	} else if it.reason == 0 {
+		sh.release(m, it.trace, it, why, out)
+	}
 }
 
 // forget removes a trace that holds nothing.
 func (sh *shard) forget(m *Memory, t *trace, out *released) {
 	for id, cs := range t.content {
-		sh.dropContent(m, t, id, cs, UnmatchedNoSpan, out)
+		sh.dropContent(m, t, id, cs, UnmatchedNoSpan, out) // the last takes t out of withContent
 	}
-	delete(sh.withContent, t)
 	if t.refs != nil {
 		out.done = append(append(out.done, t.refs.records...), t.refs.joinedRecs...)
 	}
@@ -347,7 +353,7 @@ func (sh *shard) compact(m *Memory, t *trace, out *released) {
 	t.records = bridges        // a new map: a Go map does not shrink when entries are deleted
 	if r := t.refs; r != nil { // its kept spans are forgotten: no copy of them is recognised
 		for _, cs := range r.joined {
-			m.addBytes(t, -bytesOf(cs))
+			m.addBytes(t, -sumOf(cs, waitingContent.bytes))
 		}
 		out.done = append(out.done, r.joinedRecs...)
 		r.joined, r.joinedRecs = nil, nil
