@@ -139,8 +139,14 @@ func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 		if it.reason&WaitDecision == 0 {
 			continue
 		}
-		if !d.keep {
-			sh.discard(m, t, it, out)
+		if !d.keep { // discarded, the content it gathered (waiting again once unheld) unmatched
+			sh.unhold(m, t, it)
+			if id := it.span.SpanID(); t.content[id] != nil {
+				sh.dropContent(m, t, id, t.content[id], UnmatchedSpanDropped, out)
+			}
+			it.reason = 0
+			out.done = append(append(out.done, it.ref), it.contentRefs...)
+			out.stats.Discarded++
 			continue
 		}
 		sh.decisionWaitOver(it)
@@ -162,20 +168,6 @@ func (sh *shard) decisionWaitOver(it *item) {
 	it.reason &^= WaitDecision
 }
 
-// discard forgets held item it of a dropped trace and the content it gathered; its records are done.
-func (sh *shard) discard(m *Memory, t *trace, it *item, out *released) {
-	if len(it.content) > 0 {
-		out.stats.ContentUnmatched[UnmatchedSpanDropped] += recordsOf(it.content)
-		out.done = append(out.done, refsOf(it.content)...)
-		m.addBytes(t, -bytesOf(it.content))
-		it.content = nil
-	}
-	sh.unhold(m, t, it)
-	it.reason = 0
-	out.done = append(append(out.done, it.ref), it.contentRefs...)
-	out.stats.Discarded++
-}
-
 // expireDecision decides t when its decision wait is over, or its root arrived and it settled.
 func (sh *shard) expireDecision(m *Memory, t *trace, now time.Time, out *released) {
 	d := t.decisionOf()
@@ -195,7 +187,14 @@ func (m *Memory) enforceDecisions() {
 		return
 	}
 	var out released
-	undecided := fronts{pick: (*shard).oldestUndecided}
+	undecided := fronts{pick: func(sh *shard) *trace { // the least recently active undecided trace
+		for t := sh.waiting.head; t != nil; t = t.next {
+			if d := t.decisionOf(); d != nil && !d.decided {
+				return t
+			}
+		}
+		return nil
+	}}
 	decide := func(sh *shard, t *trace) {
 		sh.decide(m, t, m.cfg.Now(), &out)
 		out.stats.DecidedEarly++
@@ -203,16 +202,6 @@ func (m *Memory) enforceDecisions() {
 	for m.decisionBytes.Load() > m.cfg.MaxHeldBytes && undecided.takeOldest(m, decide) {
 	}
 	m.finish(&out)
-}
-
-// oldestUndecided is the shard's least recently active trace holding spans for its decision.
-func (sh *shard) oldestUndecided() *trace {
-	for t := sh.waiting.head; t != nil; t = t.next {
-		if d := t.decisionOf(); d != nil && !d.decided {
-			return t
-		}
-	}
-	return nil
 }
 
 // SetOutcome turns outcome sampling on, before the first span (the processor's Start).
@@ -268,12 +257,13 @@ func (m *Memory) expireSessions(now time.Time) {
 }
 
 // recoverSession keeps a KindSession record's session again from the time it was kept.
-func (m *Memory) recoverSession(rec journal.Record) error {
+func (m *Memory) recoverSession(rec journal.Record, ref *RecordRef) error {
 	if len(rec.Payload) < 8 {
-		return fmt.Errorf("journal record %d: a truncated kept session", rec.ID)
+		return errors.New("a truncated kept session")
 	}
+	ref.add(1)
 	key := sampling.SessionKey(binary.BigEndian.Uint64(rec.Payload))
-	s := keptSession{key: key, reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: m.NewRecordRef(rec.ID, 1)}
+	s := keptSession{key: key, reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: ref}
 	m.cfg.Outcome.KeepSession(s.key, s.reason, s.at)
 	m.sessionsMu.Lock()
 	m.sessions = append(m.sessions, s)

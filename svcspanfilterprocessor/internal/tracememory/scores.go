@@ -282,12 +282,11 @@ func (m *Memory) DrainScores(sink any) []*ScoreDelivery {
 
 // recoverScores holds again the score records of a KindScores record, observed again, with their
 // original time; those of traces decided kept (KindDecided, recovered before) go on at once.
-func (m *Memory) recoverScores(rec journal.Record) error {
+func (m *Memory) recoverScores(rec journal.Record, ref *RecordRef) error {
 	ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload)
 	if err != nil {
-		return fmt.Errorf("journal record %d: %w", rec.ID, err)
+		return err
 	}
-	ref := m.NewRecordRef(rec.ID, 1)
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
 	m.applyScores(newRequestOrigin(info), nil, ld, rec.HeldAt, ref)
 	if n := ld.LogRecordCount(); n > 0 { // of traces decided kept: they go on under the record
@@ -296,6 +295,5 @@ func (m *Memory) recoverScores(rec journal.Record) error {
 		d := &ScoreDelivery{Info: info, Logs: ld, Records: n, bytes: int64(n) * scoreCost, refs: map[*RecordRef]int{ref: n}}
 		queue(m, &m.readyScores, []*ScoreDelivery{d}, m.scoreWake)
 	}
-	ref.Done(1)
 	return nil
 }
