@@ -55,11 +55,8 @@ type liveRecord struct {
 }
 
 func newLive(id uint64, kind Kind) liveRecord {
-	switch kind {
-	case KindOpen, KindDropped, KindOpenParents, KindDecided, KindSession:
-		return liveRecord{id: id, lazy: true}
-	}
-	return liveRecord{id: id}
+	lazy := []Kind{KindOpen, KindDropped, KindOpenParents, KindDecided, KindSession}
+	return liveRecord{id: id, lazy: slices.Contains(lazy, kind)}
 }
 
 var _ Journal = (*Storage)(nil)
@@ -168,10 +165,7 @@ func (s *Storage) Flush(ctx context.Context) error {
 // when it fails nothing changed but what the caller undoes. Callers hold mu.
 func (s *Storage) commit(ctx context.Context, next uint64, ops ...*storage.Operation) error {
 	first := s.first // each id is passed once: amortized O(1)
-	for first < next {
-		if _, live := s.live[first]; live {
-			break
-		}
+	for first < next && s.live[first] == (liveRecord{}) {
 		first++
 	}
 	for id := range s.owed {

@@ -70,7 +70,8 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 		return 0, 0, nil
 	}
 	now := m.cfg.Now()
-	// Plan: copies of the records that may be held (their trace undecided), written ahead.
+	// Plan: copies of the records that may be held (their trace undecided), written ahead; those of
+	// decided traces only pass or drop (no room, no record).
 	var copies plog.Logs
 	var dest plog.LogRecordSlice // of scope from in copies
 	var from plog.ScopeLogs
@@ -93,22 +94,20 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 	if !scores {
 		return 0, 0, nil
 	}
-	if size > 0 { // records of decided traces only pass or drop: no room needed
+	ref := m.NewRecordRef(0, 1) // the guard: the record goes when its last held record is handed on
+	if size > 0 {
 		if err := m.ContentRoom(size); err != nil {
 			return 0, 0, err
 		}
-	}
-	ref := m.NewRecordRef(0, 1) // the guard: the record goes when its last held record is handed on
-	if m.cfg.Journaled && copies != (plog.Logs{}) {
-		payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(copies)
-		if err != nil {
-			return 0, 0, err
+		if m.cfg.Journaled {
+			payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(copies)
+			if err == nil {
+				ref.id, err = m.journal.Append(context.Background(), journal.KindScores, now, Metadata(info), payload)
+			}
+			if err != nil {
+				return 0, 0, fmt.Errorf("svcspanfilter: recording held score records: %w", err)
+			}
 		}
-		id, err := m.journal.Append(context.Background(), journal.KindScores, now, Metadata(info), payload)
-		if err != nil {
-			return 0, 0, fmt.Errorf("svcspanfilter: recording held score records: %w", err)
-		}
-		ref.id = id
 	}
 	held, dropped = m.applyScores(newRequestOrigin(info), sink, ld, now, ref)
 	ref.Done(1)
