@@ -1,10 +1,8 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -74,20 +72,34 @@ func (m *Memory) decisionState(t *trace) *traceDecision {
 
 // observeKept observes kept span r into its undecided trace, before it is settled, and reports
 // whether it waits for the decision: a matching rule, or a span not written ahead (its trace was
-// forgotten since the plan), decides the trace at once.
+// forgotten since the plan), decides the trace at once. In session mode, a trace a rule kept before
+// any of its spans named its session (a failing call ends, and is exported, before the agent span
+// that carries the session) keeps the session once a later span names it.
 func (sh *shard) observeKept(m *Memory, r *spanRef, og *origins, now time.Time, out *released) (waits bool) {
-	t := r.trace
+	t, o := r.trace, m.cfg.Outcome
 	d := m.decisionState(t)
 	rs := og.td.ResourceSpans().At(int(r.resource))
+	resource, scope := rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope()
 	if d.decided {
-		sh.learnSession(m, t, d, r, rs, now, out)
+		_, known := d.state.Session()
+		rule, matched := o.Matched(&d.state)
+		if known || !matched || !d.keep || o.Config().DecidePer != sampling.DecidePerSession {
+			return false
+		}
+		o.ObserveSpan(&d.state, r.span, resource, scope)
+		if k, ok := d.state.Session(); ok {
+			o.KeepSession(k, rule, now)
+			if m.cfg.Journaled {
+				out.sessions = append(out.sessions, keptSession{key: k, reason: rule, at: now})
+			}
+		}
 		return false
 	}
-	m.cfg.Outcome.ObserveSpan(&d.state, r.span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
+	o.ObserveSpan(&d.state, r.span, resource, scope)
 	if d.firstAt.IsZero() || now.Before(d.firstAt) {
 		d.firstAt = now
 	}
-	if _, matched := m.cfg.Outcome.Matched(&d.state); matched || !r.mayHold {
+	if _, matched := o.Matched(&d.state); matched || !r.mayHold {
 		sh.decide(m, t, now, out)
 		return false
 	}
@@ -217,24 +229,6 @@ type keptSession struct {
 	ref    *RecordRef
 }
 
-// journalSessions writes the sessions an operation kept, with no shard lock held.
-func (m *Memory) journalSessions(ss []keptSession) error {
-	var errs []error
-	for _, s := range ss {
-		payload := binary.BigEndian.AppendUint64(nil, uint64(s.key))
-		id, err := m.journal.Append(context.Background(), journal.KindSession, s.at, nil, append(payload, s.reason...))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("record of kind %d: %w", journal.KindSession, err))
-			continue
-		}
-		s.ref = m.NewRecordRef(id, 1)
-		m.sessionsMu.Lock()
-		m.sessions = append(m.sessions, s)
-		m.sessionsMu.Unlock()
-	}
-	return errors.Join(errs...)
-}
-
 // expireSessions removes the records of the kept sessions whose session_keep_duration is over.
 func (m *Memory) expireSessions(now time.Time) {
 	if m.cfg.Outcome == nil {
@@ -269,23 +263,4 @@ func (m *Memory) recoverSession(rec journal.Record, ref *RecordRef) error {
 	m.sessions = append(m.sessions, s)
 	m.sessionsMu.Unlock()
 	return nil
-}
-
-// learnSession: in session mode, a trace a rule kept before any of its spans named its session
-// (a failing call ends, and is exported, before the agent span that carries the session) keeps
-// the session once a later span names it.
-func (sh *shard) learnSession(m *Memory, t *trace, d *traceDecision, r *spanRef, rs ptrace.ResourceSpans, now time.Time, out *released) {
-	o := m.cfg.Outcome
-	_, known := d.state.Session()
-	rule, matched := o.Matched(&d.state)
-	if known || !matched || !d.keep || o.Config().DecidePer != sampling.DecidePerSession {
-		return
-	}
-	o.ObserveSpan(&d.state, r.span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
-	if k, ok := d.state.Session(); ok {
-		o.KeepSession(k, rule, now)
-		if m.cfg.Journaled {
-			out.sessions = append(out.sessions, keptSession{key: k, reason: rule, at: now})
-		}
-	}
 }

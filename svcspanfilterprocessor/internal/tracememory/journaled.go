@@ -2,6 +2,7 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -202,8 +203,19 @@ func pickDropped(refs []spanRef, idx []int32, out *released) {
 // call refused after apply would be sent again and what went on would reach the platform twice.
 func (m *Memory) journalAfterApply(out *released) {
 	err := errors.Join(m.journalEntries(journal.KindOpenParents, out.opened),
-		m.journalEntries(journal.KindDropped, out.dropped), m.journalEntries(journal.KindDecided, out.decided),
-		m.journalSessions(out.sessions))
+		m.journalEntries(journal.KindDropped, out.dropped), m.journalEntries(journal.KindDecided, out.decided))
+	for _, s := range out.sessions { // a record each: it goes when its session_keep_duration ends
+		payload := append(binary.BigEndian.AppendUint64(nil, uint64(s.key)), s.reason...)
+		id, serr := m.journal.Append(context.Background(), journal.KindSession, s.at, nil, payload)
+		if serr != nil {
+			err = errors.Join(err, fmt.Errorf("record of kind %d: %w", journal.KindSession, serr))
+			continue
+		}
+		s.ref = m.NewRecordRef(id, 1)
+		m.sessionsMu.Lock()
+		m.sessions = append(m.sessions, s)
+		m.sessionsMu.Unlock()
+	}
 	if err != nil {
 		m.cfg.Logger.Warn("Could not journal open parents, dropped spans or kept traces and sessions; after a "+
 			"restart a span below one of them may not find its nearest kept ancestor, or a later span of a kept "+
