@@ -49,13 +49,6 @@ type Journal interface {
 	Remove(ctx context.Context, ids ...uint64) error
 }
 
-// Nop is the journal when no storage is configured.
-var Nop Journal = nop{}
-
-type nop struct{}
-
-func (nop) Append(context.Context, Kind, time.Time, map[string][]string, []byte) (uint64, error) {
-	return 0, nil
-}
-
-func (nop) Remove(context.Context, ...uint64) error { return nil }
+// Nop is the journal when no storage is configured: nil. Its users check for it before any call
+// (tracememory.Config.Journaled is false), so an unchecked call fails loudly, not silently.
+var Nop Journal

@@ -259,11 +259,10 @@ func (t *trace) attach(m *Memory, ref *RecordRef) {
 	m.addBytes(t, refCost)
 }
 
-// Recover restores, in this order (doc.go, "recovery"), the dropped spans and open parents that
-// spans recovered after them walk through and point at, the kept decisions and sessions, the held
-// spans (oldest first: spans that resolve among themselves are queued at once) and held scores.
-// Other kinds are left to their owners. What a record restores holds its reference beyond the
-// guard: one that cannot be read, or of outcome sampling when it is off now, is removed.
+// Recover restores the records of its kinds in the order of doc.go ("recovery"), oldest first (held
+// spans that resolve among themselves are queued at once); other kinds are left to their owners.
+// What a record restores holds its reference beyond the guard: one that cannot be read, or of
+// outcome sampling when it is off now, is removed.
 func (m *Memory) Recover(records []journal.Record) error {
 	fixed := func(n int) func([]byte) int { return func([]byte) int { return n } }
 	var errs []error
