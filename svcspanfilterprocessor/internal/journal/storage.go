@@ -265,7 +265,7 @@ func encodeRecord(kind Kind, heldAt time.Time, metadata map[string][]string, pay
 		}
 	}
 	b = append(b, payload...)
-	binary.BigEndian.PutUint32(b[2:], crc32Of(b[6:]))
+	binary.BigEndian.PutUint32(b[2:], crc32.Checksum(b[6:], crcTable))
 	return b
 }
 
@@ -282,7 +282,7 @@ func decodeRecord(b []byte) (Record, error) {
 	if b[0] != recordVersion {
 		return Record{}, fmt.Errorf("unknown record version %d", b[0])
 	}
-	if want, got := binary.BigEndian.Uint32(b[2:]), crc32Of(b[6:]); want != got {
+	if want, got := binary.BigEndian.Uint32(b[2:]), crc32.Checksum(b[6:], crcTable); want != got {
 		return Record{}, fmt.Errorf("checksum mismatch (stored %08x, computed %08x)", want, got)
 	}
 	rec := Record{Kind: Kind(b[1]), HeldAt: time.Unix(0, int64(binary.BigEndian.Uint64(b[6:])))}
@@ -330,5 +330,3 @@ func (r *reader) string() string {
 	r.b = r.b[n:]
 	return s
 }
-
-func crc32Of(b []byte) uint32 { return crc32.Checksum(b, crcTable) }

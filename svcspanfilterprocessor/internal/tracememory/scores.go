@@ -173,11 +173,8 @@ func eachScore(ld plog.Logs, f func(plog.ResourceLogs, plog.ScopeLogs, plog.LogR
 
 func scoreSize(lr plog.LogRecord) int64 { return mapSize(lr.Attributes()) + scoreCost }
 
-// decideScores releases (keep) or drops t's held score records (under the shard lock).
+// decideScores releases (keep) or drops the held score records of t, decided (under the shard lock).
 func (sh *shard) decideScores(m *Memory, t *trace, keep bool, out *released) {
-	if t.refs == nil || len(t.refs.scores) == 0 {
-		return
-	}
 	for _, hs := range t.refs.scores {
 		m.addBytes(t, -hs.bytes)
 		sh.pending.decisionBytes -= hs.bytes
