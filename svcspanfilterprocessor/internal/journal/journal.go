@@ -14,9 +14,8 @@ const (
 	KindSpans   Kind = 1 // ptrace proto (ptrace.ProtoMarshaler) of the held spans of one call
 	KindContent Kind = 2 // plog proto of the content log records absorbed by one logs call
 	KindOpen    Kind = 3 // open parents as v0.1.0 wrote them (read only): trace id, span id
-	// KindDropped: dropped spans, so that a kept span arriving after a restart still finds its nearest
-	// kept ancestor: trace id, span id, parent span id (zero for a root), 1 if it went on as a
-	// connector span (else 0).
+	// KindDropped: dropped spans, so that a kept span arriving after a restart finds its nearest kept
+	// ancestor: trace id, span id, parent span id (zero for a root), 1 if it went on as a connector, else 0.
 	KindDropped Kind = 4
 	// KindOpenParents: parents delivered spans point at, not seen, so that after a restart they are
 	// still bridged by a connector span and a parent closing a cycle is cut: trace id, span id, the
@@ -49,6 +48,5 @@ type Journal interface {
 	Remove(ctx context.Context, ids ...uint64) error
 }
 
-// Nop is the journal when no storage is configured: nil. Its users check for it before any call
-// (tracememory.Config.Journaled is false), so an unchecked call fails loudly, not silently.
+// Nop is the journal when no storage is configured: nil, so a call its users did not guard fails loudly.
 var Nop Journal

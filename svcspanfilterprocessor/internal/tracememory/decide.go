@@ -15,8 +15,7 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Outcome sampling (docs/outcome-sampling.md; doc.go has its states and events). The decision lives
-// as long as the trace record.
+// Outcome sampling (docs/outcome-sampling.md; doc.go has its states and events).
 
 // ReasonAttribute is the root span attribute of a kept trace that names why it was kept: a per-key
 // trace metadata attribute, shown in the trace's metadata (docs/outcome-sampling.md).
@@ -124,7 +123,8 @@ func markRoot(t *trace, span ptrace.Span, resource pcommon.Resource, scope pcomm
 }
 
 // decide decides t on what it observed (every path: doc.go, "decision") and applies it: kept, its
-// held spans stop waiting for it (and go on unless they wait for more); dropped, they are discarded.
+// held spans stop waiting for it (and go on unless they wait for more) and its held scores go on;
+// dropped, both are discarded.
 func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 	d := m.decisionState(t)
 	if d.decided {
@@ -146,7 +146,17 @@ func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 		}
 	}
 	out.stats.Decided = append(out.stats.Decided, Decided{Trace: t.id, Keep: d.keep, Reason: d.reason, Wait: now.Sub(d.firstAt)})
-	sh.decideScores(m, t, d.keep, out)
+	for _, hs := range t.refs.scores { // its held score records go on or are dropped with it
+		m.addBytes(t, -hs.bytes)
+		sh.pending.decisionBytes -= hs.bytes
+		if d.keep {
+			out.scores = append(out.scores, hs)
+		} else {
+			out.done = append(out.done, hs.ref)
+			out.stats.ScoresDropped++
+		}
+	}
+	t.refs.scores = nil
 	for _, it := range t.held { // only it leaves t.held
 		if it.reason&WaitDecision == 0 {
 			continue

@@ -301,7 +301,7 @@ func (m *Memory) Recover(records []journal.Record) error {
 				continue
 			}
 			guard := m.NewRecordRef(rec.ID, 1)
-			if !pass.outcome || m.cfg.Outcome != nil { // off now: nothing is decided by trace
+			if !pass.outcome || m.cfg.Outcome != nil { // off, nothing is decided by trace
 				if err := pass.recover(rec, guard); err != nil {
 					errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
 				}

@@ -173,21 +173,6 @@ func eachScore(ld plog.Logs, f func(plog.ResourceLogs, plog.ScopeLogs, plog.LogR
 
 func scoreSize(lr plog.LogRecord) int64 { return mapSize(lr.Attributes()) + scoreCost }
 
-// decideScores releases (keep) or drops the held score records of t, decided (under the shard lock).
-func (sh *shard) decideScores(m *Memory, t *trace, keep bool, out *released) {
-	for _, hs := range t.refs.scores {
-		m.addBytes(t, -hs.bytes)
-		sh.pending.decisionBytes -= hs.bytes
-		if keep {
-			out.scores = append(out.scores, hs)
-		} else {
-			out.done = append(out.done, hs.ref)
-			out.stats.ScoresDropped++
-		}
-	}
-	t.refs.scores = nil
-}
-
 // groupScores builds one delivery per request, records under copies of their resource and scope.
 func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 	if len(scores) == 0 {
