@@ -17,9 +17,8 @@ const (
 	// KindDropped: dropped spans, so that a kept span arriving after a restart finds its nearest kept
 	// ancestor: trace id, span id, parent span id (zero for a root), 1 if it went on as a connector, else 0.
 	KindDropped Kind = 4
-	// KindOpenParents: parents delivered spans point at, not seen, so that after a restart they are
-	// still bridged by a connector span and a parent closing a cycle is cut: trace id, span id, the
-	// id of a span that went on pointing at it.
+	// KindOpenParents: unseen parents delivered spans point at (after a restart still bridged by a
+	// connector, a parent closing a cycle still cut): trace id, span id, a span that went on below it.
 	KindOpenParents Kind = 5
 	// KindDecided: traces outcome sampling decided kept, so that their later spans follow after a
 	// restart: trace id, the length of the reason (1 byte), the reason. HeldAt: the decision's time.

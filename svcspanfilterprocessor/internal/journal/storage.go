@@ -46,18 +46,15 @@ type Storage struct {
 	owed map[uint64]struct{}
 }
 
-// liveRecord is lazy when a late delete only restores what is already forgotten or over (all kinds
-// but held spans, content and scores, which would deliver again): its delete waits for the next
+// liveRecord is lazy when a late delete only restores what is already forgotten or over (lazyKinds:
+// all but held spans, content and scores, which would deliver again): its delete waits for the next
 // Append (or Flush), so a call that drops spans costs one transaction, not two.
 type liveRecord struct {
 	id   uint64
 	lazy bool
 }
 
-func newLive(id uint64, kind Kind) liveRecord {
-	lazy := []Kind{KindOpen, KindDropped, KindOpenParents, KindDecided, KindSession}
-	return liveRecord{id: id, lazy: slices.Contains(lazy, kind)}
-}
+var lazyKinds = []Kind{KindOpen, KindDropped, KindOpenParents, KindDecided, KindSession}
 
 var _ Journal = (*Storage)(nil)
 
@@ -99,7 +96,7 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 			}
 			rec.ID = id
 			records = append(records, rec)
-			s.live[id] = newLive(id, rec.Kind)
+			s.live[id] = liveRecord{id: id, lazy: slices.Contains(lazyKinds, rec.Kind)}
 		}
 	}
 	// Oldest first by time: compactRange may have moved an old record past newer ones.
@@ -120,7 +117,7 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 	defer s.mu.Unlock()
 	s.compactRange(ctx)
 	id := s.next
-	s.live[id] = newLive(id, kind)
+	s.live[id] = liveRecord{id: id, lazy: slices.Contains(lazyKinds, kind)}
 	if err := s.commit(ctx, id+1, storage.SetOperation(recordKey(id), value)); err != nil {
 		delete(s.live, id)
 		return 0, writeError("journal: append", err)

@@ -181,7 +181,6 @@ func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 	var out []*ScoreDelivery
 	byRequest := map[*requestOrigin]*ScoreDelivery{} // a request came through one sink
 	scopes := map[*logOrigin]plog.LogRecordSlice{}
-	var total int64
 	for _, hs := range scores {
 		o := hs.origin
 		d := byRequest[o.request]
@@ -198,10 +197,9 @@ func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 		hs.record.MoveTo(records.AppendEmpty())
 		d.Records++
 		d.bytes += hs.bytes
-		total += hs.bytes
 		d.refs[hs.ref]++
+		m.readyBytes.Add(hs.bytes)
 	}
-	m.readyBytes.Add(total)
 	return out
 }
 
