@@ -161,7 +161,7 @@ const (
 	refCost      = 16
 )
 
-// entries are those of one KindOpenParents or KindDropped record to write, and the trace of each.
+// entries are those of one per-trace record to write (KindOpenParents, KindDropped, KindDecided).
 type entries struct {
 	payload []byte
 	traces  []*trace
