@@ -286,44 +286,37 @@ func decodeRecord(b []byte) (Record, error) {
 	if rec.Kind < KindSpans || rec.Kind > KindScores {
 		return Record{}, fmt.Errorf("unknown record kind %d", rec.Kind)
 	}
-	r := reader{b: b[recordHeader:]}
-	for i, n := uint64(0), r.uvarint(); i < n && !r.short; i++ {
+	// The metadata's uvarint-prefixed fields; short once one is cut off (what is read then is unused).
+	b, short := b[recordHeader:], false
+	uvarint := func() uint64 {
+		v, n := binary.Uvarint(b)
+		short = short || n <= 0
+		b = b[max(n, 0):]
+		return v
+	}
+	str := func() string {
+		n := uvarint()
+		if n > uint64(len(b)) {
+			short, n = true, 0
+		}
+		s := string(b[:n])
+		b = b[n:]
+		return s
+	}
+	for i, n := uint64(0), uvarint(); i < n && !short; i++ {
 		if rec.Metadata == nil {
 			rec.Metadata = make(map[string][]string, min(n, 64))
 		}
-		k, nv := r.string(), r.uvarint()
+		k, nv := str(), uvarint()
 		vs := make([]string, 0, min(nv, 64))
-		for j := uint64(0); j < nv && !r.short; j++ {
-			vs = append(vs, r.string())
+		for j := uint64(0); j < nv && !short; j++ {
+			vs = append(vs, str())
 		}
 		rec.Metadata[k] = vs
 	}
-	if r.short {
+	if short {
 		return Record{}, fmt.Errorf("metadata: %w", errTruncated)
 	}
-	rec.Payload = r.b
+	rec.Payload = b
 	return rec, nil
-}
-
-// reader decodes uvarint-prefixed fields; short once one is cut off (what it reads then is unused).
-type reader struct {
-	b     []byte
-	short bool
-}
-
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	r.short = r.short || n <= 0
-	r.b = r.b[max(n, 0):]
-	return v
-}
-
-func (r *reader) string() string {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.short, n = true, 0
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
 }
