@@ -152,13 +152,12 @@ func Metadata(info client.Info) map[string][]string {
 	return md
 }
 
-// The sizes of one entry of a KindDropped, KindOpenParents and KindOpen payload (journal.go), and
-// what one journal record reference of a trace counts in the budget.
+// The sizes of an entry of KindDropped, KindOpenParents and KindOpen (journal.go).
 const (
 	droppedBytes = 16 + 8 + 8 + 1
 	openBytes    = 16 + 8 + 8
 	openBytesV1  = 16 + 8
-	refCost      = 16
+	refCost      = 16 // what a journal record reference of a trace counts in the budget
 )
 
 // entries are those of one per-trace record to write (KindOpenParents, KindDropped, KindDecided).

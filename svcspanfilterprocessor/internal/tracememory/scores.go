@@ -70,8 +70,7 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 		return 0, 0, nil
 	}
 	now := m.cfg.Now()
-	// Plan: copies of the records that may be held (their trace undecided), written ahead; those of
-	// decided traces only pass or drop (no room, no record).
+	// Plan: copies of the records of undecided traces, written ahead (the others need no room).
 	var copies plog.Logs
 	var dest plog.LogRecordSlice // of scope from in copies
 	var from plog.ScopeLogs
