@@ -14,13 +14,11 @@ const (
 	KindSpans   Kind = 1 // ptrace proto (ptrace.ProtoMarshaler) of the held spans of one call
 	KindContent Kind = 2 // plog proto of the content log records absorbed by one logs call
 	KindOpen    Kind = 3 // open parents as v0.1.0 wrote them (read only): trace id, span id
-	// KindDropped: dropped spans, so that a kept span arriving after a restart still finds its nearest
-	// kept ancestor: trace id, span id, parent span id (zero for a root), 1 if it went on as a
-	// connector span (else 0).
+	// KindDropped: dropped spans, so that a kept span arriving after a restart finds its nearest kept
+	// ancestor: trace id, span id, parent span id (zero for a root), 1 if it went on as a connector, else 0.
 	KindDropped Kind = 4
-	// KindOpenParents: parents delivered spans point at, not seen, so that after a restart they are
-	// still bridged by a connector span and a parent closing a cycle is cut: trace id, span id, the
-	// id of a span that went on pointing at it.
+	// KindOpenParents: unseen parents delivered spans point at (after a restart still bridged by a
+	// connector, a parent closing a cycle still cut): trace id, span id, a span that went on below it.
 	KindOpenParents Kind = 5
 	// KindDecided: traces outcome sampling decided kept, so that their later spans follow after a
 	// restart: trace id, the length of the reason (1 byte), the reason. HeldAt: the decision's time.
@@ -49,13 +47,5 @@ type Journal interface {
 	Remove(ctx context.Context, ids ...uint64) error
 }
 
-// Nop is the journal when no storage is configured.
-var Nop Journal = nop{}
-
-type nop struct{}
-
-func (nop) Append(context.Context, Kind, time.Time, map[string][]string, []byte) (uint64, error) {
-	return 0, nil
-}
-
-func (nop) Remove(context.Context, ...uint64) error { return nil }
+// Nop is the journal when no storage is configured: nil, so a call its users did not guard fails loudly.
+var Nop Journal

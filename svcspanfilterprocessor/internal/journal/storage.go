@@ -46,21 +46,15 @@ type Storage struct {
 	owed map[uint64]struct{}
 }
 
-// liveRecord is lazy when a late delete only restores what is already forgotten or over (all kinds
-// but held spans, content and scores, which would deliver again): its delete waits for the next
+// liveRecord is lazy when a late delete only restores what is already forgotten or over (lazyKinds:
+// all but held spans, content and scores, which would deliver again): its delete waits for the next
 // Append (or Flush), so a call that drops spans costs one transaction, not two.
 type liveRecord struct {
 	id   uint64
 	lazy bool
 }
 
-func newLive(id uint64, kind Kind) liveRecord {
-	switch kind {
-	case KindOpen, KindDropped, KindOpenParents, KindDecided, KindSession:
-		return liveRecord{id: id, lazy: true}
-	}
-	return liveRecord{id: id}
-}
+var lazyKinds = []Kind{KindOpen, KindDropped, KindOpenParents, KindDecided, KindSession}
 
 var _ Journal = (*Storage)(nil)
 
@@ -102,7 +96,7 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 			}
 			rec.ID = id
 			records = append(records, rec)
-			s.live[id] = newLive(id, rec.Kind)
+			s.live[id] = liveRecord{id: id, lazy: slices.Contains(lazyKinds, rec.Kind)}
 		}
 	}
 	// Oldest first by time: compactRange may have moved an old record past newer ones.
@@ -123,7 +117,7 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 	defer s.mu.Unlock()
 	s.compactRange(ctx)
 	id := s.next
-	s.live[id] = newLive(id, kind)
+	s.live[id] = liveRecord{id: id, lazy: slices.Contains(lazyKinds, kind)}
 	if err := s.commit(ctx, id+1, storage.SetOperation(recordKey(id), value)); err != nil {
 		delete(s.live, id)
 		return 0, writeError("journal: append", err)
@@ -168,10 +162,7 @@ func (s *Storage) Flush(ctx context.Context) error {
 // when it fails nothing changed but what the caller undoes. Callers hold mu.
 func (s *Storage) commit(ctx context.Context, next uint64, ops ...*storage.Operation) error {
 	first := s.first // each id is passed once: amortized O(1)
-	for first < next {
-		if _, live := s.live[first]; live {
-			break
-		}
+	for first < next && s.live[first] == (liveRecord{}) {
 		first++
 	}
 	for id := range s.owed {
@@ -271,7 +262,7 @@ func encodeRecord(kind Kind, heldAt time.Time, metadata map[string][]string, pay
 		}
 	}
 	b = append(b, payload...)
-	binary.BigEndian.PutUint32(b[2:], crc32Of(b[6:]))
+	binary.BigEndian.PutUint32(b[2:], crc32.Checksum(b[6:], crcTable))
 	return b
 }
 
@@ -288,53 +279,44 @@ func decodeRecord(b []byte) (Record, error) {
 	if b[0] != recordVersion {
 		return Record{}, fmt.Errorf("unknown record version %d", b[0])
 	}
-	if want, got := binary.BigEndian.Uint32(b[2:]), crc32Of(b[6:]); want != got {
+	if want, got := binary.BigEndian.Uint32(b[2:]), crc32.Checksum(b[6:], crcTable); want != got {
 		return Record{}, fmt.Errorf("checksum mismatch (stored %08x, computed %08x)", want, got)
 	}
 	rec := Record{Kind: Kind(b[1]), HeldAt: time.Unix(0, int64(binary.BigEndian.Uint64(b[6:])))}
 	if rec.Kind < KindSpans || rec.Kind > KindScores {
 		return Record{}, fmt.Errorf("unknown record kind %d", rec.Kind)
 	}
-	r := reader{b: b[recordHeader:]}
-	for i, n := uint64(0), r.uvarint(); i < n && !r.short; i++ {
+	// The metadata's uvarint-prefixed fields; short once one is cut off (what is read then is unused).
+	b, short := b[recordHeader:], false
+	uvarint := func() uint64 {
+		v, n := binary.Uvarint(b)
+		short = short || n <= 0
+		b = b[max(n, 0):]
+		return v
+	}
+	str := func() string {
+		n := uvarint()
+		if n > uint64(len(b)) {
+			short, n = true, 0
+		}
+		s := string(b[:n])
+		b = b[n:]
+		return s
+	}
+	for i, n := uint64(0), uvarint(); i < n && !short; i++ {
 		if rec.Metadata == nil {
 			rec.Metadata = make(map[string][]string, min(n, 64))
 		}
-		k, nv := r.string(), r.uvarint()
+		k, nv := str(), uvarint()
 		vs := make([]string, 0, min(nv, 64))
-		for j := uint64(0); j < nv && !r.short; j++ {
-			vs = append(vs, r.string())
+		for j := uint64(0); j < nv && !short; j++ {
+			vs = append(vs, str())
 		}
 		rec.Metadata[k] = vs
 	}
-	if r.short {
+	if short {
 		return Record{}, fmt.Errorf("metadata: %w", errTruncated)
 	}
-	rec.Payload = r.b
+	rec.Payload = b
 	return rec, nil
 }
-
-// reader decodes uvarint-prefixed fields; short once one is cut off (what it reads then is unused).
-type reader struct {
-	b     []byte
-	short bool
-}
-
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	r.short = r.short || n <= 0
-	r.b = r.b[max(n, 0):]
-	return v
-}
-
-func (r *reader) string() string {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.short, n = true, 0
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
-}
-
-func crc32Of(b []byte) uint32 { return crc32.Checksum(b, crcTable) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
@@ -185,7 +186,7 @@ func TestCorruptRecordIsSkipped(t *testing.T) {
 // reseal recomputes the checksum, so the damage is found by the decoder's other checks.
 func reseal(b []byte) []byte {
 	if len(b) >= recordHeader {
-		sum := crc32Of(b[6:])
+		sum := crc32.Checksum(b[6:], crcTable)
 		b[2], b[3], b[4], b[5] = byte(sum>>24), byte(sum>>16), byte(sum>>8), byte(sum)
 	}
 	return b

@@ -1,10 +1,8 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -17,8 +15,7 @@ import (
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Outcome sampling (docs/outcome-sampling.md; doc.go has its states and events). The decision lives
-// as long as the trace record.
+// Outcome sampling (docs/outcome-sampling.md; doc.go has its states and events).
 
 // ReasonAttribute is the root span attribute of a kept trace that names why it was kept: a per-key
 // trace metadata attribute, shown in the trace's metadata (docs/outcome-sampling.md).
@@ -74,20 +71,34 @@ func (m *Memory) decisionState(t *trace) *traceDecision {
 
 // observeKept observes kept span r into its undecided trace, before it is settled, and reports
 // whether it waits for the decision: a matching rule, or a span not written ahead (its trace was
-// forgotten since the plan), decides the trace at once.
+// forgotten since the plan), decides the trace at once. In session mode, a trace a rule kept before
+// any of its spans named its session (a failing call ends, and is exported, before the agent span
+// that carries the session) keeps the session once a later span names it.
 func (sh *shard) observeKept(m *Memory, r *spanRef, og *origins, now time.Time, out *released) (waits bool) {
-	t := r.trace
+	t, o := r.trace, m.cfg.Outcome
 	d := m.decisionState(t)
 	rs := og.td.ResourceSpans().At(int(r.resource))
+	resource, scope := rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope()
 	if d.decided {
-		sh.learnSession(m, t, d, r, rs, now, out)
+		_, known := d.state.Session()
+		rule, matched := o.Matched(&d.state)
+		if known || !matched || !d.keep || o.Config().DecidePer != sampling.DecidePerSession {
+			return false
+		}
+		o.ObserveSpan(&d.state, r.span, resource, scope)
+		if k, ok := d.state.Session(); ok {
+			o.KeepSession(k, rule, now)
+			if m.cfg.Journaled {
+				out.sessions = append(out.sessions, keptSession{key: k, reason: rule, at: now})
+			}
+		}
 		return false
 	}
-	m.cfg.Outcome.ObserveSpan(&d.state, r.span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
+	o.ObserveSpan(&d.state, r.span, resource, scope)
 	if d.firstAt.IsZero() || now.Before(d.firstAt) {
 		d.firstAt = now
 	}
-	if _, matched := m.cfg.Outcome.Matched(&d.state); matched || !r.mayHold {
+	if _, matched := o.Matched(&d.state); matched || !r.mayHold {
 		sh.decide(m, t, now, out)
 		return false
 	}
@@ -112,7 +123,8 @@ func markRoot(t *trace, span ptrace.Span, resource pcommon.Resource, scope pcomm
 }
 
 // decide decides t on what it observed (every path: doc.go, "decision") and applies it: kept, its
-// held spans stop waiting for it (and go on unless they wait for more); dropped, they are discarded.
+// held spans stop waiting for it (and go on unless they wait for more) and its held scores go on;
+// dropped, both are discarded.
 func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 	d := m.decisionState(t)
 	if d.decided {
@@ -134,13 +146,29 @@ func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 		}
 	}
 	out.stats.Decided = append(out.stats.Decided, Decided{Trace: t.id, Keep: d.keep, Reason: d.reason, Wait: now.Sub(d.firstAt)})
-	sh.decideScores(m, t, d.keep, out)
+	for _, hs := range t.refs.scores { // its held score records go on or are dropped with it
+		m.addBytes(t, -hs.bytes)
+		sh.pending.decisionBytes -= hs.bytes
+		if d.keep {
+			out.scores = append(out.scores, hs)
+		} else {
+			out.done = append(out.done, hs.ref)
+			out.stats.ScoresDropped++
+		}
+	}
+	t.refs.scores = nil
 	for _, it := range t.held { // only it leaves t.held
 		if it.reason&WaitDecision == 0 {
 			continue
 		}
-		if !d.keep {
-			sh.discard(m, t, it, out)
+		if !d.keep { // discarded, the content it gathered (waiting again once unheld) unmatched
+			sh.unhold(m, t, it)
+			if id := it.span.SpanID(); t.content[id] != nil {
+				sh.dropContent(m, t, id, t.content[id], UnmatchedSpanDropped, out)
+			}
+			it.reason = 0
+			out.done = append(append(out.done, it.ref), it.contentRefs...)
+			out.stats.Discarded++
 			continue
 		}
 		sh.decisionWaitOver(it)
@@ -162,20 +190,6 @@ func (sh *shard) decisionWaitOver(it *item) {
 	it.reason &^= WaitDecision
 }
 
-// discard forgets held item it of a dropped trace and the content it gathered; its records are done.
-func (sh *shard) discard(m *Memory, t *trace, it *item, out *released) {
-	if len(it.content) > 0 {
-		out.stats.ContentUnmatched[UnmatchedSpanDropped] += sumOf(it.content, waitingContent.records)
-		out.done = append(out.done, refsOf(it.content)...)
-		m.addBytes(t, -sumOf(it.content, waitingContent.bytes))
-		it.content = nil
-	}
-	sh.unhold(m, t, it)
-	it.reason = 0
-	out.done = append(append(out.done, it.ref), it.contentRefs...)
-	out.stats.Discarded++
-}
-
 // expireDecision decides t when its decision wait is over, or its root arrived and it settled.
 func (sh *shard) expireDecision(m *Memory, t *trace, now time.Time, out *released) {
 	d := t.decisionOf()
@@ -195,7 +209,14 @@ func (m *Memory) enforceDecisions() {
 		return
 	}
 	var out released
-	undecided := fronts{pick: (*shard).oldestUndecided}
+	undecided := fronts{pick: func(sh *shard) *trace { // the least recently active undecided trace
+		for t := sh.waiting.head; t != nil; t = t.next {
+			if d := t.decisionOf(); d != nil && !d.decided {
+				return t
+			}
+		}
+		return nil
+	}}
 	decide := func(sh *shard, t *trace) {
 		sh.decide(m, t, m.cfg.Now(), &out)
 		out.stats.DecidedEarly++
@@ -203,16 +224,6 @@ func (m *Memory) enforceDecisions() {
 	for m.decisionBytes.Load() > m.cfg.MaxHeldBytes && undecided.takeOldest(m, decide) {
 	}
 	m.finish(&out)
-}
-
-// oldestUndecided is the shard's least recently active trace holding spans for its decision.
-func (sh *shard) oldestUndecided() *trace {
-	for t := sh.waiting.head; t != nil; t = t.next {
-		if d := t.decisionOf(); d != nil && !d.decided {
-			return t
-		}
-	}
-	return nil
 }
 
 // SetOutcome turns outcome sampling on, before the first span (the processor's Start).
@@ -226,24 +237,6 @@ type keptSession struct {
 	reason string
 	at     time.Time
 	ref    *RecordRef
-}
-
-// journalSessions writes the sessions an operation kept, with no shard lock held.
-func (m *Memory) journalSessions(ss []keptSession) error {
-	var errs []error
-	for _, s := range ss {
-		payload := binary.BigEndian.AppendUint64(nil, uint64(s.key))
-		id, err := m.journal.Append(context.Background(), journal.KindSession, s.at, nil, append(payload, s.reason...))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("record of kind %d: %w", journal.KindSession, err))
-			continue
-		}
-		s.ref = m.NewRecordRef(id, 1)
-		m.sessionsMu.Lock()
-		m.sessions = append(m.sessions, s)
-		m.sessionsMu.Unlock()
-	}
-	return errors.Join(errs...)
 }
 
 // expireSessions removes the records of the kept sessions whose session_keep_duration is over.
@@ -268,34 +261,16 @@ func (m *Memory) expireSessions(now time.Time) {
 }
 
 // recoverSession keeps a KindSession record's session again from the time it was kept.
-func (m *Memory) recoverSession(rec journal.Record) error {
+func (m *Memory) recoverSession(rec journal.Record, ref *RecordRef) error {
 	if len(rec.Payload) < 8 {
-		return fmt.Errorf("journal record %d: a truncated kept session", rec.ID)
+		return errors.New("a truncated kept session")
 	}
+	ref.add(1)
 	key := sampling.SessionKey(binary.BigEndian.Uint64(rec.Payload))
-	s := keptSession{key: key, reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: m.NewRecordRef(rec.ID, 1)}
+	s := keptSession{key: key, reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: ref}
 	m.cfg.Outcome.KeepSession(s.key, s.reason, s.at)
 	m.sessionsMu.Lock()
 	m.sessions = append(m.sessions, s)
 	m.sessionsMu.Unlock()
 	return nil
-}
-
-// learnSession: in session mode, a trace a rule kept before any of its spans named its session
-// (a failing call ends, and is exported, before the agent span that carries the session) keeps
-// the session once a later span names it.
-func (sh *shard) learnSession(m *Memory, t *trace, d *traceDecision, r *spanRef, rs ptrace.ResourceSpans, now time.Time, out *released) {
-	o := m.cfg.Outcome
-	_, known := d.state.Session()
-	rule, matched := o.Matched(&d.state)
-	if known || !matched || !d.keep || o.Config().DecidePer != sampling.DecidePerSession {
-		return
-	}
-	o.ObserveSpan(&d.state, r.span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
-	if k, ok := d.state.Session(); ok {
-		o.KeepSession(k, rule, now)
-		if m.cfg.Journaled {
-			out.sessions = append(out.sessions, keptSession{key: k, reason: rule, at: now})
-		}
-	}
 }

@@ -2,6 +2,7 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -56,12 +57,10 @@ func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og
 		return nil
 	}
 	payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(copies)
-	if err != nil {
-		return err
+	if err == nil {
+		md := Metadata(og.request.info)
+		ref.id, err = m.journal.Append(context.Background(), journal.KindSpans, heldAt, md, payload)
 	}
-	md := Metadata(og.request.info)
-	id, err := m.journal.Append(context.Background(), journal.KindSpans, heldAt, md, payload)
-	ref.id = id
 	return err
 }
 
@@ -153,16 +152,15 @@ func Metadata(info client.Info) map[string][]string {
 	return md
 }
 
-// The sizes of one entry of a KindDropped, KindOpenParents and KindOpen payload (journal.go), and
-// what one journal record reference of a trace counts in the budget.
+// The sizes of an entry of KindDropped, KindOpenParents and KindOpen (journal.go).
 const (
 	droppedBytes = 16 + 8 + 8 + 1
 	openBytes    = 16 + 8 + 8
 	openBytesV1  = 16 + 8
-	refCost      = 16
+	refCost      = 16 // what a journal record reference of a trace counts in the budget
 )
 
-// entries are those of one KindOpenParents or KindDropped record to write, and the trace of each.
+// entries are those of one per-trace record to write (KindOpenParents, KindDropped, KindDecided).
 type entries struct {
 	payload []byte
 	traces  []*trace
@@ -204,8 +202,19 @@ func pickDropped(refs []spanRef, idx []int32, out *released) {
 // call refused after apply would be sent again and what went on would reach the platform twice.
 func (m *Memory) journalAfterApply(out *released) {
 	err := errors.Join(m.journalEntries(journal.KindOpenParents, out.opened),
-		m.journalEntries(journal.KindDropped, out.dropped), m.journalEntries(journal.KindDecided, out.decided),
-		m.journalSessions(out.sessions))
+		m.journalEntries(journal.KindDropped, out.dropped), m.journalEntries(journal.KindDecided, out.decided))
+	for _, s := range out.sessions { // a record each: it goes when its session_keep_duration ends
+		payload := append(binary.BigEndian.AppendUint64(nil, uint64(s.key)), s.reason...)
+		id, serr := m.journal.Append(context.Background(), journal.KindSession, s.at, nil, payload)
+		if serr != nil {
+			err = errors.Join(err, fmt.Errorf("record of kind %d: %w", journal.KindSession, serr))
+			continue
+		}
+		s.ref = m.NewRecordRef(id, 1)
+		m.sessionsMu.Lock()
+		m.sessions = append(m.sessions, s)
+		m.sessionsMu.Unlock()
+	}
 	if err != nil {
 		m.cfg.Logger.Warn("Could not journal open parents, dropped spans or kept traces and sessions; after a "+
 			"restart a span below one of them may not find its nearest kept ancestor, or a later span of a kept "+
@@ -249,18 +258,17 @@ func (t *trace) attach(m *Memory, ref *RecordRef) {
 	m.addBytes(t, refCost)
 }
 
-// Recover restores, in this order (doc.go, "recovery"), the dropped spans and open parents that
-// spans recovered after them walk through and point at, the kept decisions and sessions, the held
-// spans (oldest first: spans that resolve among themselves are queued at once) and held scores.
-// Other kinds are left to their owners. A record that cannot be read, or of outcome sampling when
-// it is off now, is removed.
+// Recover restores the records of its kinds in the order of doc.go ("recovery"), oldest first (held
+// spans that resolve among themselves are queued at once); other kinds are left to their owners.
+// What a record restores holds its reference beyond the guard: one that cannot be read, or of
+// outcome sampling when it is off now, is removed.
 func (m *Memory) Recover(records []journal.Record) error {
 	fixed := func(n int) func([]byte) int { return func([]byte) int { return n } }
 	var errs []error
 	for _, pass := range []struct {
 		kind    journal.Kind
 		outcome bool
-		recover func(journal.Record) error
+		recover func(journal.Record, *RecordRef) error
 	}{
 		{journal.KindDropped, false, m.perTrace(fixed(droppedBytes), func(t *trace, e []byte) {
 			st := stateDropped
@@ -291,12 +299,13 @@ func (m *Memory) Recover(records []journal.Record) error {
 			if rec.Kind != pass.kind {
 				continue
 			}
-			if pass.outcome && m.cfg.Outcome == nil { // off now: nothing is decided by trace
-				m.NewRecordRef(rec.ID, 1).Done(1)
-			} else if err := pass.recover(rec); err != nil {
-				errs = append(errs, err)
-				m.NewRecordRef(rec.ID, 1).Done(1) // unreadable: nothing to restore from it
+			guard := m.NewRecordRef(rec.ID, 1)
+			if !pass.outcome || m.cfg.Outcome != nil { // off, nothing is decided by trace
+				if err := pass.recover(rec, guard); err != nil {
+					errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
+				}
 			}
+			guard.Done(1)
 		}
 	}
 	for _, sh := range m.shards {
@@ -314,17 +323,17 @@ func (m *Memory) Recover(records []journal.Record) error {
 // perTrace recovers a record of entries (size: the length of the one p starts with), each a trace
 // id, then what restore reads, all read before any is restored. Their traces keep the record, active
 // since its time (a restart neither lengthens nor shortens late_parent_window).
-func (m *Memory) perTrace(size func([]byte) int, restore func(*trace, []byte)) func(journal.Record) error {
-	return func(rec journal.Record) error {
+func (m *Memory) perTrace(size func([]byte) int,
+	restore func(*trace, []byte)) func(journal.Record, *RecordRef) error {
+	return func(rec journal.Record, ref *RecordRef) error {
 		for p := rec.Payload; len(p) > 0; p = p[size(p):] {
 			if size(p) > len(p) {
-				return fmt.Errorf("journal record %d: a truncated entry in its %d bytes", rec.ID, len(rec.Payload))
+				return fmt.Errorf("a truncated entry in its %d bytes", len(rec.Payload))
 			}
 		}
 		if len(rec.Payload) == 0 {
-			return fmt.Errorf("journal record %d: no entries", rec.ID)
+			return errors.New("no entries")
 		}
-		ref := m.NewRecordRef(rec.ID, 1) // a guard until every trace holds it
 		for p := rec.Payload; len(p) > 0; p = p[size(p):] {
 			sh := m.shards[m.shardOf(pcommon.TraceID(p[:16]))]
 			sh.mu.Lock()
@@ -333,7 +342,6 @@ func (m *Memory) perTrace(size func([]byte) int, restore func(*trace, []byte)) f
 			t.attach(m, ref)
 			sh.unlock(m)
 		}
-		ref.Done(1)
 		return nil
 	}
 }
@@ -346,22 +354,21 @@ func decidedBytes(p []byte) int {
 	return 17 + int(p[16])
 }
 
-func (m *Memory) recoverSpans(rec journal.Record) error {
+func (m *Memory) recoverSpans(rec journal.Record, ref *RecordRef) error {
 	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(rec.Payload)
 	if err != nil {
-		return fmt.Errorf("journal record %d: %w", rec.ID, err)
+		return err
 	}
-	adm := &Admission{ref: m.NewRecordRef(rec.ID, 1)}
+	adm := &Admission{ref: ref}
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
 	keep := slices.Repeat([]Decision{{Verdict: Keep}}, td.SpanCount())
 	_ = m.admit(adm, newRequestOrigin(info), td, keep, rec.HeldAt, false) // no write ahead: no error
 	if adm.Pass {
 		n := td.SpanCount() // spans that resolve at once go on under the record too
-		adm.ref.add(n)
-		d := &Delivery{Info: info, Traces: td, Spans: n, refs: map[*RecordRef]int{adm.ref: n}}
+		ref.add(n)
+		d := &Delivery{Info: info, Traces: td, Spans: n, refs: map[*RecordRef]int{ref: n}}
 		adm.Deliveries = append(adm.Deliveries, d)
 	}
 	queue(m, &m.ready, adm.Deliveries, m.wake)
-	adm.ref.Done(1) // the guard: the record goes when its last span is handed on
 	return nil
 }

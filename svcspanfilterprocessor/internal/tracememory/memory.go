@@ -99,7 +99,6 @@ func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, zap.NewNop())
 	cfg.LateParentWindow = max(cfg.LateParentWindow, cfg.RememberDuration)
-	j = cmp.Or(j, journal.Nop)
 	if observe == nil {
 		observe = func(*Stats) {}
 	}

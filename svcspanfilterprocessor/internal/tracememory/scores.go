@@ -70,7 +70,7 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 		return 0, 0, nil
 	}
 	now := m.cfg.Now()
-	// Plan: copies of the records that may be held (their trace undecided), written ahead.
+	// Plan: copies of the records of undecided traces, written ahead (the others need no room).
 	var copies plog.Logs
 	var dest plog.LogRecordSlice // of scope from in copies
 	var from plog.ScopeLogs
@@ -93,22 +93,20 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 	if !scores {
 		return 0, 0, nil
 	}
-	if size > 0 { // records of decided traces only pass or drop: no room needed
+	ref := m.NewRecordRef(0, 1) // the guard: the record goes when its last held record is handed on
+	if size > 0 {
 		if err := m.ContentRoom(size); err != nil {
 			return 0, 0, err
 		}
-	}
-	ref := m.NewRecordRef(0, 1) // the guard: the record goes when its last held record is handed on
-	if m.cfg.Journaled && copies != (plog.Logs{}) {
-		payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(copies)
-		if err != nil {
-			return 0, 0, err
+		if m.cfg.Journaled {
+			payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(copies)
+			if err == nil {
+				ref.id, err = m.journal.Append(context.Background(), journal.KindScores, now, Metadata(info), payload)
+			}
+			if err != nil {
+				return 0, 0, fmt.Errorf("svcspanfilter: recording held score records: %w", err)
+			}
 		}
-		id, err := m.journal.Append(context.Background(), journal.KindScores, now, Metadata(info), payload)
-		if err != nil {
-			return 0, 0, fmt.Errorf("svcspanfilter: recording held score records: %w", err)
-		}
-		ref.id = id
 	}
 	held, dropped = m.applyScores(newRequestOrigin(info), sink, ld, now, ref)
 	ref.Done(1)
@@ -174,24 +172,6 @@ func eachScore(ld plog.Logs, f func(plog.ResourceLogs, plog.ScopeLogs, plog.LogR
 
 func scoreSize(lr plog.LogRecord) int64 { return mapSize(lr.Attributes()) + scoreCost }
 
-// decideScores releases (keep) or drops t's held score records (under the shard lock).
-func (sh *shard) decideScores(m *Memory, t *trace, keep bool, out *released) {
-	if t.refs == nil || len(t.refs.scores) == 0 {
-		return
-	}
-	for _, hs := range t.refs.scores {
-		m.addBytes(t, -hs.bytes)
-		sh.pending.decisionBytes -= hs.bytes
-		if keep {
-			out.scores = append(out.scores, hs)
-		} else {
-			out.done = append(out.done, hs.ref)
-			out.stats.ScoresDropped++
-		}
-	}
-	t.refs.scores = nil
-}
-
 // groupScores builds one delivery per request, records under copies of their resource and scope.
 func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 	if len(scores) == 0 {
@@ -200,7 +180,6 @@ func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 	var out []*ScoreDelivery
 	byRequest := map[*requestOrigin]*ScoreDelivery{} // a request came through one sink
 	scopes := map[*logOrigin]plog.LogRecordSlice{}
-	var total int64
 	for _, hs := range scores {
 		o := hs.origin
 		d := byRequest[o.request]
@@ -217,10 +196,9 @@ func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 		hs.record.MoveTo(records.AppendEmpty())
 		d.Records++
 		d.bytes += hs.bytes
-		total += hs.bytes
 		d.refs[hs.ref]++
+		m.readyBytes.Add(hs.bytes)
 	}
-	m.readyBytes.Add(total)
 	return out
 }
 
@@ -282,12 +260,11 @@ func (m *Memory) DrainScores(sink any) []*ScoreDelivery {
 
 // recoverScores holds again the score records of a KindScores record, observed again, with their
 // original time; those of traces decided kept (KindDecided, recovered before) go on at once.
-func (m *Memory) recoverScores(rec journal.Record) error {
+func (m *Memory) recoverScores(rec journal.Record, ref *RecordRef) error {
 	ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload)
 	if err != nil {
-		return fmt.Errorf("journal record %d: %w", rec.ID, err)
+		return err
 	}
-	ref := m.NewRecordRef(rec.ID, 1)
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
 	m.applyScores(newRequestOrigin(info), nil, ld, rec.HeldAt, ref)
 	if n := ld.LogRecordCount(); n > 0 { // of traces decided kept: they go on under the record
@@ -296,6 +273,5 @@ func (m *Memory) recoverScores(rec journal.Record) error {
 		d := &ScoreDelivery{Info: info, Logs: ld, Records: n, bytes: int64(n) * scoreCost, refs: map[*RecordRef]int{ref: n}}
 		queue(m, &m.readyScores, []*ScoreDelivery{d}, m.scoreWake)
 	}
-	ref.Done(1)
 	return nil
 }
