@@ -113,7 +113,11 @@ func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
 	}
 	example := "[<scope>, ...]"
 	if list, ok := conf.Get(removedBlockedScopesKey).([]any); ok && len(list) > 0 {
-		example = strings.ReplaceAll(fmt.Sprint(list), " ", ", ") // [a b] as [a, b]
+		names := make([]string, 0, len(list))
+		for _, v := range list {
+			names = append(names, fmt.Sprint(v))
+		}
+		example = "[" + strings.Join(names, ", ") + "]"
 	}
 	return fmt.Errorf("%q was removed (the svc SDKs replaced it with should_export_span combined with "+
 		"is_default_export_span); write the same thing as a drop rule: `drop: {instrumentation_scopes: %s}` "+

@@ -65,6 +65,7 @@ func TestLoadConfig(t *testing.T) {
 			`"blocked_instrumentation_scopes" was removed`,
 			"drop: {instrumentation_scopes: [sqlalchemy, psycopg]}",
 		}},
+		{name: "blocked_scopes_with_space", errContains: []string{"drop: {instrumentation_scopes: [my scope, psycopg]}"}},
 		{name: "unknown_key", errContains: []string{"span_name"}},
 		{name: "rate_zero", errContains: []string{"sample_rate must be greater than 0 and at most 1, got 0"}},
 		{name: "rate_above_one", errContains: []string{"got 1.5"}},

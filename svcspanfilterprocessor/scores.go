@@ -22,7 +22,8 @@ func (lp *logsProcessor) startScoreReleaser(p *spanFilterProcessor) {
 	lp.once.Do(func() {
 		lp.stop, lp.stopped = make(chan struct{}), make(chan struct{})
 		go release(lp.stop, lp.stopped, time.Second, p.mem.ScoreWake(), func() {}, func() {
-			lp.deliverScores(context.Background(), p.mem.TakeReadyScores(lp), false) // refused: again at the next tick
+			// refused: again at the next tick
+			lp.deliverScores(context.Background(), p.mem.TakeReadyScores(lp), false)
 		})
 	})
 }

@@ -93,7 +93,7 @@ func (sh *shard) unlock(m *Memory) {
 
 // New returns an empty memory. j may be journal.Nop, join and observe may be nil.
 func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory {
-	cfg.Shards = cmp.Or(cfg.Shards, 32)
+	cfg.Shards = cmp.Or(max(cfg.Shards, 0), 32)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -514,7 +514,8 @@ func TestHeldSpanNotReplacedByAnotherTenant(t *testing.T) {
 	b := admit(tenantInfo("b"), child)
 	held := d.m.shards[d.m.shardOf(child.traceID())].traces[child.traceID()].held[idOf("child")]
 	require.NotNil(t, held)
-	assert.Equal(t, TenantOf(tenantInfo("a")), held.tenant(), "the other tenant's span is not held in place of the first")
+	assert.Equal(t, TenantOf(tenantInfo("a")), held.tenant(),
+		"the other tenant's span is not held in place of the first")
 	assert.True(t, b.Pass, "it goes on in its own request")
 	assert.Equal(t, int64(1), d.m.HeldSpans(), "the first tenant's span is still held")
 	admit(tenantInfo("a"), sp{name: "agent", kept: true})

@@ -101,7 +101,8 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 		if m.cfg.Journaled {
 			payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(copies)
 			if err == nil {
-				ref.id, err = m.journal.Append(context.Background(), journal.KindScores, now, Metadata(info), payload)
+				ref.id, err = m.journal.Append(context.Background(), journal.KindScores, now, Metadata(info),
+					payload)
 			}
 			if err != nil {
 				return 0, 0, fmt.Errorf("svcspanfilter: recording held score records: %w", err)
@@ -180,6 +181,7 @@ func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 	var out []*ScoreDelivery
 	byRequest := map[*requestOrigin]*ScoreDelivery{} // a request came through one sink
 	scopes := map[*logOrigin]plog.LogRecordSlice{}
+	var total int64
 	for _, hs := range scores {
 		o := hs.origin
 		d := byRequest[o.request]
@@ -197,8 +199,9 @@ func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 		d.Records++
 		d.bytes += hs.bytes
 		d.refs[hs.ref]++
-		m.readyBytes.Add(hs.bytes)
+		total += hs.bytes
 	}
+	m.readyBytes.Add(total) // once: the held-scores path adds no atomic per record
 	return out
 }
 
