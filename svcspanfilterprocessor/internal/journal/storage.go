@@ -200,7 +200,9 @@ func (s *Storage) commit(ctx context.Context, ops ...*storage.Operation) error {
 		s.compactRange(ctx)
 	}
 	first, owed := s.firstLive(s.first, s.next), s.owed
-	s.owed = map[uint64]struct{}{}
+	if len(owed) > 0 {
+		s.owed = map[uint64]struct{}{}
+	}
 	for id := range owed {
 		w.ops = append(w.ops, storage.DeleteOperation(recordKey(id)))
 	}
