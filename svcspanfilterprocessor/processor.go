@@ -278,7 +278,7 @@ type batchScratch struct {
 // retryable refusal puts the rest back for the releaser, or with tryAll counts the spans refused.
 func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Delivery, tryAll bool) int {
 	refused := 0
-	done, later := ds[:0], []*tracememory.Delivery(nil) // done reuses ds: one entry at most per one read
+	done, later := ds[:0], []*tracememory.Delivery(nil) // done reuses ds: it never passes the one read
 	defer func() {
 		p.mem.Delivered(done...)
 		if len(later) > 0 {

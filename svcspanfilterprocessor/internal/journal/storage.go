@@ -268,6 +268,9 @@ func (s *Storage) compactRange(ctx context.Context) {
 	for to, from := range moves {
 		move(to, from)
 	}
+	for id := range s.owed { // the range passes them: their keys go with it
+		ops = append(ops, storage.DeleteOperation(recordKey(id)))
+	}
 	first := s.firstLive(s.first, next)
 	if s.client.Batch(ctx, append(ops, storage.SetOperation(indexKey, encodeIndex(first, next)))...) != nil {
 		for to, from := range moves {
@@ -278,6 +281,7 @@ func (s *Storage) compactRange(ctx context.Context) {
 	for to := range moves {
 		s.moved[s.live[to].id] = to
 	}
+	clear(s.owed)
 	s.first, s.next = first, next
 }
 
