@@ -345,13 +345,29 @@ func BenchmarkDeliverManyRecords(b *testing.B) {
 
 // BenchmarkConcurrentConsume16: 16 goroutines call ConsumeTraces on one instance, traces split
 // children first, as receivers do under load.
-func BenchmarkConcurrentConsume16(b *testing.B) {
+func BenchmarkConcurrentConsume16(b *testing.B) { benchConcurrentConsume16(b, false) }
+
+// BenchmarkConcurrentConsume16OnDisk: the same, journaled on contrib's file_storage: calls that
+// write while another call's transaction runs share the next one.
+func BenchmarkConcurrentConsume16OnDisk(b *testing.B) { benchConcurrentConsume16(b, true) }
+
+func benchConcurrentConsume16(b *testing.B, onDisk bool) {
 	src := realisticBatch(4)
 	spans := src.SpanCount()
 	kept := keptPerRound(b, src)
 	sink := &deliveredSpans{}
-	proc := newSpanFilterWith(b, sink)
-	if err := proc.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	factory := svcspanfilterprocessor.NewFactory()
+	cfg := factory.CreateDefaultConfig().(*svcspanfilterprocessor.Config)
+	host := component.Host(componenttest.NewNopHost())
+	if onDisk {
+		storageHost, id := fileStorageHost(b)
+		cfg.Storage, host = &id, storageHost
+	}
+	proc, err := factory.CreateTraces(context.Background(), processortest.NewNopSettings(factory.Type()), cfg, sink)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := proc.Start(context.Background(), host); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = proc.Shutdown(context.Background()) }()
