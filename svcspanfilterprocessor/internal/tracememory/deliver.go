@@ -90,7 +90,9 @@ func (m *Memory) Delivered(ds ...*Delivery) {
 		m.readyBytes.Add(-d.bytes)
 		d.bytes = 0
 		for r, n := range d.refs {
-			ids = append(ids, r.add(-n))
+			if id := r.add(-n); id != 0 {
+				ids = append(ids, id)
+			}
 		}
 		d.refs = nil
 	}

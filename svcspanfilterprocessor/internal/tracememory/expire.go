@@ -73,9 +73,11 @@ func (m *Memory) finish(out *released) { queue(m, &m.ready, m.settle(out), m.wak
 // settle ends an operation, with no shard lock held: its records done, what it made known
 // journaled before the spans that point at it go on, its events observed.
 func (m *Memory) settle(out *released) []*Delivery {
-	ids := make([]uint64, 0, len(out.done))
+	var ids []uint64
 	for _, r := range out.done {
-		ids = append(ids, r.add(-1))
+		if id := r.add(-1); id != 0 {
+			ids = append(ids, id)
+		}
 	}
 	m.remove(ids...) // in one write (of lazy records: in the next one)
 	m.journalAfterApply(out)

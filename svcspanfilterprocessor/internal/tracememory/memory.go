@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -324,9 +323,9 @@ func (r *RecordRef) add(n int) uint64 {
 	return r.id
 }
 
-// remove forgets the records of ids (0: none) in one journal write.
+// remove forgets the records of ids in one journal write.
 func (m *Memory) remove(ids ...uint64) {
-	if ids = slices.DeleteFunc(ids, func(id uint64) bool { return id == 0 }); len(ids) == 0 {
+	if len(ids) == 0 {
 		return
 	}
 	if err := m.journal.Remove(context.Background(), ids...); err != nil {
