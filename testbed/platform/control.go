@@ -20,7 +20,7 @@ const (
 	PathControlVersion = "/_testbed/version"
 	PathControlStats   = "/_testbed/stats"
 	PathControlReset   = "/_testbed/reset"
-	// PathControlWritePath sets the deployment and the staging delay (PLATFORM.md §8).
+	// PathControlWritePath sets the deployment and the staging delay (README.md, "Write path").
 	PathControlWritePath = "/_testbed/write-path"
 )
 

@@ -54,7 +54,7 @@ type Observation struct {
 	ReceivedAt time.Time // when the last delivery arrived
 	Deliveries int       // how many times this (traceId, id) arrived; >1 means duplicates
 
-	// WritePath and WritePathRule are how the platform wrote the span (PLATFORM.md §8) and which
+	// WritePath and WritePathRule are how the platform wrote the span (README.md, "Write path") and which
 	// rule decided (1–5); VisibleAt is when the read APIs first show it: its arrival when
 	// direct, arrival + the staging delay when dual. A redelivery keeps the earliest VisibleAt
 	// of all deliveries and the path and rule of the delivery that gave it: what a user sees.

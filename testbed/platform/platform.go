@@ -48,7 +48,7 @@ type Options struct {
 	// for load tests that push many spans and only check what arrived and how often.
 	StatsOnly bool
 	// Deployment is the platform setting that decides, with each request's headers and scopes,
-	// whether its spans are written directly or staged (PLATFORM.md §8). Default SelfHosted:
+	// whether its spans are written directly or staged (README.md, "Write path"). Default SelfHosted:
 	// everything direct.
 	Deployment Deployment
 	// StagedDelay is how long staged (dual-path) spans stay invisible to the read APIs.

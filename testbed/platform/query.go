@@ -167,7 +167,7 @@ type RequestRecord struct {
 	Time            time.Time     `json:"time"`
 	Duration        time.Duration `json:"duration"`
 	// WritePath and WritePathRule: how the platform wrote an accepted span request and which
-	// rule of PLATFORM.md §8 (1–5) decided; VisibleAt: when its spans become visible. Empty for
+	// write-path rule (1–5, README.md) decided; VisibleAt: when its spans become visible. Empty for
 	// other requests and for span requests without resourceSpans.
 	WritePath     WritePath `json:"writePath,omitempty"`
 	WritePathRule int       `json:"writePathRule,omitempty"`

@@ -11,7 +11,7 @@ import (
 type SpanWrite struct {
 	TraceID string
 	SpanID  string
-	// WritePath and WritePathRule: the path and the PLATFORM.md §8 rule (1–5) of the delivery
+	// WritePath and WritePathRule: the path and the write-path rule (1–5) of the delivery
 	// that made the span visible first.
 	WritePath     WritePath
 	WritePathRule int

@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Deployment is the platform setting the write path depends on (PLATFORM.md §8, rules 2 and 4).
+// Deployment is the platform setting the write path depends on (rules 2 and 4 of README.md, "Write path").
 type Deployment int
 
 // Deployments. The zero value is the self-hosted default.
@@ -63,7 +63,7 @@ func (d *Deployment) UnmarshalText(b []byte) error {
 	return err
 }
 
-// WritePath is how the platform writes an accepted span request (PLATFORM.md §8).
+// WritePath is how the platform writes an accepted span request (README.md, "Write path").
 type WritePath string
 
 // Write paths.
@@ -88,7 +88,7 @@ const (
 	HeaderIngestionVersion = "X-Svc-Ingestion-Version"
 )
 
-// Rule numbers of PLATFORM.md §8, as recorded in RequestRecord.WritePathRule.
+// Rule numbers of the write path (README.md, "Write path"), as recorded in RequestRecord.WritePathRule.
 const (
 	RuleHeaders    = 1 // x-svc-ingestion-version ≥ 4, or a current SDK major in the SDK headers
 	RuleDeployment = 2 // self-hosted: everything direct
@@ -134,7 +134,7 @@ func writeHeadersOf(h http.Header) writeHeaders {
 	return w
 }
 
-// decideWritePath is PLATFORM.md §8, first match. sdkExperiment says whether the batch is of
+// decideWritePath is the platform's rule (README.md, "Write path"), first match. sdkExperiment says whether the batch is of
 // the sdk-experiment environment; it is only called when the scope rule needs it.
 func decideWritePath(td ptrace.Traces, h writeHeaders, dep Deployment, sdkExperiment func() bool) (WritePath, int) {
 	switch {
@@ -181,8 +181,8 @@ func scopeQualifies(td ptrace.Traces, sdkExperiment func() bool) bool {
 	if !containsSVC(scope.Name()) || scope.Version() == "" {
 		return false
 	}
-	// A pre-release scope version is compared by its numbers (PLATFORM.md states the stripping
-	// for the headers only; see README, "Write path").
+	// A pre-release scope version is compared by its numbers (the platform is documented
+	// to strip suffixes for the headers only; see README.md, "Write path").
 	version, _, _ := strings.Cut(scope.Version(), "-")
 	version, _, _ = strings.Cut(version, "+")
 	var recent bool

@@ -65,7 +65,7 @@ func thirdParty(scopes ...wpScope) wpResource {
 	return wpResource{language: "python", scopes: scopes}
 }
 
-// The write path of PLATFORM.md §8, first match, on each deployment: the path recorded on the
+// The platform's write path (README.md, "Write path"), first match, on each deployment: the path recorded on the
 // request, on every observation it stored, and when each becomes visible.
 func TestWritePathRules(t *testing.T) {
 	type want struct {
@@ -323,7 +323,7 @@ func TestReadAPIHidesStagedSpans(t *testing.T) {
 	if n := len(p.ObservationsByTrace(hexTrace(1))); n != 1 {
 		t.Errorf("ObservationsByTrace sees %d staged spans, want 1 at once", n)
 	}
-	// The trace record is the legacy table's, written on both paths at once (PLATFORM.md §8).
+	// The trace record is the legacy table's, written on both paths at once (README.md, "Write path").
 	if resp := send(t, p, http.MethodGet, PathTraceRead+hexTrace(1), nil, nil); resp.status != http.StatusOK {
 		t.Errorf("trace record of the staged trace: %d, want 200", resp.status)
 	}

@@ -5,9 +5,8 @@
 //	svcplatform [-listen 127.0.0.1:3000] [-public-key PK] [-secret-key SK] [-version 4.59.0] [-v] [-stats-only]
 //	            [-deployment self-hosted|hosted-new-org|hosted-old-org] [-staged-delay 2s]
 //
-// -deployment and -staged-delay model when users see what arrives (PLATFORM.md §8 in
-// testbed/platform/README.md, "Write path"): staged spans stay hidden from the read APIs for
-// the staging delay.
+// -deployment and -staged-delay model when users see what arrives (testbed/platform/README.md,
+// "Write path"): staged spans stay hidden from the observations API for the staging delay.
 //
 // The keys default to SVC_PUBLIC_KEY and SVC_SECRET_KEY; prefer the environment for the secret,
 // command lines are visible to other users of the machine. SVC_PROJECTS="pk-a:sk-a,pk-b:sk-b"
