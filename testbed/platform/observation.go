@@ -54,10 +54,11 @@ type Observation struct {
 	ReceivedAt time.Time // when the last delivery arrived
 	Deliveries int       // how many times this (traceId, id) arrived; >1 means duplicates
 
-	// WritePath and WritePathRule are how the platform wrote the span (README.md, "Write path") and which
-	// rule decided (1–5); VisibleAt is when the read APIs first show it: its arrival when
-	// direct, arrival + the staging delay when dual. A redelivery keeps the earliest VisibleAt
-	// of all deliveries and the path and rule of the delivery that gave it: what a user sees.
+	// WritePath and WritePathRule are how the platform wrote the span (README.md, "Write
+	// path") and which rule decided (1–5); VisibleAt is when the observations API first shows
+	// it: its arrival when direct, arrival + the staging delay when dual. A redelivery keeps the
+	// earliest VisibleAt of all deliveries and the path and rule of the delivery that gave it:
+	// what a user sees.
 	WritePath     WritePath
 	WritePathRule int
 	VisibleAt     time.Time
@@ -89,8 +90,8 @@ type delivery struct {
 	visibleAt time.Time
 }
 
-// inEnvironment says whether a span the request stores has the environment env (§2): what the
-// write path's scope rule asks of a batch. In StatsOnly mode, where no observation is kept,
+// inEnvironment says whether a span the request stores has the environment env, as its
+// observation's environment reads it: what the write path's scope rule asks of a batch. In StatsOnly mode, where no observation is kept,
 // it reads the environment of every span with both ids.
 func (d *delivery) inEnvironment(td ptrace.Traces, ids []spanIDs, env string) bool {
 	if !d.keysOnly {

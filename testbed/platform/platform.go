@@ -48,10 +48,10 @@ type Options struct {
 	// for load tests that push many spans and only check what arrived and how often.
 	StatsOnly bool
 	// Deployment is the platform setting that decides, with each request's headers and scopes,
-	// whether its spans are written directly or staged (README.md, "Write path"). Default SelfHosted:
-	// everything direct.
+	// whether its spans are written directly or staged (README.md, "Write path"). Default
+	// SelfHosted: everything direct.
 	Deployment Deployment
-	// StagedDelay is how long staged (dual-path) spans stay invisible to the read APIs.
+	// StagedDelay is how long staged (dual-path) spans stay invisible to the observations API.
 	// 0: DefaultStagedDelay; NoStagedDelay (any negative value): visible at once.
 	StagedDelay time.Duration
 }

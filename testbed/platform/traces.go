@@ -87,7 +87,7 @@ func (p *Platform) handleTraces(w http.ResponseWriter, r *http.Request, x *excha
 	d.arrived = arrived
 	x.record.Spans = len(d.keys) + len(d.dropped)
 	if td.ResourceSpans().Len() > 0 {
-		// The platform enqueues the batch; its worker picks the write path (README.md, "Write path").
+		// The platform enqueues the batch; its worker picks the write path (README.md).
 		deployment, delay := p.write.get()
 		d.path, d.rule = decideWritePath(td, h, deployment, func() bool { return d.inEnvironment(td, ids, EnvironmentSDKExperiment) })
 		d.visibleAt = arrived

@@ -19,8 +19,8 @@ type SpanWrite struct {
 	EndTime time.Time
 	// FirstArrival is when the first delivery's body had been read.
 	FirstArrival time.Time
-	// VisibleAt is when the read APIs first show the span: the earliest of its deliveries'
-	// arrival (direct) or arrival + staging delay (dual).
+	// VisibleAt is when the observations API first shows the span: the earliest of its
+	// deliveries' arrival (direct) or arrival + staging delay (dual).
 	VisibleAt  time.Time
 	Deliveries int
 }
@@ -28,7 +28,7 @@ type SpanWrite struct {
 // EndToVisible is the time from the span's end to the moment the platform first showed it.
 func (w SpanWrite) EndToVisible() time.Duration { return w.VisibleAt.Sub(w.EndTime) }
 
-// Visible says whether the read APIs show the span at time now.
+// Visible says whether the observations API shows the span at time now.
 func (w SpanWrite) Visible(now time.Time) bool { return !w.VisibleAt.After(now) }
 
 func (s *store) spanWriteAt(pos int) SpanWrite {
@@ -82,8 +82,8 @@ func (p *Platform) SpanWrites(traceID string) []SpanWrite {
 }
 
 // WaitVisible waits until at least n spans of the trace (hex id; of any trace when empty) are
-// visible to the read APIs, or ctx ends. Staged spans become visible as time passes, so it
-// also wakes when the next one's delay ends.
+// visible to the observations API, or ctx ends. Staged spans become visible as time passes, so
+// it also wakes when the next one's delay ends.
 func (p *Platform) WaitVisible(ctx context.Context, traceID string, n int) error {
 	visible := 0
 	for {

@@ -11,7 +11,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Deployment is the platform setting the write path depends on (rules 2 and 4 of README.md, "Write path").
+// Deployment is the platform setting the write path depends on (rules 2 and 4 of README.md,
+// "Write path").
 type Deployment int
 
 // Deployments. The zero value is the self-hosted default.
@@ -74,7 +75,7 @@ const (
 	WritePathDual WritePath = "dual"
 )
 
-// DefaultStagedDelay is how long dual-path data stays invisible to the read APIs unless
+// DefaultStagedDelay is how long dual-path data stays invisible to the observations API unless
 // Options.StagedDelay says otherwise (on the hosted platform: up to about ten minutes).
 const DefaultStagedDelay = 2 * time.Second
 
@@ -88,7 +89,8 @@ const (
 	HeaderIngestionVersion = "X-Svc-Ingestion-Version"
 )
 
-// Rule numbers of the write path (README.md, "Write path"), as recorded in RequestRecord.WritePathRule.
+// Rule numbers of the write path (README.md, "Write path"), as recorded in
+// RequestRecord.WritePathRule.
 const (
 	RuleHeaders    = 1 // x-svc-ingestion-version ≥ 4, or a current SDK major in the SDK headers
 	RuleDeployment = 2 // self-hosted: everything direct
@@ -102,17 +104,17 @@ const EnvironmentSDKExperiment = "sdk-experiment"
 
 // platformHeader reads a header as the platform's route does: the hyphenated name first, then
 // the name with underscores (x_svc_ingestion_version); a present header counts even when empty.
-// Names are compared without regard to case: Node lower-cases them, while Go canonicalises
-// "x-svc-sdk-name" to "X-Svc-Sdk-Name" but "x_svc_sdk_name" only to "X_svc_sdk_name". Repeated
-// values are joined with ", " as Node joins them.
+// Names are compared without regard to case: the platform's server lower-cases them, while Go
+// canonicalises "x-svc-sdk-name" to "X-Svc-Sdk-Name" but "x_svc_sdk_name" only to
+// "X_svc_sdk_name". A repeated header gives its first value.
 func platformHeader(h http.Header, name string) (string, bool) {
 	for _, n := range []string{name, strings.ReplaceAll(name, "-", "_")} {
-		if vs, ok := h[http.CanonicalHeaderKey(n)]; ok {
-			return strings.Join(vs, ", "), true
+		if vs, ok := h[http.CanonicalHeaderKey(n)]; ok && len(vs) > 0 {
+			return vs[0], true
 		}
 		for k, vs := range h {
-			if strings.EqualFold(k, n) {
-				return strings.Join(vs, ", "), true
+			if strings.EqualFold(k, n) && len(vs) > 0 {
+				return vs[0], true
 			}
 		}
 	}
@@ -134,8 +136,9 @@ func writeHeadersOf(h http.Header) writeHeaders {
 	return w
 }
 
-// decideWritePath is the platform's rule (README.md, "Write path"), first match. sdkExperiment says whether the batch is of
-// the sdk-experiment environment; it is only called when the scope rule needs it.
+// decideWritePath is the platform's rule (README.md, "Write path"), first match. sdkExperiment
+// says whether the batch is of the sdk-experiment environment; it is only called when the scope
+// rule needs it.
 func decideWritePath(td ptrace.Traces, h writeHeaders, dep Deployment, sdkExperiment func() bool) (WritePath, int) {
 	switch {
 	case headersQualify(h):

@@ -73,9 +73,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.BoolVar(&c.opts.StatsOnly, "stats-only", false, "count spans and scores without storing their content (load runs)")
 	fs.BoolVar(&c.verbose, "v", false, "log every request")
 	fs.TextVar(&c.opts.Deployment, "deployment", platform.SelfHosted,
-		"platform setting that picks the write path: self-hosted (everything direct), hosted-new-org, hosted-old-org")
+		"platform setting of the write path: self-hosted (all direct), hosted-new-org, hosted-old-org")
 	fs.DurationVar(&c.opts.StagedDelay, "staged-delay", platform.DefaultStagedDelay,
-		"how long staged (dual-path) spans stay invisible to the read APIs; 0 = the default, negative = none")
+		"how long staged (dual-path) spans stay hidden from the observations API; 0 = the default, negative = none")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
