@@ -211,9 +211,7 @@ func (m *Memory) journalAfterApply(out *released) {
 			continue
 		}
 		s.ref = m.NewRecordRef(id, 1)
-		m.sessionsMu.Lock()
-		m.sessions = append(m.sessions, s)
-		m.sessionsMu.Unlock()
+		m.keepSession(&s)
 	}
 	if err != nil {
 		m.cfg.Logger.Warn("Could not journal open parents, dropped spans or kept traces and sessions; after a "+
