@@ -137,9 +137,11 @@ func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 	if now.After(t.lastActivity) { // the decision lives remember_duration from now
 		t.lastActivity = now
 	}
-	if d.keep && m.cfg.Journaled {
-		// Its spans go on: re-observation after a restart could not decide its later spans alike.
+	if m.cfg.Journaled { // after a restart its later spans, alone, could be decided otherwise: torn
 		reason := d.reason[:min(len(d.reason), 255)]
+		if !d.keep {
+			reason = "" // KindDecided: dropped
+		}
 		out.decided.add(t, []byte{byte(len(reason))}, []byte(reason))
 		k, ok := d.state.Session()
 		if _, rule := o.Matched(&d.state); ok && rule && o.Config().DecidePer == sampling.DecidePerSession {

@@ -394,3 +394,21 @@ func TestKeptSessionsAreBounded(t *testing.T) {
 	d.shutdown()
 	d.checkInvariants(t, true, false)
 }
+
+// A trace decided dropped is journaled as long as it is remembered, as a kept one is: after a
+// SIGKILL its late failing span follows the decision (a span alone would be a torn trace).
+func TestDroppedDecisionSurvivesRestart(t *testing.T) {
+	d := newDriver(t, withOutcome(t, 0))
+	require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "step 1", parent: "agent", kept: true}))
+	d.advance(testSettle)
+	require.False(t, d.decisions()[testTrace].Keep, "dropped by the rate")
+	require.Equal(t, 1, d.journal.kinds()[journal.KindDecided])
+	d.kill()
+	require.NoError(t, d.send(sp{name: "step 2", parent: "agent", kept: true, err: true}))
+	d.advance(testDecisionWait)
+	d.shutdown()
+	assert.Empty(t, d.tree(), "the late failing span follows the dropped decision")
+	d.checkInvariants(t, true, false)
+	d.advance(testConfig(d.clock).RememberDuration)
+	assert.Zero(t, d.journal.kinds()[journal.KindDecided], "forgotten with its trace")
+}

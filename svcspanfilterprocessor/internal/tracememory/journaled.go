@@ -1,6 +1,7 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
@@ -287,7 +289,7 @@ func (m *Memory) Recover(records []journal.Record) error {
 		})},
 		{journal.KindDecided, true, m.perTrace(decidedBytes, func(t *trace, e []byte) {
 			d := m.decisionState(t)
-			d.decided, d.keep, d.reason = true, true, string(e[1:])
+			d.decided, d.keep, d.reason = true, len(e) > 1, cmp.Or(string(e[1:]), sampling.ReasonDropped)
 		})},
 		{journal.KindSession, true, m.recoverSession},
 		{journal.KindSpans, false, m.recoverSpans},
