@@ -301,8 +301,9 @@ func (m *Memory) expireSessions(now time.Time) {
 	keep := m.cfg.Outcome.Config().SessionKeepDuration
 	var over []*RecordRef
 	m.sessions.mu.Lock()
-	for e := m.sessions.order.Front(); e != nil && now.Sub(e.Value.(*keptSession).at) >= keep; e = m.sessions.order.Front() {
+	for e := m.sessions.order.Front(); e != nil && now.Sub(e.Value.(*keptSession).at) >= keep; {
 		over = append(over, m.forgetSession(e))
+		e = m.sessions.order.Front()
 	}
 	m.sessions.mu.Unlock()
 	for _, ref := range over {

@@ -373,7 +373,8 @@ func TestKeptSessionsAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	d := newDriver(t, func(c *Config) { c.Outcome = o })
 	failing := func(i int, session string) sp {
-		return sp{name: fmt.Sprint("turn ", i), kept: true, err: true, session: session, trace: pcommon.TraceID{0xc3, 15: byte(i)}}
+		return sp{name: fmt.Sprint("turn ", i), kept: true, err: true, session: session,
+			trace: pcommon.TraceID{0xc3, 15: byte(i)}}
 	}
 	for i := range 3 {
 		require.NoError(t, d.send(failing(i, "conv-1")))
@@ -383,7 +384,7 @@ func TestKeptSessionsAreBounded(t *testing.T) {
 	require.NoError(t, d.send(failing(3, "conv-2")))
 	d.advance(time.Second)
 	require.NoError(t, d.send(failing(4, "conv-3")))
-	assert.Equal(t, 2, d.journal.kinds()[journal.KindSession], "max_sessions: the least recently kept is forgotten")
+	assert.Equal(t, 2, d.journal.kinds()[journal.KindSession], "max_sessions: the least recently kept goes")
 	d.advance(time.Minute) // remember_duration: the traces are forgotten, the sessions stay
 	assert.Zero(t, d.m.Traces())
 	assert.Positive(t, d.m.Bytes(), "the kept sessions count in the memory's bytes")

@@ -178,7 +178,8 @@ func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now tim
 				if sl != from {
 					origin, from = newLogOrigin(req, sink, rl, sl), sl
 				}
-				sh.holdScore(m, t, &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}, lr)
+				hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
+				sh.holdScore(m, t, hs, lr)
 				held++
 				if _, matched := m.cfg.Outcome.Matched(&d.state); matched {
 					sh.decide(m, t, now, &out)
