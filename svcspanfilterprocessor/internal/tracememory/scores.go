@@ -61,21 +61,8 @@ func IsHeldScore(lr plog.LogRecord) bool {
 // ScoresFollow reports whether score records follow their trace's decision (outcome sampling on).
 func (m *Memory) ScoresFollow() bool { return m.cfg.Outcome != nil }
 
-// AddScores takes the score records of ld, the rest left in ld: of a trace decided kept they stay,
-// of one decided dropped they are removed, of an undecided trace written ahead and held (queued for
-// sink once released, TakeReadyScores). It returns how many it held and dropped; when the memory has
-// no room (ErrContentOverloaded) or the write ahead fails, it takes nothing.
-func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, dropped int, err error) {
-	h, err := m.HoldScores(info, sink, ld)
-	if h == nil || err != nil {
-		return 0, 0, err
-	}
-	held, dropped = h.Apply(ld)
-	return held, dropped, nil
-}
-
-// ScoreHold is AddScores planned and written ahead (doc.go: plan, write ahead, apply): Apply takes
-// the records, Cancel gives the call up before anything of it was applied.
+// ScoreHold is a logs call's score records planned and written ahead (doc.go: plan, write ahead,
+// apply): Apply takes them, Cancel gives the call up before anything of it was applied.
 type ScoreHold struct {
 	m       *Memory
 	req     *requestOrigin
@@ -85,7 +72,11 @@ type ScoreHold struct {
 	ref     *RecordRef
 }
 
-// HoldScores plans AddScores and writes its copies ahead; nil when no record of ld follows its trace.
+// HoldScores plans the score records of ld and writes ahead those it may hold; nil when none follows
+// its trace. Apply then takes them, the rest left in ld: of a trace decided kept they stay, of one
+// decided dropped they are removed, of an undecided trace they are held (queued for sink once
+// released, TakeReadyScores). When the memory has no room (ErrContentOverloaded) or the write fails,
+// nothing is written.
 func (m *Memory) HoldScores(info client.Info, sink any, ld plog.Logs) (*ScoreHold, error) {
 	if m.cfg.Outcome == nil {
 		return nil, nil
@@ -133,7 +124,7 @@ func (m *Memory) HoldScores(info client.Info, sink any, ld plog.Logs) (*ScoreHol
 	return h, nil
 }
 
-// Apply takes the score records of ld as planned (AddScores).
+// Apply takes the score records of ld as planned (HoldScores) and returns how many it held and dropped.
 func (h *ScoreHold) Apply(ld plog.Logs) (held, dropped int) {
 	if afterPlan != nil {
 		afterPlan()

@@ -41,6 +41,16 @@ func scoreLogs(scores ...score) plog.Logs {
 	return ld
 }
 
+// AddScores is HoldScores, then Apply, as the logs side calls them.
+func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, dropped int, err error) {
+	h, err := m.HoldScores(info, sink, ld)
+	if h == nil || err != nil {
+		return 0, 0, err
+	}
+	held, dropped = h.Apply(ld)
+	return held, dropped, nil
+}
+
 // scoreSink plays the logs side: what passes at once and what the memory releases.
 type scoreSink struct{ got []string }
 
