@@ -96,8 +96,8 @@
 //  7. The memory's counters (bytes, held bytes, held spans) are the sums over its traces, held items
 //     and kept sessions, and the items counted by an estimate are exactly those on their shard's
 //     unsized list.
-//  8. Journal (Config.Journaled): a span or score record is held only if its call wrote it ahead; a call is
-//     acknowledged only once the open parents and dropped spans it made known are written (or
+//  8. Journal (Config.Journaled): a span or score record is held only if its call wrote it ahead; a
+//     call is acknowledged only once the open parents and dropped spans it made known are written (or
 //     their failed write logged); a record of held spans is removed when its last span is handed
 //     on, of dropped spans or open parents when every trace in it is forgotten; a call of whole
 //     traces with no content waiting and no copy held writes no held span.

@@ -216,10 +216,10 @@ func (m *Memory) journalAfterApply(out *released) {
 		m.keepSession(&s)
 	}
 	if err != nil {
-		m.cfg.Logger.Warn("Could not journal open parents, dropped spans or kept traces and sessions; after a "+
-			"restart a span below one of them may not find its nearest kept ancestor, or a later span of a kept "+
-			"trace or session be decided again", zap.Int("parents", len(out.opened.traces)),
-			zap.Int("dropped", len(out.dropped.traces)), zap.Int("kept", len(out.decided.traces)+len(out.sessions)),
+		m.cfg.Logger.Warn("Could not journal open parents, dropped spans, decided traces or kept sessions; after "+
+			"a restart a span below one of them may not find its nearest kept ancestor, or a later span of a "+
+			"decided trace or kept session be decided again", zap.Int("parents", len(out.opened.traces)),
+			zap.Int("dropped", len(out.dropped.traces)), zap.Int("decided", len(out.decided.traces)+len(out.sessions)),
 			zap.Error(err))
 	}
 	out.opened, out.dropped, out.decided, out.sessions = entries{}, entries{}, entries{}, nil
