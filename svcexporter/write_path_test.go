@@ -533,3 +533,23 @@ func TestWritePath413SplitAndRetryKeepTheHeader(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkClassOf is what write_path auto adds to a push of one class: reading the client's
+// headers and each scope once; nothing per span.
+func BenchmarkClassOf(b *testing.B) {
+	batches := map[string]ptrace.Traces{
+		"other_instrumentations": makeTraces(4, 5, benchSpansPerPush/20, 0),
+		"svc_sdk_6":              svcSDKTraces(makeTraces(4, 5, benchSpansPerPush/20, 0)),
+	}
+	ctx := tenantA.ctx()
+	for name, td := range batches {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if classOf(ctx, td) != classDirect {
+					b.Fatal("not direct")
+				}
+			}
+		})
+	}
+}
