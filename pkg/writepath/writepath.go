@@ -14,8 +14,9 @@
 //
 // The spans are told apart as the platform tells them: the SDK headers of the client's request
 // when they are known (they decided the direct export), else the instrumentation scope (a name
-// containing `svc`, case-sensitive as the platform's `includes("svc")`), the scope version (the
-// svc SDKs' scope version is the SDK version) and the resource's `telemetry.sdk.language`.
+// containing `svc` in any case, as the platform's worker lower-cases the name before it looks),
+// the scope version (the svc SDKs' scope version is the SDK version) and the resource's
+// `telemetry.sdk.language`.
 package writepath // import "github.com/svc/svc-collector/pkg/writepath"
 
 import (
@@ -121,8 +122,15 @@ func (c Client) Classify(resource pcommon.Resource, scope pcommon.Instrumentatio
 const telemetrySDKLanguage = "telemetry.sdk.language"
 
 // IsSvcScope reports whether the platform counts a scope as a svc SDK's: its name contains `svc`
-// (case-sensitive, as the platform reads it).
-func IsSvcScope(name string) bool { return strings.Contains(name, "svc") }
+// in any case (the platform lower-cases it first). It allocates nothing.
+func IsSvcScope(name string) bool {
+	for i := 0; i+3 <= len(name); i++ {
+		if name[i]|0x20 == 's' && name[i+1]|0x20 == 'v' && name[i+2]|0x20 == 'c' {
+			return true
+		}
+	}
+	return false
+}
 
 // ScopeClass is the class of spans of scope name and version under a resource whose
 // telemetry.sdk.language is language (empty when absent), when no client header decides.

@@ -39,7 +39,9 @@ func TestClassify(t *testing.T) {
 		{name: "unknown language, 5.x: current in both", language: "java", scope: "svc-sdk", version: "5.0.0", want: Direct},
 		{name: "unknown language, 3.x", scope: "svc-sdk", version: "3.0.0", want: Staged},
 		{name: "any scope containing svc counts (platform's includes)", language: "python", scope: "my-svc-tracer", version: "1.0.0", want: Staged},
-		{name: "svc is case-sensitive, as the platform reads it", language: "python", scope: "SVC-sdk", version: "1.0.0", want: Direct},
+		{name: "svc in any case, as the platform lower-cases the scope", language: "python", scope: "SVC-sdk", version: "1.0.0", want: Staged},
+		{name: "Svc inside a name", language: "nodejs", scope: "@acme/MySvcTracer", version: "6.0.0", want: Direct},
+		{name: "s-v-c apart is no svc", language: "python", scope: "s.v.c", version: "1.0.0", want: Direct},
 		// Other instrumentations: Direct whatever their version.
 		{name: "OpenLLMetry openai", language: "python", scope: "opentelemetry.instrumentation.openai", version: "0.40.0", want: Direct},
 		{name: "Vercel AI SDK", language: "nodejs", scope: "ai", version: "", want: Direct},
