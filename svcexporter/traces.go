@@ -42,7 +42,9 @@ func (e *svcExporter) pushRequest(ctx context.Context, req xexporterhelper.Reque
 // content), and the rest is delivered. A 400 given to more requests than a few malformed spans
 // explain stops the splitting (splitBudget): the spans not delivered by then are refused together,
 // logged once. Only a 413 or 400 (or a compression changed since it was
-// queued) decodes a batch read from the persistent queue.
+// queued) decodes a batch read from the persistent queue. Under write_path auto a batch of one
+// class goes as one request with its class's header (write_path.go); a mixed one, decoded, as a
+// request of its Staged spans and one of its Direct spans, each split on its own.
 func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 	total := req.ItemsCount()
 	if total == 0 {
