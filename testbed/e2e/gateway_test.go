@@ -62,8 +62,11 @@ func TestDeliversGenAISpansOfAnAgentTrace(t *testing.T) {
 		t.Errorf("LLM span arrived as type %q model %q, want a GENERATION with its model", o.Type, derefOrEmpty(o.Model))
 	}
 	for _, r := range g.platform.Requests(platform.EndpointTraces) {
-		if r.SDKName != "svc-otelcol" || r.SDKVersion == "" {
-			t.Errorf("traces request identified itself as %q %q, want svc-otelcol and its version", r.SDKName, r.SDKVersion)
+		// The gateway is no SDK: it names none, and the spans it forwards (current SDK majors and
+		// third-party instrumentations) are written at once by the ingestion-version header.
+		if r.SDKName != "" || r.SDKVersion != "" || r.WritePath != platform.WritePathDirect || r.WritePathRule != platform.RuleHeaders {
+			t.Errorf("traces request came as SDK %q %q, written %s by rule %d; want no SDK headers, written direct by the header (rule %d)",
+				r.SDKName, r.SDKVersion, r.WritePath, r.WritePathRule, platform.RuleHeaders)
 		}
 	}
 }
