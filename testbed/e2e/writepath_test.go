@@ -22,7 +22,7 @@ import (
 	"github.com/svc/svc-collector/testbed/platform"
 )
 
-// When users see their spans (docs/platform-view.md, "Write path"): the platform writes each span
+// When users see their spans (docs/contract.md §17, "Write path"): the platform writes each span
 // request at once or stages it (minutes late on the hosted platform). Through the gateway every
 // span must be written on the path its direct export takes, or a faster one, and spans of older
 // svc SDK majors must stay where their direct export puts them.
