@@ -191,8 +191,9 @@ image-test: image
 
 .PHONY: refs staticcheck generate-check tidy-check tidy
 ## lint: gofmt, vet, one release per module family, references to files in the repository,
-## staticcheck, the changelog entries, generated files current, every go.mod tidy.
-lint: fmt-check vet versions refs staticcheck chlog-validate generate-check tidy-check
+## staticcheck, the changelog (entries well formed, CHANGELOG.md their rendering, a branch that
+## changes a component adds one), generated files current, every go.mod tidy.
+lint: fmt-check vet versions refs staticcheck chlog-check chlog-entry-check generate-check tidy-check
 
 ## refs: every file and docs/ section that a comment or document cites is in the repository.
 refs:
@@ -242,10 +243,14 @@ clean:
 	rm -rf $(BUILD_DIR) bin
 
 ## chlog-new: a new changelog entry, .chloggen/$(NAME).yaml, from the template (CONTRIBUTING.md).
-## chlog-validate: every .chloggen entry is well formed.
-## chlog-update: render the .chloggen entries into CHANGELOG.md: as `## Unreleased`, or with
-## VERSION=vX.Y.Z as that release (the entries' files are then deleted).
-.PHONY: chlog-new chlog-validate chlog-update
+## chlog-validate: every .chloggen entry is well formed (component from the list of tools/chlog,
+## note one line of at most 120 characters, subtext at most 3 lines).
+## chlog-check (in lint): that, and CHANGELOG.md is the rendering of the entries.
+## chlog-entry-check (in lint): a branch that changes a component's code, README or metadata.yaml,
+## or pkg/'s code, adds an entry, or says [chlog skip] in a commit message (.ci/check-chlog-entry.sh).
+## changelog (or chlog-update): render the .chloggen entries into CHANGELOG.md: as `## Unreleased`,
+## or with VERSION=vX.Y.Z as that release (the entries' files are then deleted).
+.PHONY: chlog-new chlog-validate chlog-check chlog-entry-check chlog-update changelog
 chlog-new:
 	@[ -n "$(NAME)" ] || { echo "usage: make chlog-new NAME=short-name"; exit 1; }
 	@[ ! -e .chloggen/$(NAME).yaml ] || { echo ".chloggen/$(NAME).yaml exists"; exit 1; }
@@ -254,5 +259,11 @@ chlog-new:
 chlog-validate:
 	$(GO) run ./tools/chlog validate
 
-chlog-update:
+chlog-check:
+	$(GO) run ./tools/chlog check
+
+chlog-entry-check:
+	.ci/check-chlog-entry.sh
+
+changelog chlog-update:
 	$(GO) run ./tools/chlog update $(if $(VERSION),-version $(VERSION)) $(if $(FORCE),-force)
