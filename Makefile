@@ -90,7 +90,8 @@ demo: build
 	$(GO) run ./testbed/cmd/demo --collector $(BIN)
 
 ## test: formatting, vet, one release per module family, unit tests (-race) of every module, the
-## distribution build, the end-to-end tests and the container image with its test.
+## distribution build, the README's ocb snippet built and loading the default config, the
+## end-to-end tests and the container image with its test.
 test: fmt-check vet versions unit-test monitoring-test build readme-build-test e2e-test image-test
 
 ## readme-build-test: the README's ocb snippet ("Adding the components to your own collector
