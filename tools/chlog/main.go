@@ -46,7 +46,7 @@ const (
 	templateYML = "TEMPLATE.yaml"
 
 	maxNote        = 120
-	maxSubtextLine = 3
+	maxSubtextLines = 3
 )
 
 // areas are the components of a change that is not in one component or package.
@@ -238,8 +238,8 @@ func (e Entry) validate(components map[string]bool) error {
 	case utf8.RuneCountInString(note) > maxNote:
 		problems = append(problems, fmt.Sprintf("note has %d characters, at most %d (details go in subtext or the README)", utf8.RuneCountInString(note), maxNote))
 	}
-	if n := len(subtextLines(e.Subtext)); n > maxSubtextLine {
-		problems = append(problems, fmt.Sprintf("subtext has %d lines, at most %d (details go in the component's README)", n, maxSubtextLine))
+	if n := len(subtextLines(e.Subtext)); n > maxSubtextLines {
+		problems = append(problems, fmt.Sprintf("subtext has %d lines, at most %d (details go in the component's README)", n, maxSubtextLines))
 	}
 	if len(e.Issues) == 0 {
 		problems = append(problems, "issues is empty (name the issue the change closes)")
