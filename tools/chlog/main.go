@@ -45,7 +45,7 @@ const (
 	unreleased  = "Unreleased"
 	templateYML = "TEMPLATE.yaml"
 
-	maxNote        = 120
+	maxNote         = 120
 	maxSubtextLines = 3
 )
 
