@@ -199,7 +199,8 @@ var _ confmap.Unmarshaler = (*Config)(nil)
 // Unmarshal decodes the exporter's section. It first decodes the section into strictConfig to
 // reject unknown keys: since confighttp.ClientConfig (squashed into Config) has an Unmarshal method
 // of its own, the collector's decoder ignores every unknown key of a config that embeds it, so a
-// misspelt `secret_kye` or `tls::insecure_skip_verfy` would otherwise pass unnoticed.
+// misspelt `secret_kye` or `tls::insecure_skip_verfy` would otherwise pass unnoticed. The upstream
+// issue, drafted: docs/upstream.md §2.
 func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
 	if err := conf.Unmarshal(&strictConfig{}); err != nil {
 		return err

@@ -26,7 +26,7 @@ type exclusiveStorage struct {
 
 // Start locks the directory before contrib's extension starts, so that a second instance on the
 // same directory fails here, at once and by name, instead of in an exporter's queue after the
-// bbolt lock times out.
+// bbolt lock times out. The upstream issue, drafted: docs/upstream.md §3.
 func (s *exclusiveStorage) Start(ctx context.Context, host component.Host) error {
 	lock, err := lockDirectory(s.cfg.Directory)
 	if err != nil {
