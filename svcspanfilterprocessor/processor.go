@@ -82,6 +82,7 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 		tb.RegisterProcessorSvcspanfilterSpansHeldCallback(gauge(p.mem.HeldSpans)),
 		tb.RegisterProcessorSvcspanfilterHeldBytesCallback(gauge(p.mem.HeldBytes)),
 		tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(gauge(p.mem.Bytes)),
+		tb.RegisterProcessorSvcspanfilterMemoryLimitBytesCallback(gauge(func() int64 { return int64(ti.MemoryLimitMiB) << 20 })),
 		tb.RegisterProcessorSvcspanfilterTracesInMemoryCallback(gauge(p.mem.Traces)),
 		tb.RegisterProcessorSvcspanfilterDecisionHeldBytesCallback(gauge(p.mem.DecisionBytes)),
 	); err != nil {

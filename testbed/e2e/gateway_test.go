@@ -24,7 +24,7 @@ func TestComponentsListOurComponents(t *testing.T) {
 	if err != nil {
 		t.Fatalf("components: %v\n%s", err, out)
 	}
-	for _, name := range []string{"name: svc\n", "name: svcspanfilter\n", "name: svcmetadata\n", "name: svcscore\n", "name: otlp\n", "name: file_storage\n",
+	for _, name := range []string{"name: svc\n", "name: svcspanfilter\n", "name: svcmetadata\n", "name: svcscore\n", "name: otlp\n", "name: file_storage\n", "name: svc_file_storage\n",
 		"name: svcauth\n", "name: bearertokenauth\n", "name: filter\n"} {
 		if !strings.Contains(out, name) {
 			t.Errorf("`svc-otelcol components` does not list %q", strings.TrimSpace(name))
