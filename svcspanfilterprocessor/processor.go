@@ -423,7 +423,7 @@ func (j *storageJournal) start(ctx context.Context, host component.Host) ([]jour
 	}
 	storageExt, ok := ext.(storage.Extension)
 	if !ok {
-		return nil, fmt.Errorf("storage: extension %q is not a storage extension (use file_storage)", j.storageID)
+		return nil, fmt.Errorf("storage: extension %q is not a storage extension (use svc_file_storage or file_storage)", j.storageID)
 	}
 	// "held" names the processor's client (its file) beside the exporters' in the extension.
 	client, err := storageExt.GetClient(ctx, component.KindProcessor, j.owner, "held")
