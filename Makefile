@@ -1,6 +1,8 @@
 # svc-collector: build, test, demo and benchmark the svc-otelcol distribution.
-# Every tool this Makefile needs is installed by it into .tools/ (ocb) or is a `go tool`
-# dependency of the root module (mdatagen), so a fresh machine with Go needs nothing else.
+# The Makefile installs the tools it needs: ocb and staticcheck into .tools/, mdatagen as a `go tool`
+# dependency of the root module, the instrumentation test's npm packages, and buildah and
+# prometheus with apt-get (as root or with sudo). What it cannot install: Go 1.26, Node.js >= 20.6
+# with npm (Debian's is older), and access to the Go module proxy and the npm registry.
 
 SHELL        := /bin/bash
 .SHELLFLAGS  := -eu -o pipefail -c
@@ -51,6 +53,7 @@ generate:
 # different gateways, and a trace's evaluation and content records miss its spans. The build uses
 # a copy of the module from the module cache with that one line changed (logs hash the 16 bytes
 # too); builder-config.yaml's `replaces` points at it. testbed/e2e TestTwoTier* fails without it.
+# The upstream issue, drafted with the patch: docs/upstream.md §1.
 LB_MODULE    := github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter@v0.161.0
 LB_DIR       := $(BUILD_DIR)/third_party/loadbalancingexporter
 
@@ -87,8 +90,17 @@ demo: build
 	$(GO) run ./testbed/cmd/demo --collector $(BIN)
 
 ## test: formatting, vet, one release per module family, unit tests (-race) of every module, the
-## distribution build, the end-to-end tests and the container image with its test.
-test: fmt-check vet versions unit-test monitoring-test build e2e-test image-test
+## distribution build, the README's ocb snippet built and loading the default config, the
+## end-to-end tests and the container image with its test.
+test: fmt-check vet versions unit-test monitoring-test build readme-build-test e2e-test image-test
+
+## readme-build-test: the README's ocb snippet ("Adding the components to your own collector
+## build"), built by ocb from this checkout's modules into build/readme-otelcol, loads
+## distribution/config.yaml (tools/readmebuild). After `build` it reuses the build cache: a minute or two.
+.PHONY: readme-build-test
+readme-build-test: $(OCB)
+	mkdir -p $(BUILD_DIR)
+	SVC_OCB=$(OCB) $(GO) test $(GO_TEST_FLAGS) -timeout 30m -v -run 'TestREADMEBuild' ./tools/readmebuild/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './build/*')); \
@@ -126,6 +138,8 @@ INSTRUMENTATION_DIR := testbed/instrumentation
 instrumentation-deps: $(INSTRUMENTATION_DIR)/node_modules/.package-lock.json
 
 $(INSTRUMENTATION_DIR)/node_modules/.package-lock.json: $(INSTRUMENTATION_DIR)/package-lock.json $(INSTRUMENTATION_DIR)/package.json
+	command -v npm >/dev/null && node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a == 20 && b >= 6) ? 0 : 1)' || \
+	  { echo "the instrumentation tests ($(INSTRUMENTATION_DIR)) need Node.js >= 20.6 with npm: install them (Debian's nodejs is older)"; exit 1; }
 	cd $(INSTRUMENTATION_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
@@ -191,8 +205,9 @@ image-test: image
 
 .PHONY: refs staticcheck generate-check tidy-check tidy
 ## lint: gofmt, vet, one release per module family, references to files in the repository,
-## staticcheck, the changelog entries, generated files current, every go.mod tidy.
-lint: fmt-check vet versions refs staticcheck chlog-validate generate-check tidy-check
+## staticcheck, the changelog (entries well formed, CHANGELOG.md their rendering, a branch that
+## changes a component adds one), generated files current, every go.mod tidy.
+lint: fmt-check vet versions refs staticcheck chlog-check chlog-entry-check generate-check tidy-check
 
 ## refs: every file and docs/ section that a comment or document cites is in the repository.
 refs:
@@ -242,10 +257,14 @@ clean:
 	rm -rf $(BUILD_DIR) bin
 
 ## chlog-new: a new changelog entry, .chloggen/$(NAME).yaml, from the template (CONTRIBUTING.md).
-## chlog-validate: every .chloggen entry is well formed.
-## chlog-update: render the .chloggen entries into CHANGELOG.md: as `## Unreleased`, or with
-## VERSION=vX.Y.Z as that release (the entries' files are then deleted).
-.PHONY: chlog-new chlog-validate chlog-update
+## chlog-validate: every .chloggen entry is well formed (component from the list of tools/chlog,
+## note one line of at most 120 characters, subtext at most 3 lines).
+## chlog-check (in lint): that, and CHANGELOG.md is the rendering of the entries.
+## chlog-entry-check (in lint): a branch that changes a component's code, README or metadata.yaml,
+## or pkg/'s code, adds an entry, or says [chlog skip] in a commit message (.ci/check-chlog-entry.sh).
+## changelog (or chlog-update): render the .chloggen entries into CHANGELOG.md: as `## Unreleased`,
+## or with VERSION=vX.Y.Z as that release (the entries' files are then deleted).
+.PHONY: chlog-new chlog-validate chlog-check chlog-entry-check chlog-update changelog
 chlog-new:
 	@[ -n "$(NAME)" ] || { echo "usage: make chlog-new NAME=short-name"; exit 1; }
 	@[ ! -e .chloggen/$(NAME).yaml ] || { echo ".chloggen/$(NAME).yaml exists"; exit 1; }
@@ -254,5 +273,11 @@ chlog-new:
 chlog-validate:
 	$(GO) run ./tools/chlog validate
 
-chlog-update:
+chlog-check:
+	$(GO) run ./tools/chlog check
+
+chlog-entry-check:
+	.ci/check-chlog-entry.sh
+
+changelog chlog-update:
 	$(GO) run ./tools/chlog update $(if $(VERSION),-version $(VERSION)) $(if $(FORCE),-force)

@@ -84,7 +84,7 @@ func BenchmarkScores(b *testing.B) {
 		b.ResetTimer()
 		for b.Loop() {
 			for _, body := range bodies {
-				if _, err := exp.post(context.Background(), exp.static, exp.plainClient, exp.scoresURL, contentTypeJSON, "", body); err != nil {
+				if _, err := exp.post(context.Background(), exp.static, exp.plainClient, exp.scoresURL, contentTypeJSON, "", body, false); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -129,7 +129,7 @@ func BenchmarkTraces(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := exp.postSpans(context.Background(), exp.static, body); err != nil {
+				if err := exp.postSpans(context.Background(), exp.static, body, wireStaged); err != nil {
 					b.Fatal(err)
 				}
 			}

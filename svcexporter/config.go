@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/svc/svc-collector/pkg/writepath"
 )
 
 // ServerVersionCheck says what the exporter does at start when the platform is older than
@@ -33,6 +35,21 @@ const (
 // support (docs/contract.md §1).
 const MinServerVersion = "4.59.0"
 
+// WritePath says which span requests carry `x-svc-ingestion-version: 4`, the header that makes the
+// platform write a request at once instead of staging it (docs/contract.md §17).
+type WritePath string
+
+const (
+	// WritePathAuto: the requests whose every span a direct export would have had written at once
+	// (current svc SDK majors, other instrumentations) carry it; older SDK majors' spans go in
+	// requests of their own without it (pkg/writepath).
+	WritePathAuto WritePath = "auto"
+	// WritePathAlways: every span request carries it, older SDK majors' spans too.
+	WritePathAlways WritePath = "always"
+	// WritePathNever: no request carries it; the platform's own rules decide.
+	WritePathNever WritePath = "never"
+)
+
 // Config is the configuration of the svc exporter.
 type Config struct {
 	// ClientConfig is the collector's standard HTTP client: endpoint (the platform base URL),
@@ -51,6 +68,9 @@ type Config struct {
 
 	// ServerVersionCheck: enforce (default), warn or off.
 	ServerVersionCheck ServerVersionCheck `mapstructure:"server_version_check"`
+
+	// WritePath: auto (default), always or never (see WritePath).
+	WritePath WritePath `mapstructure:"write_path"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -92,6 +112,17 @@ func (cfg *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("server_version_check must be one of enforce, warn, off; got %q", string(cfg.ServerVersionCheck)))
 	}
+	switch cfg.WritePath {
+	case WritePathAuto, WritePathAlways, WritePathNever:
+	default:
+		errs = append(errs, fmt.Errorf("write_path must be one of auto, always, never; got %q", string(cfg.WritePath)))
+	}
+	for name := range cfg.ClientConfig.Headers.Iter {
+		if h, ok := pathHeader(name); ok {
+			errs = append(errs, fmt.Errorf("headers must not set %s: a header set there replaces the exporter's own on every request, "+
+				"so it would decide the platform's write path of every span; use write_path (auto, always, never) instead", h))
+		}
+	}
 	if !supportedCompression(cfg.ClientConfig.Compression) {
 		errs = append(errs, fmt.Errorf("compression must be gzip or none (the platform accepts no other); got %q", string(cfg.ClientConfig.Compression)))
 	}
@@ -104,6 +135,17 @@ func (cfg *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// pathHeader reports whether a header name is one the platform chooses the write path by (read
+// with `-` or `_`, in any case), and returns it as written.
+func pathHeader(name string) (string, bool) {
+	normal := strings.ReplaceAll(strings.ToLower(name), "_", "-")
+	switch normal {
+	case writepath.HeaderIngestionVersion, writepath.HeaderSDKName, writepath.HeaderSDKVersion:
+		return name, true
+	}
+	return "", false
 }
 
 func validateEndpoint(endpoint string) error {
@@ -157,7 +199,8 @@ var _ confmap.Unmarshaler = (*Config)(nil)
 // Unmarshal decodes the exporter's section. It first decodes the section into strictConfig to
 // reject unknown keys: since confighttp.ClientConfig (squashed into Config) has an Unmarshal method
 // of its own, the collector's decoder ignores every unknown key of a config that embeds it, so a
-// misspelt `secret_kye` or `tls::insecure_skip_verfy` would otherwise pass unnoticed.
+// misspelt `secret_kye` or `tls::insecure_skip_verfy` would otherwise pass unnoticed. The upstream
+// issue, drafted: docs/upstream.md §2.
 func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
 	if err := conf.Unmarshal(&strictConfig{}); err != nil {
 		return err
@@ -179,4 +222,5 @@ type strictConfig struct {
 	SecretKey          configopaque.String                                      `mapstructure:"secret_key"`
 	PassThrough        bool                                                     `mapstructure:"pass_through"`
 	ServerVersionCheck ServerVersionCheck                                       `mapstructure:"server_version_check"`
+	WritePath          WritePath                                                `mapstructure:"write_path"`
 }

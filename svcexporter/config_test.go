@@ -47,6 +47,7 @@ func TestLoadConfig(t *testing.T) {
 				assert.Equal(t, "pk-lf-1234", cfg.PublicKey)
 				assert.Equal(t, configopaque.String("sk-lf-5678"), cfg.SecretKey)
 				assert.Equal(t, VersionCheckEnforce, cfg.ServerVersionCheck)
+				assert.Equal(t, WritePathAuto, cfg.WritePath)
 				assert.Equal(t, configcompression.Type(""), cfg.ClientConfig.Compression, "unset: the environment decides")
 				assert.Equal(t, 30*time.Second, cfg.ClientConfig.Timeout)
 				assert.True(t, cfg.QueueConfig.HasValue(), "the sending queue is on by default")
@@ -116,6 +117,15 @@ func TestLoadConfig(t *testing.T) {
 		{name: "endpoint_with_token_query", wantErr: []string{"without query or fragment", `"https://cloud.svc.example/api"`}},
 		{name: "missing_public_key", wantErr: []string{"public_key must be set"}},
 		{name: "missing_secret_key", wantErr: []string{"secret_key must be set"}},
+		{
+			name: "write_path_never",
+			check: func(t *testing.T, cfg *Config) {
+				assert.Equal(t, WritePathNever, cfg.WritePath)
+			},
+		},
+		{name: "bad_write_path", wantErr: []string{"write_path must be one of auto, always, never", `"sometimes"`}},
+		{name: "path_headers", wantErr: []string{
+			"headers must not set x-svc-ingestion-version", "headers must not set X_SVC_SDK_NAME", "headers must not set X-Svc-Sdk-Version", "use write_path"}},
 		{name: "bad_version_check", wantErr: []string{"server_version_check must be one of enforce, warn, off", `"strict"`}},
 		{
 			name: "compression_level",

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/svc/svc-collector/pkg/writepath"
 	"github.com/svc/svc-collector/svcexporter/internal/metadata"
 )
 
@@ -35,9 +36,17 @@ const (
 	healthPath = "/api/public/health"
 )
 
-// sdkName is sent as x-svc-sdk-name, so that the platform can tell the gateway's traffic apart
-// from the SDKs'.
-const sdkName = "svc-otelcol"
+// userAgentName names the gateway in User-Agent, its only name on the wire: it sends no
+// x-svc-sdk-name / x-svc-sdk-version, which would make the platform take every span batch for an
+// SDK's traffic and decide its write path by it (README, "Headers sent to the platform").
+const userAgentName = "svc-otelcol"
+
+// ingestionDirect is the value of x-svc-ingestion-version that makes the platform write a span
+// request at once (docs/contract.md §17), shared by every request that carries it.
+var (
+	ingestionVersionHeader = http.CanonicalHeaderKey(writepath.HeaderIngestionVersion)
+	ingestionDirect        = []string{writepath.DirectIngestionVersion}
+)
 
 const (
 	contentTypeProtobuf = "application/x-protobuf"
@@ -69,7 +78,6 @@ type svcExporter struct {
 	// refusedKeys are the public keys exporter_svc_credentials_refused has a series of (bounded).
 	refusedMu   sync.Mutex
 	refusedKeys map[string]struct{}
-	sdkVersion  string
 	userAgent   string
 
 	// Neither client compresses: span bodies come compressed by codec (the SDKs compress span
@@ -84,6 +92,8 @@ type svcExporter struct {
 
 	// Attribute sets of the send_failed counters, built once.
 	failedPermanent, failedRetryable metric.AddOption
+	// pathAttrs are those of exporter_svc_span_requests_accepted, by write path.
+	pathAttrs [numWirePaths]metric.AddOption
 }
 
 func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
@@ -116,10 +126,12 @@ func newSvcExporter(cfg *Config, set exporter.Settings) (*svcExporter, error) {
 		scoresURL:       base + scoresPath,
 		healthURL:       base + healthPath,
 		static:          staticCredentials(cfg),
-		sdkVersion:      version,
-		userAgent:       fmt.Sprintf("%s/%s (%s/%s)", sdkName, version, runtime.GOOS, runtime.GOARCH),
+		userAgent:       fmt.Sprintf("%s/%s (%s/%s)", userAgentName, version, runtime.GOOS, runtime.GOARCH),
 		failedPermanent: metric.WithAttributeSet(attribute.NewSet(attribute.Bool(errorPermanentKey, true))),
 		failedRetryable: metric.WithAttributeSet(attribute.NewSet(attribute.Bool(errorPermanentKey, false))),
+	}
+	for p := range numWirePaths {
+		e.pathAttrs[p] = metric.WithAttributeSet(attribute.NewSet(attribute.String("write_path", p.String())))
 	}
 	check, release := acquireVersionCheck(versionCheckKey{healthURL: e.healthURL, authorization: e.static.authorization, mode: cfg.ServerVersionCheck})
 	e.versionCheck, e.releaseVersionCheck = check, sync.OnceFunc(release)
@@ -180,8 +192,6 @@ func (e *svcExporter) newRequest(ctx context.Context, c requestCredentials, meth
 		req.Header.Set("Authorization", c.authorization)
 		req.Header.Set("x-svc-public-key", c.publicKey)
 	}
-	req.Header.Set("x-svc-sdk-name", sdkName)
-	req.Header.Set("x-svc-sdk-version", e.sdkVersion)
 	req.Header.Set("User-Agent", e.userAgent)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -203,10 +213,14 @@ type response struct {
 // retryable (network errors, 429, 5xx; with the Retry-After delay when the server gives one),
 // a *statusError with code 413 (the caller splits), or permanent (every other status; the span
 // path also splits on a permanent 400).
-func (e *svcExporter) post(ctx context.Context, c requestCredentials, client *http.Client, url, contentType, contentEncoding string, body []byte) (response, error) {
+// A span request on the direct path (direct) carries x-svc-ingestion-version: 4.
+func (e *svcExporter) post(ctx context.Context, c requestCredentials, client *http.Client, url, contentType, contentEncoding string, body []byte, direct bool) (response, error) {
 	req, err := e.newRequest(ctx, c, http.MethodPost, url, contentType, contentEncoding, body)
 	if err != nil {
 		return response{}, consumererror.NewPermanent(err)
+	}
+	if direct {
+		req.Header[ingestionVersionHeader] = ingestionDirect
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -40,6 +40,7 @@ func createDefaultConfig() component.Config {
 		QueueConfig:        configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
 		RetryConfig:        configretry.NewDefaultBackOffConfig(),
 		ServerVersionCheck: VersionCheckEnforce,
+		WritePath:          WritePathAuto,
 	}
 }
 
@@ -50,14 +51,34 @@ func createTraces(ctx context.Context, set exporter.Settings, cfg component.Conf
 	}
 	// Span batches are requests of this exporter (spansRequest), so that the persistent queue
 	// stores them encoded and compressed as they are sent (spans_queue.go).
-	opts := append(helperOptions(exp),
-		xexporterhelper.WithQueueBatch(queueConfig(cfg.(*Config)), xexporterhelper.QueueBatchSettings{
-			Encoding:         spansQueueEncoding{codec: exp.codec, logger: exp.logger},
-			ReferenceCounter: spansReferenceCounter{},
-		}))
-	q := cfg.(*Config).QueueConfig
-	persistent := q.HasValue() && q.Get().StorageID != nil
-	return xexporterhelper.NewTracesRequest(ctx, set, spansRequestFromTraces(exp.codec, persistent), exp.pushRequest, opts...)
+	c := cfg.(*Config)
+	qc, qs := tracesQueueBatch(c, xexporterhelper.QueueBatchSettings{
+		Encoding:         spansQueueEncoding{codec: exp.codec, logger: exp.logger},
+		ReferenceCounter: spansReferenceCounter{},
+	})
+	opts := append(helperOptions(exp), xexporterhelper.WithQueueBatch(qc, qs))
+	persistent := c.QueueConfig.HasValue() && c.QueueConfig.Get().StorageID != nil
+	convert := spansRequestFromTraces(exp.codec, persistent, c.WritePath == WritePathAuto)
+	return xexporterhelper.NewTracesRequest(ctx, set, convert, exp.pushRequest, opts...)
+}
+
+// tracesQueueBatch is the span queue's config and settings: queueConfig, and with write_path auto
+// and batching on, batches partitioned by write path class too (classPartitioner), so that a
+// batch never merges Direct and Staged spans. The partitioner takes over the config's metadata
+// keys, which exporterhelper would refuse beside a partitioner of the exporter's.
+func tracesQueueBatch(c *Config, set xexporterhelper.QueueBatchSettings) (configoptional.Optional[exporterhelper.QueueBatchConfig], xexporterhelper.QueueBatchSettings) {
+	qc := queueConfig(c)
+	if c.WritePath != WritePathAuto || !qc.HasValue() || !qc.Get().Batch.HasValue() {
+		return qc, set
+	}
+	q := *qc.Get()
+	b := *q.Batch.Get()
+	keys := b.Partition.MetadataKeys
+	b.Partition.MetadataKeys = nil
+	q.Batch = configoptional.Some(b)
+	set.Partitioner = classPartitioner{keys: keys}
+	set.MergeCtx = metadataMergeCtx(keys)
+	return configoptional.Some(q), set
 }
 
 func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {

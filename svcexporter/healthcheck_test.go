@@ -93,7 +93,8 @@ func TestServerVersionCheck(t *testing.T) {
 				} else {
 					require.Len(t, calls, 1)
 					assert.Equal(t, http.MethodGet, calls[0].method)
-					assert.Equal(t, "svc-otelcol", calls[0].header.Get("X-Svc-Sdk-Name"))
+					assert.True(t, strings.HasPrefix(calls[0].header.Get("User-Agent"), "svc-otelcol/"), "the gateway names itself")
+					assert.Empty(t, calls[0].header.Values("X-Svc-Sdk-Name"), "the gateway is no SDK")
 				}
 			}
 		})

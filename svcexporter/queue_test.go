@@ -90,6 +90,7 @@ type delivered struct {
 	encoding      string
 	authorization string
 	owner         string // the tenant attribute of the spans' resource
+	ingestion     string // x-svc-ingestion-version
 	spans         []pcommon.SpanID
 	err           error
 }
@@ -116,7 +117,8 @@ func (l *deliveryLog) spanCount() int {
 
 // decodeDelivered reads a body the fake platform decompressed, as the platform does.
 func decodeDelivered(r *http.Request, body []byte) delivered {
-	d := delivered{encoding: r.Header.Get("Content-Encoding"), authorization: r.Header.Get("Authorization")}
+	d := delivered{encoding: r.Header.Get("Content-Encoding"), authorization: r.Header.Get("Authorization"),
+		ingestion: r.Header.Get("X-Svc-Ingestion-Version")}
 	req := ptraceotlp.NewExportRequest()
 	if d.err = req.UnmarshalProto(body); d.err != nil {
 		return d
@@ -227,6 +229,11 @@ func TestPersistentQueueDeliversAfterRestart(t *testing.T) {
 					if tt.passThrough {
 						assert.Equal(t, tenants[id].authorization(), d.authorization, "span %s goes with its own tenant's credentials", id)
 					}
+				}
+				if tt.writer == "this release" {
+					assert.Equal(t, "4", d.ingestion, "request %d: spans of other instrumentations than the svc SDKs go direct", i)
+				} else {
+					assert.Empty(t, d.ingestion, "request %d: queued before write_path: staged, as it would have been sent then", i)
 				}
 				if tt.passThrough {
 					assert.Equal(t, tenantOf(d.authorization), d.owner, "request %d", i)

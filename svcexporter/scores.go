@@ -159,7 +159,7 @@ type partialResult struct {
 
 // sendScores posts body, the JSON array of count scores.
 func (e *svcExporter) sendScores(ctx context.Context, c requestCredentials, body []byte, count int) error {
-	resp, err := e.post(ctx, c, e.plainClient, e.scoresURL, contentTypeJSON, "", body)
+	resp, err := e.post(ctx, c, e.plainClient, e.scoresURL, contentTypeJSON, "", body, false)
 	if err != nil {
 		return err
 	}

@@ -143,8 +143,11 @@ func TestScoresRequest(t *testing.T) {
 	require.Len(t, reqs, 1)
 	assert.Equal(t, "application/json", reqs[0].header.Get("Content-Type"))
 	assert.Equal(t, testPublicKey, reqs[0].header.Get("X-Svc-Public-Key"))
-	assert.Equal(t, "svc-otelcol", reqs[0].header.Get("X-Svc-Sdk-Name"))
-	assert.Equal(t, testVersion, reqs[0].header.Get("X-Svc-Sdk-Version"))
+	// The gateway is no SDK: it names itself in User-Agent only; scores have no write path.
+	assert.Empty(t, reqs[0].header.Values("X-Svc-Sdk-Name"))
+	assert.Empty(t, reqs[0].header.Values("X-Svc-Sdk-Version"))
+	assert.Empty(t, reqs[0].header.Values("X-Svc-Ingestion-Version"))
+	assert.True(t, strings.HasPrefix(reqs[0].header.Get("User-Agent"), "svc-otelcol/"+testVersion+" "))
 	assert.True(t, strings.HasPrefix(reqs[0].header.Get("Authorization"), "Basic "))
 	assert.False(t, reqs[0].gzipped)
 	assert.JSONEq(t, `[{

@@ -57,12 +57,23 @@ func (r *spansRequest) MergeSplit(ctx context.Context, maxSize int, szt exporter
 		}
 		otd.ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
 		o.setTraces(otd)
+		r.class = mergedClass(r.class, o.class)
 	}
 	r.setTraces(td)
 	if maxSize == 0 {
 		return []xexporterhelper.Request{r}, nil
 	}
 	return r.split(maxSize, sz)
+}
+
+// mergedClass is the class of a merge of batches of classes a and b. The batcher merges only
+// batches of one partition, hence of one class (classPartitioner); were they to differ, the
+// merge is sent as mixed, each scope's spans by their own class.
+func mergedClass(a, b requestClass) requestClass {
+	if a == b {
+		return a
+	}
+	return classMixed
 }
 
 // dropUnreadable counts the spans of r, a queued batch whose body cannot be decoded and that
@@ -106,7 +117,9 @@ func (r *spansRequest) split(maxSize int, sz tracesSizer) ([]xexporterhelper.Req
 		size -= removedSize
 		droppedItems += spansBefore - r.td.SpanCount() - td.SpanCount()
 		if td.SpanCount() > 0 {
-			res = append(res, newSpansRequest(td, r.codec))
+			piece := newSpansRequest(td, r.codec)
+			piece.class = r.class
+			res = append(res, piece)
 		}
 	}
 	r.setTraces(r.td)

@@ -17,17 +17,25 @@ import (
 // item is framed as queue_item.go says, with
 //
 //	magic         0x00 "svcq"
-//	version       1
+//	version       2
 //	flag          compression: 0 none, 1 gzip: how the payload is compressed
-//	fields        span count (the items sizer; checked against the body when decoded), then the
-//	              size of the uncompressed protobuf (the bytes sizer)
+//	fields        span count (the items sizer; checked against the body when decoded), the
+//	              size of the uncompressed protobuf (the bytes sizer), then the write path class
+//	              (requestClass: 0 none, 1 direct, 2 staged, 3 mixed)
 //	payload       OTLP/protobuf ExportTraceServiceRequest, compressed as said
 //
+// Version 1 (the releases before write_path) had no class: its items are read as staged, the path
+// they would have taken then.
 // Items stored by exporterhelper's own encoding (the releases before: an xpdata TracesRequest,
 // or a plain OTLP TracesData) are still read, by its format (see spansQueueEncoding.Unmarshal).
 var spansQueueMagic = []byte{0x00, 's', 'v', 'c', 'q'}
 
-const spansQueueVersion = 1
+const (
+	spansQueueVersion = 2
+	// spansQueueVersionNoClass is the format before the class field, still read.
+	spansQueueVersionNoClass = 1
+	spansQueueFields         = 3
+)
 
 // Compression codes of the queue format.
 const (
@@ -48,7 +56,7 @@ type spansQueueEncoding struct {
 }
 
 // spansItemRoom is the room encodeForQueue leaves before a body for the item's header.
-var spansItemRoom = queueItemRoom(spansQueueMagic, 2)
+var spansItemRoom = queueItemRoom(spansQueueMagic, spansQueueFields)
 
 // Marshal stores req's wire body, encoding and compressing the spans if that was not done yet;
 // the body is kept on req as well. A body made for the queue (encodeForQueue) gets its header
@@ -69,8 +77,8 @@ func (e spansQueueEncoding) Marshal(ctx context.Context, req xexporterhelper.Req
 	if r.bodyCompression == configcompression.TypeGzip {
 		code = queuedGzip
 	}
-	header := appendQueueHeader(make([]byte, 0, queueHeaderSize(spansQueueMagic, 2, reqCtx)),
-		spansQueueMagic, spansQueueVersion, code, reqCtx, uint64(r.spans), uint64(r.BytesSize()))
+	header := appendQueueHeader(make([]byte, 0, queueHeaderSize(spansQueueMagic, spansQueueFields, reqCtx)),
+		spansQueueMagic, spansQueueVersion, code, reqCtx, uint64(r.spans), uint64(r.BytesSize()), uint64(r.class))
 	return frameQueueItem(r.frame, r.body, header), nil
 }
 
@@ -88,8 +96,12 @@ func (e spansQueueEncoding) unmarshal(data []byte) (context.Context, xexporterhe
 	if !isQueueItem(data, spansQueueMagic) {
 		return e.unmarshalStock(data)
 	}
-	var fields [2]uint64
-	flag, reqCtx, body, err := readQueueItem(data, spansQueueMagic, spansQueueVersion, fields[:])
+	fields := [spansQueueFields]uint64{2: uint64(classStaged)}
+	version, nFields := byte(spansQueueVersion), spansQueueFields
+	if len(data) > len(spansQueueMagic) && data[len(spansQueueMagic)] == spansQueueVersionNoClass {
+		version, nFields = spansQueueVersionNoClass, 2
+	}
+	flag, reqCtx, body, err := readQueueItem(data, spansQueueMagic, version, fields[:nFields])
 	if err != nil {
 		return reqCtx, nil, fmt.Errorf("%w: %w", errCorruptQueuedSpans, err)
 	}
@@ -102,8 +114,8 @@ func (e spansQueueEncoding) unmarshal(data []byte) (context.Context, xexporterhe
 	default:
 		return reqCtx, nil, fmt.Errorf("%w: unknown compression code %d", errCorruptQueuedSpans, flag)
 	}
-	spans, protoSize := fields[0], fields[1]
-	if spans > 1<<31 || protoSize > 1<<40 {
+	spans, protoSize, class := fields[0], fields[1], fields[2]
+	if spans > 1<<31 || protoSize > 1<<40 || class > uint64(classMixed) {
 		return reqCtx, nil, fmt.Errorf("%w: bad header", errCorruptQueuedSpans)
 	}
 	return reqCtx, &spansRequest{
@@ -112,6 +124,7 @@ func (e spansQueueEncoding) unmarshal(data []byte) (context.Context, xexporterhe
 		bodyCompression: compression,
 		spans:           int(spans),
 		protoSize:       int(protoSize),
+		class:           requestClass(class),
 	}, nil
 }
 
@@ -125,5 +138,7 @@ func (e spansQueueEncoding) unmarshalStock(data []byte) (context.Context, xexpor
 	if err != nil {
 		return ctx, nil, fmt.Errorf("%w: %v", errCorruptQueuedSpans, err)
 	}
-	return ctx, newSpansRequest(td, e.codec), nil
+	r := newSpansRequest(td, e.codec)
+	r.class = classStaged // queued before write_path: the path it would have taken then
+	return ctx, r, nil
 }

@@ -116,12 +116,13 @@ func TestSpansQueueItemFramedAroundTheBody(t *testing.T) {
 			t.Run(string(compression)+", "+name, func(t *testing.T) {
 				enc := spansQueueEncoding{codec: testCodec(t, compression)}
 				td := makeTraces(2, 2, 10, 200)
-				queued, err := spansRequestFromTraces(enc.codec, true)(ctx, td)
+				queued, err := spansRequestFromTraces(enc.codec, true, true)(ctx, td)
 				require.NoError(t, err)
 				framed, err := enc.Marshal(ctx, queued)
 				require.NoError(t, err)
 
 				copied := newSpansRequest(td, enc.codec)
+				copied.class = classDirect // makeTraces' scopes are no svc SDK's
 				_, err = copied.wireBody() // made at send: no room before it
 				require.NoError(t, err)
 				want, err := enc.Marshal(ctx, copied)

@@ -41,6 +41,9 @@ type spansRequest struct {
 	spans     int
 	protoSize int // size of the uncompressed OTLP protobuf (the bytes sizer); -1: not known yet
 
+	// class is the write path class of the spans (write_path auto; write_path.go).
+	class requestClass
+
 	// pinned are the spans spansReferenceCounter.Ref pinned, set by Ref only and read by Unref
 	// only. The queue's consumer calls Unref as soon as the batcher took the request, while the
 	// batcher may still hold it as its current batch and merge into it (MergeSplit, setTraces)
@@ -146,7 +149,9 @@ func (r *spansRequest) setTraces(td ptrace.Traces) {
 // delivery: consumererror.Traces, see pushSpans), as exporterhelper's traces request does.
 func (r *spansRequest) OnError(err error) xexporterhelper.Request {
 	if te, ok := errors.AsType[consumererror.Traces](err); ok {
-		return newSpansRequest(te.Data(), r.codec)
+		rest := newSpansRequest(te.Data(), r.codec)
+		rest.class = r.class
+		return rest
 	}
 	return r
 }
@@ -177,9 +182,15 @@ func (spansReferenceCounter) Unref(req xexporterhelper.Request) {
 // caller's goroutine: the queue stores it (spansQueueEncoding.Marshal) under its lock, which every
 // other call and every queue consumer waits for, and encoding and compressing the spans there
 // would make them wait for that too. A failure here is left to Marshal, which reports it.
-func spansRequestFromTraces(codec *spanBodyCodec, persistent bool) xexporterhelper.RequestConverterFunc[ptrace.Traces] {
-	return func(_ context.Context, td ptrace.Traces) (xexporterhelper.Request, error) {
+// With classify (write_path auto) the request gets its write path class here, where the client's
+// headers are known (client metadata of ctx): one request whatever its classes, so that the
+// queue takes all of a batch or none of it.
+func spansRequestFromTraces(codec *spanBodyCodec, persistent, classify bool) xexporterhelper.RequestConverterFunc[ptrace.Traces] {
+	return func(ctx context.Context, td ptrace.Traces) (xexporterhelper.Request, error) {
 		r := newSpansRequest(td, codec)
+		if classify {
+			r.class = classOf(ctx, td)
+		}
 		if persistent {
 			_ = r.encodeForQueue(spansItemRoom)
 		}

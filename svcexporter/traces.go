@@ -16,9 +16,13 @@ import (
 // spanRef locates one span in a ptrace.Traces.
 type spanRef struct{ resource, scope, span int }
 
-// pushTraces sends td as pushSpans does.
+// pushTraces sends td as pushSpans does, classified as the exporterhelper's converter does.
 func (e *svcExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
-	return e.pushSpans(ctx, newSpansRequest(td, e.codec))
+	r := newSpansRequest(td, e.codec)
+	if e.cfg.WritePath == WritePathAuto {
+		r.class = classOf(ctx, td)
+	}
+	return e.pushSpans(ctx, r)
 }
 
 // pushRequest is the exporterhelper's consume function of span batches.
@@ -38,7 +42,9 @@ func (e *svcExporter) pushRequest(ctx context.Context, req xexporterhelper.Reque
 // content), and the rest is delivered. A 400 given to more requests than a few malformed spans
 // explain stops the splitting (splitBudget): the spans not delivered by then are refused together,
 // logged once. Only a 413 or 400 (or a compression changed since it was
-// queued) decodes a batch read from the persistent queue.
+// queued) decodes a batch read from the persistent queue. Under write_path auto a batch of one
+// class goes as one request with its class's header (write_path.go); a mixed one, decoded, as a
+// request of its Staged spans and one of its Direct spans, each split on its own.
 func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 	total := req.ItemsCount()
 	if total == 0 {
@@ -54,9 +60,30 @@ func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 	// happens before any part of the batch went out (the first request posts the whole batch,
 	// the halves of a 413 need the spans), so nothing of it was delivered.
 	var unsendable error
-	res := deliver(total, []itemRange{{0, total}}, func(r itemRange) error {
+	// The write path of every request of the push, or, for a mixed batch (write_path auto), of
+	// those of its Staged spans (refs[:staged]); those of its Direct spans go on the direct path.
+	path := wirePathOf(e.cfg.WritePath, req.class)
+	chunks, staged := []itemRange{{0, total}}, total
+	if path == wireStaged && req.class == classMixed {
+		if td, err = req.traces(); err != nil {
+			return e.dropUnsendableSpans(ctx, total, consumererror.NewPermanent(err))
+		}
+		refs, staged = stagedFirst(td)
+		switch staged {
+		case 0:
+			path = wireDirect
+		case total:
+		default: // the Staged spans in requests of their own; a split never mixes the two ranges
+			chunks = []itemRange{{0, staged}, {staged, total}}
+		}
+	}
+	res := deliver(total, chunks, func(r itemRange) error {
 		if unsendable != nil {
 			return unsendable
+		}
+		p := path
+		if r.lo >= staged {
+			p = wireDirect
 		}
 		if r.len() == total {
 			body, err := req.wireBody() // the common case: no decoding, no copy
@@ -64,7 +91,7 @@ func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 				unsendable = consumererror.NewPermanent(err)
 				return unsendable
 			}
-			return e.postSpans(ctx, creds, body)
+			return e.postSpans(ctx, creds, body, p)
 		}
 		if refs == nil {
 			if td, err = req.traces(); err != nil {
@@ -73,7 +100,7 @@ func (e *svcExporter) pushSpans(ctx context.Context, req *spansRequest) error {
 			}
 			refs = spanRefs(td)
 		}
-		return e.sendSpans(ctx, creds, tracesOf(td, refs[r.lo:r.hi]))
+		return e.sendSpans(ctx, creds, tracesOf(td, refs[r.lo:r.hi]), p)
 	}, isTooLargeOrMalformed, isMalformed)
 	if res.splits > 0 {
 		e.telemetry.ExporterSvcRequestsSplit.Add(ctx, int64(res.splits))
@@ -113,20 +140,21 @@ func (e *svcExporter) dropUnsendableSpans(ctx context.Context, total int, err er
 	return err
 }
 
-func (e *svcExporter) sendSpans(ctx context.Context, c requestCredentials, td ptrace.Traces) error {
+func (e *svcExporter) sendSpans(ctx context.Context, c requestCredentials, td ptrace.Traces, path wirePath) error {
 	body, _, err := e.codec.encode(td)
 	if err != nil {
 		return consumererror.NewPermanent(err)
 	}
-	return e.postSpans(ctx, c, body)
+	return e.postSpans(ctx, c, body, path)
 }
 
-// postSpans posts a body made by e.codec.
-func (e *svcExporter) postSpans(ctx context.Context, c requestCredentials, body []byte) error {
-	resp, err := e.post(ctx, c, e.tracesClient, e.tracesURL, contentTypeProtobuf, contentEncoding(e.codec.compression), body)
+// postSpans posts a body made by e.codec on the write path path.
+func (e *svcExporter) postSpans(ctx context.Context, c requestCredentials, body []byte, path wirePath) error {
+	resp, err := e.post(ctx, c, e.tracesClient, e.tracesURL, contentTypeProtobuf, contentEncoding(e.codec.compression), body, path == wireDirect)
 	if err != nil {
 		return err
 	}
+	e.telemetry.ExporterSvcSpanRequestsAccepted.Add(ctx, 1, e.pathAttrs[path])
 	e.logPartialSuccess(ctx, c, resp)
 	return nil
 }

@@ -110,14 +110,18 @@ func TestTracesRequest(t *testing.T) {
 	tests := []struct{ header, want string }{
 		{"Authorization", wantAuth},
 		{"X-Svc-Public-Key", testPublicKey},
-		{"X-Svc-Sdk-Name", "svc-otelcol"},
-		{"X-Svc-Sdk-Version", testVersion},
+		// Spans of other instrumentations than the svc SDKs: written at once (write_path auto).
+		{"X-Svc-Ingestion-Version", "4"},
+		// The gateway is no SDK: it names itself in User-Agent only.
+		{"X-Svc-Sdk-Name", ""},
+		{"X-Svc-Sdk-Version", ""},
 		{"Content-Type", "application/x-protobuf"},
 		{"X-Team", "platform"},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, h.Get(tt.header), tt.header)
 	}
+	assert.True(t, strings.HasPrefix(h.Get("User-Agent"), "svc-otelcol/"+testVersion+" "), h.Get("User-Agent"))
 	assert.Equal(t, http.MethodPost, reqs[0].method)
 	require.NoError(t, ptracetest.CompareTraces(td, decodeTraces(t, reqs[0].body)), "the body is the batch, resources and scopes included")
 }

@@ -10,8 +10,9 @@ type Config struct {
 
 	// LargeValueFiles keeps each value of 16 KiB or more (an exporter queue's span batch, a large
 	// held-span record) in append-only files beside the component's bbolt file, and only a small
-	// pointer to it in bbolt (valuefiles.go). Off by default: the files are then exactly contrib's.
-	// Values already in such files are read back whatever the setting.
+	// pointer to it in bbolt (valuefiles.go). Experimental, off by default: the files are then
+	// exactly contrib's. Values already in such files are read back whatever the setting, so
+	// turning it off loses nothing; contrib's extension cannot read them (drain before leaving).
 	LargeValueFiles bool `mapstructure:"large_value_files"`
 }
 

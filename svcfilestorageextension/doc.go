@@ -1,10 +1,11 @@
 //go:generate mdatagen metadata.yaml
 
-// Package svcfilestorageextension is the distribution's `file_storage` extension: contrib's
-// filestorage extension, unchanged, with one directory per collector instance enforced at start,
-// exporters' queues laid out so that bbolt does not rewrite the queued items at every write
-// (spacers.go), and, with large_value_files, large values kept in append-only files with a
-// pointer to them in bbolt (valuefiles.go).
+// Package svcfilestorageextension is the distribution's `svc_file_storage` extension: contrib's
+// filestorage extension (its keys and files) under a type of its own, with one directory per
+// collector instance enforced at start, exporters' queues laid out so that bbolt does not rewrite
+// the queued items at every write (spacers.go), the storage's metrics (telemetry.go), and, with
+// the experimental large_value_files, large values kept in append-only files with a pointer to
+// them in bbolt (valuefiles.go).
 //
 // Two collectors on one storage directory would otherwise fail late and obscurely: the second one's
 // exporter queue waits for the first one's bbolt file lock and fails with a bare "timeout". This

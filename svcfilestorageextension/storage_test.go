@@ -37,7 +37,7 @@ func TestSecondInstanceOnOneDirectoryFailsByName(t *testing.T) {
 	second := newStorage(t, dir)
 	err := second.Start(ctx, componenttest.NewNopHost())
 	require.ErrorIs(t, err, errDirectoryInUse)
-	assert.Contains(t, err.Error(), "file_storage directory "+dir+" is in use by another collector instance")
+	assert.Contains(t, err.Error(), "svc_file_storage directory "+dir+" is in use by another collector instance")
 	assert.Contains(t, err.Error(), "give each instance its own directory (SVC_STORAGE_DIR")
 
 	require.NoError(t, first.Shutdown(ctx))
@@ -60,8 +60,10 @@ func TestClientsWorkAsContribs(t *testing.T) {
 	require.NoError(t, ext.Shutdown(ctx))
 }
 
-func TestFactoryIsContribsType(t *testing.T) {
-	assert.Equal(t, filestorage.NewFactory().Type(), NewFactory().Type())
+// TestTypeIsNotContribs: contrib's file_storage can be in the same build.
+func TestTypeIsNotContribs(t *testing.T) {
+	assert.Equal(t, "svc_file_storage", NewFactory().Type().String())
+	assert.NotEqual(t, filestorage.NewFactory().Type(), NewFactory().Type())
 }
 
 // TestClientFileHeldElsewhereNamesTheDirectory: when a process that takes no directory lock (an
@@ -79,6 +81,6 @@ func TestClientFileHeldElsewhereNamesTheDirectory(t *testing.T) {
 	defer func() { require.NoError(t, ext.Shutdown(ctx)) }()
 	_, err = ext.(storage.Extension).GetClient(ctx, component.KindExporter, component.MustNewID("svc"), "traces")
 	require.ErrorIs(t, err, errDirectoryInUse)
-	assert.Contains(t, err.Error(), "file_storage directory "+dir+" is in use by another collector instance")
+	assert.Contains(t, err.Error(), "svc_file_storage directory "+dir+" is in use by another collector instance")
 	assert.Contains(t, err.Error(), "timed out waiting for the lock of its file for svc")
 }

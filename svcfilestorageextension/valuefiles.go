@@ -236,7 +236,7 @@ func (c *valueFileClient) batch(ctx context.Context, ops []*storage.Operation) e
 func (c *valueFileClient) Walk(ctx context.Context, fn storage.WalkFunc) error {
 	walker, ok := c.inner.(storage.Walker)
 	if !ok {
-		return errors.New("file_storage: this storage cannot list its keys")
+		return errors.New("svc_file_storage: this storage cannot list its keys")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -269,7 +269,7 @@ func (c *valueFileClient) append(key string, value []byte) (*segment, recordRef,
 		c.dropSpare()
 	}
 	if full() {
-		return nil, recordRef{}, nil, fmt.Errorf("value files %s: max_size of %d bytes reached: the storage extension has run out of available space", c.opts.dir, c.opts.maxBytes)
+		return nil, recordRef{}, nil, fmt.Errorf("value files %s: max_size of %d bytes reached: %w", c.opts.dir, c.opts.maxBytes, storage.ErrStorageFull)
 	}
 	if c.active == nil || (c.active.size > 0 && c.active.size+size > c.opts.segmentBytes) {
 		if err := c.rotate(); err != nil {
@@ -338,7 +338,7 @@ func (c *valueFileClient) resolve(key string, stored []byte) ([]byte, error) {
 	}
 	if err != nil {
 		// Logged here as well: exporterhelper's queue drops an item it cannot read with a debug line.
-		c.opts.logger.Error("file_storage: a stored value cannot be read back", zap.Error(err))
+		c.opts.logger.Error("svc_file_storage: a stored value cannot be read back", zap.Error(err))
 	}
 	return value, err
 }

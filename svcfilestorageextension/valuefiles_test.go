@@ -112,7 +112,7 @@ func (s *testStore) segments() []string {
 
 // stored is what bbolt itself holds under key (a pointer or the value).
 func (s *testStore) stored(key string) []byte {
-	v, err := s.client.(*valueFileClient).inner.Get(context.Background(), key)
+	v, err := unobserved(s.client).(*valueFileClient).inner.Get(context.Background(), key)
 	require.NoError(s.t, err)
 	return v
 }
@@ -258,7 +258,7 @@ func TestValueFilesDirectoryNextToBboltFile(t *testing.T) {
 			c, err := ext.(storage.Extension).GetClient(ctx, component.KindProcessor, component.MustNewIDWithName("svcspanfilter", "a/b"), "held")
 			require.NoError(t, err)
 			require.NoError(t, c.Set(ctx, "r1", randomBytes(64<<10)))
-			_, wrapped := c.(*valueFileClient)
+			_, wrapped := unobserved(c).(*valueFileClient)
 			assert.Equal(t, on, wrapped)
 			require.NoError(t, c.Close(ctx))
 			require.NoError(t, ext.Shutdown(ctx))
@@ -549,7 +549,7 @@ func TestValueFilesTurnedOff(t *testing.T) {
 	require.NoError(t, s.client.Delete(ctx, "old"))
 	assert.Empty(t, s.segments())
 	s.reopen()
-	_, wrapped := s.client.(*valueFileClient)
+	_, wrapped := unobserved(s.client).(*valueFileClient)
 	assert.False(t, wrapped, "nothing in value files: contrib's client as it is")
 	assert.NoDirExists(t, s.opts.dir)
 	got, err = s.client.Get(ctx, "new")

@@ -44,16 +44,24 @@ type logsProcessor struct {
 	stop, stopped chan struct{}
 }
 
-// processLogs skips the call when what the memory took leaves it empty.
+// processLogs writes ahead all the call may hold (its score records, then its content) before it
+// applies any: a refused call changed nothing, so its resend is taken once. It skips the call when
+// what the memory took leaves it empty.
 func (lp *logsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
-	took, err := lp.takeContent(ctx, ld)
-	if err == nil && lp.traces != nil && (!took || ld.LogRecordCount() > 0) {
-		took, err = lp.holdScores(ctx, ld)
+	scores, follow, err := lp.planScores(ctx, ld)
+	if err != nil {
+		return ld, err
 	}
-	if err == nil && took && ld.LogRecordCount() == 0 {
+	took, err := lp.takeContent(ctx, ld) // written, then applied: the last write of the call
+	if err != nil {
+		scores.Cancel()
+		return ld, err
+	}
+	lp.applyScores(ctx, scores, ld)
+	if (took || follow) && ld.LogRecordCount() == 0 {
 		return ld, processorhelper.ErrSkipProcessingData
 	}
-	return ld, err
+	return ld, nil
 }
 
 // takeContent hands the content records of ld to the sink; took: ld had some.

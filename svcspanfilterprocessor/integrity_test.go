@@ -88,6 +88,20 @@ func TestMetrics(t *testing.T) {
 	h.shutdown()
 }
 
+// The configured memory budget is published, for alerts to compare the memory with.
+func TestMemoryLimitMetric(t *testing.T) {
+	for _, mib := range []int{256, 3} {
+		t.Run(fmt.Sprint(mib), func(t *testing.T) {
+			cfg := createDefaultConfig().(*Config)
+			cfg.TraceIntegrity.MemoryLimitMiB = mib
+			h := newHarness(t, cfg)
+			metadatatest.AssertEqualProcessorSvcspanfilterMemoryLimitBytes(t, h.telemetry,
+				[]metricdata.DataPoint[int64]{point(int64(mib) << 20)}, ignoreTime...)
+			h.shutdown()
+		})
+	}
+}
+
 // A trace that keeps receiving spans is not idle, but its waiting spans still go at max_wait_duration.
 func TestMaxWaitReleasesBusyTrace(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)

@@ -42,15 +42,19 @@ func (h extensionsHost) GetExtensions() map[component.ID]component.Component { r
 
 // startWithOutcome starts the harness's outcome sampling: "errors + rate of the rest".
 func startWithOutcome(t *testing.T, h *harness, rate float64, maxHeldMiB int) {
+	startOutcome(t, h.p, rate, maxHeldMiB)
+}
+
+func startOutcome(t *testing.T, p *spanFilterProcessor, rate float64, maxHeldMiB int) {
 	cfg := sampling.DefaultOutcomeConfig()
 	cfg.Rules = []sampling.OutcomeRule{{Name: "errors", Kind: sampling.RuleError}}
 	cfg.MaxHeldMiB = maxHeldMiB
 	o, err := sampling.NewOutcome(cfg, sampling.NewRatio(rate))
 	require.NoError(t, err)
 	id := component.MustNewID("svcsampling")
-	h.p.cfg.Sampling = &id
+	p.cfg.Sampling = &id
 	ext := &outcomeExtension{decider: sampling.NewDecider(sampling.NewRatio(rate), sampling.NewExperimentTraces(100, time.Hour)), outcome: o}
-	require.NoError(t, h.p.startOutcome(extensionsHost{id: ext}))
+	require.NoError(t, p.startOutcome(extensionsHost{id: ext}))
 }
 
 // With the outcome section every failing trace is delivered whole, with its reason on the root;
@@ -150,4 +154,45 @@ func TestScoresFollowTheirTraceThroughTheLogsSide(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []pcommon.TraceID{failing, failing}, traces, "no score of the dropped trace")
+}
+
+// A logs call whose score records cannot be written ahead (the journal refuses) is refused before
+// any of it is applied: its content records, sent again with the client's resend, are joined once,
+// and the span carries each message once, as without the refusal.
+func TestRefusedLogsCallChangesNothing(t *testing.T) {
+	var want string
+	for _, refuse := range []bool{false, true} {
+		f := newRefusalFixture(t, &refusingJournal{})
+		startOutcome(t, f.p, 1, 64)
+		lp := &logsProcessor{logger: zap.NewNop(), enabled: true, sink: func() contentSink { return f.p },
+			next: new(consumertest.LogsSink), traces: func() *spanFilterProcessor { return f.p }}
+		td := f.chatCall()
+		call := func() plog.Logs { // the content records and a score of the chat span's trace
+			ld := plog.NewLogs()
+			f.content.CopyTo(ld)
+			scoreRecords(td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID()).
+				ResourceLogs().MoveAndAppendTo(ld.ResourceLogs())
+			return ld
+		}
+		if refuse {
+			f.j.refuseScores = 1
+			_, err := lp.processLogs(context.Background(), call())
+			require.Error(t, err, "the score records could not be written: the call is refused")
+		}
+		_, err := lp.processLogs(context.Background(), call())
+		require.NoError(t, err, "the client's resend")
+		require.NoError(t, f.send(td))
+		for range 3 {
+			f.releaser(time.Minute) // decided by the rate (1): kept
+		}
+		spans := f.delivered()
+		f.assertChatWithContent(spans)
+		in, _ := spans["chat gpt-4o"].Attributes().Get("gen_ai.input.messages")
+		require.NoError(t, lp.shutdown(context.Background()))
+		if !refuse {
+			want = in.Str()
+			continue
+		}
+		assert.Equal(t, want, in.Str(), "each message once, as without the refusal")
+	}
 }

@@ -82,6 +82,7 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 		tb.RegisterProcessorSvcspanfilterSpansHeldCallback(gauge(p.mem.HeldSpans)),
 		tb.RegisterProcessorSvcspanfilterHeldBytesCallback(gauge(p.mem.HeldBytes)),
 		tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(gauge(p.mem.Bytes)),
+		tb.RegisterProcessorSvcspanfilterMemoryLimitBytesCallback(gauge(func() int64 { return int64(ti.MemoryLimitMiB) << 20 })),
 		tb.RegisterProcessorSvcspanfilterTracesInMemoryCallback(gauge(p.mem.Traces)),
 		tb.RegisterProcessorSvcspanfilterDecisionHeldBytesCallback(gauge(p.mem.DecisionBytes)),
 	); err != nil {
@@ -458,7 +459,7 @@ func (j *storageJournal) start(ctx context.Context, host component.Host) ([]jour
 	}
 	storageExt, ok := ext.(storage.Extension)
 	if !ok {
-		return nil, fmt.Errorf("storage: extension %q is not a storage extension (use file_storage)", j.storageID)
+		return nil, fmt.Errorf("storage: extension %q is not a storage extension (use svc_file_storage or file_storage)", j.storageID)
 	}
 	// "held" names the processor's client (its file) beside the exporters' in the extension.
 	client, err := storageExt.GetClient(ctx, component.KindProcessor, j.owner, "held")

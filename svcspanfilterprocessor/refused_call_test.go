@@ -35,12 +35,18 @@ type refusingJournal struct {
 	// panicSpans: the next span appends panic (a bug in the journal or the storage extension).
 	panicSpans int
 	during     func()
+	// refuseScores: the next appends of held score records fail.
+	refuseScores int
 }
 
 func (j *refusingJournal) Append(ctx context.Context, kind journal.Kind, heldAt time.Time, md map[string][]string, payload []byte) (uint64, error) {
 	if kind == journal.KindSpans && j.panicSpans > 0 {
 		j.panicSpans--
 		panic("journal bug")
+	}
+	if kind == journal.KindScores && j.refuseScores > 0 {
+		j.refuseScores--
+		return 0, errors.New("disk full")
 	}
 	if kind == journal.KindSpans && j.refuseSpans > 0 {
 		j.refuseSpans--

@@ -28,31 +28,38 @@ func (lp *logsProcessor) startScoreReleaser(p *spanFilterProcessor) {
 	})
 }
 
-// holdScores takes the score records of ld that follow their trace (false: none do, outcome
-// sampling is off): those of undecided traces are held, of dropped traces removed; the rest stays
-// in ld. A retryable error refuses the call.
-func (lp *logsProcessor) holdScores(ctx context.Context, ld plog.Logs) (bool, error) {
-	p := lp.traces()
+// planScores writes ahead the score records of ld that follow their trace (follow: outcome sampling
+// is on; nil: none does), applied once the rest of the call is written. A retryable error refuses it.
+func (lp *logsProcessor) planScores(ctx context.Context, ld plog.Logs) (*tracememory.ScoreHold, bool, error) {
+	var p *spanFilterProcessor
+	if lp.traces != nil {
+		p = lp.traces()
+	}
 	if p == nil || !p.mem.ScoresFollow() {
-		return false, nil
+		return nil, false, nil
 	}
 	if !p.running.Load() {
-		return true, errNotRunning
+		return nil, true, errNotRunning
 	}
 	lp.startScoreReleaser(p)
-	held, dropped, err := p.mem.AddScores(client.FromContext(ctx), lp, ld)
-	if err != nil {
-		if !errors.Is(err, tracememory.ErrContentOverloaded) {
-			lp.logger.Warn("Could not hold score records for their trace's decision; the logs request is refused "+
-				"for the client to retry", zap.Error(err))
-		}
-		return true, err
+	hold, err := p.mem.HoldScores(client.FromContext(ctx), lp, ld)
+	if err != nil && !errors.Is(err, tracememory.ErrContentOverloaded) {
+		lp.logger.Warn("Could not hold score records for their trace's decision; the logs request is refused "+
+			"for the client to retry", zap.Error(err))
 	}
-	if held+dropped > 0 {
+	return hold, true, err
+}
+
+// applyScores takes the score records planned: those of undecided traces are held, of dropped
+// traces removed; the rest stays in ld. It hands on what the call's decisions released.
+func (lp *logsProcessor) applyScores(ctx context.Context, hold *tracememory.ScoreHold, ld plog.Logs) {
+	if hold == nil {
+		return
+	}
+	if held, dropped := hold.Apply(ld); held+dropped > 0 {
 		lp.logger.Debug("Score records follow their trace's decision", zap.Int("held", held), zap.Int("dropped", dropped))
 	}
-	lp.deliverScores(ctx, p.mem.TakeReadyScores(lp), false) // released by this call's decisions
-	return true, nil
+	lp.deliverScores(ctx, lp.traces().mem.TakeReadyScores(lp), false)
 }
 
 // deliverScores hands released score records on; a retryable refusal puts the rest back for the

@@ -310,17 +310,17 @@ func checkPods(t *testing.T, m manifests, sts *appsv1.StatefulSet) {
 		}
 	}
 
-	// The storage of file_storage is the volume claim, at SVC_STORAGE_DIR.
+	// The storage of svc_file_storage is the volume claim, at SVC_STORAGE_DIR.
 	storageDir := envValue(c, "SVC_STORAGE_DIR")
 	if storageDir == "" {
-		t.Fatal("SVC_STORAGE_DIR is not set: file_storage would write to the container's filesystem")
+		t.Fatal("SVC_STORAGE_DIR is not set: svc_file_storage would write to the container's filesystem")
 	}
 	mount, _ := mountOf(t, pod.Spec, c, storageDir)
 	if !slices.ContainsFunc(sts.Spec.VolumeClaimTemplates, func(p corev1.PersistentVolumeClaim) bool { return p.Name == mount.Name }) {
 		t.Errorf("%s is mounted from %s, not from a volumeClaimTemplate: the queue would not outlive the pod", storageDir, mount.Name)
 	}
-	if _, ok := dig(t, parsed, "extensions")["file_storage"]; !ok {
-		t.Error("the config has no file_storage extension")
+	if _, ok := dig(t, parsed, "extensions")["svc_file_storage"]; !ok {
+		t.Error("the config has no svc_file_storage extension")
 	}
 	checkQueueFitsVolume(t, parsed, c, sts.Spec.VolumeClaimTemplates, mount.Name)
 

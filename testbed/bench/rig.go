@@ -90,7 +90,7 @@ func serviceExtensions(path string) []string {
 	return cfg.Service.Extensions
 }
 
-// GatewayMemoryQueue is build M: build A with nothing in file_storage (the svc exporter's queue
+// GatewayMemoryQueue is build M: build A with nothing in svc_file_storage (the svc exporter's queue
 // and the span filter's held spans in memory), the configuration before issue 17; A/M is the
 // cost of persistence.
 func GatewayMemoryQueue(svcOtelcol string) Build {
@@ -165,7 +165,7 @@ type Rig struct {
 	Build     Build
 	Platform  *platform.Platform
 	Collector *collector.Process
-	// StorageDir is where every start of the collector keeps its file_storage.
+	// StorageDir is where every start of the collector keeps its svc_file_storage.
 	StorageDir string
 	opts       RigOptions
 	ownDir     bool

@@ -42,7 +42,7 @@ type Options struct {
 	// applications send to).
 	OTLPGRPCEndpoint, OTLPHTTPEndpoint string
 	// StorageDir is given to the child as SVC_STORAGE_DIR, the directory of distribution/config.yaml's
-	// file_storage (exporter queue, held spans). Empty: a new temporary directory, removed when
+	// svc_file_storage (exporter queue, held spans). Empty: a new temporary directory, removed when
 	// the process ends, so that runs never share or inherit stored data. Set it to restart a
 	// collector on the storage a killed one left.
 	StorageDir string

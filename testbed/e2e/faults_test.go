@@ -183,7 +183,7 @@ func TestFaultPlatformOutage(t *testing.T) {
 }
 
 // TestFaultKillAndRestart: the collector with the default config (its queue on disk,
-// file_storage) accepts load while the platform is down, is killed with SIGKILL, and is started
+// svc_file_storage) accepts load while the platform is down, is killed with SIGKILL, and is started
 // again on the same directory with the platform back up. Everything it accepted arrives, all of
 // it from the queue on disk (nothing had arrived before the kill). Requests in flight to the
 // platform at a kill may be sent again (at-least-once): they would count as duplicated, not

@@ -24,7 +24,7 @@ func TestComponentsListOurComponents(t *testing.T) {
 	if err != nil {
 		t.Fatalf("components: %v\n%s", err, out)
 	}
-	for _, name := range []string{"name: svc\n", "name: svcspanfilter\n", "name: svcmetadata\n", "name: svcscore\n", "name: otlp\n", "name: file_storage\n",
+	for _, name := range []string{"name: svc\n", "name: svcspanfilter\n", "name: svcmetadata\n", "name: svcscore\n", "name: otlp\n", "name: file_storage\n", "name: svc_file_storage\n",
 		"name: svcauth\n", "name: bearertokenauth\n", "name: filter\n"} {
 		if !strings.Contains(out, name) {
 			t.Errorf("`svc-otelcol components` does not list %q", strings.TrimSpace(name))
@@ -62,8 +62,11 @@ func TestDeliversGenAISpansOfAnAgentTrace(t *testing.T) {
 		t.Errorf("LLM span arrived as type %q model %q, want a GENERATION with its model", o.Type, derefOrEmpty(o.Model))
 	}
 	for _, r := range g.platform.Requests(platform.EndpointTraces) {
-		if r.SDKName != "svc-otelcol" || r.SDKVersion == "" {
-			t.Errorf("traces request identified itself as %q %q, want svc-otelcol and its version", r.SDKName, r.SDKVersion)
+		// The gateway is no SDK: it names none, and the spans it forwards (current SDK majors and
+		// third-party instrumentations) are written at once by the ingestion-version header.
+		if r.SDKName != "" || r.SDKVersion != "" || r.WritePath != platform.WritePathDirect || r.WritePathRule != platform.RuleHeaders {
+			t.Errorf("traces request came as SDK %q %q, written %s by rule %d; want no SDK headers, written direct by the header (rule %d)",
+				r.SDKName, r.SDKVersion, r.WritePath, r.WritePathRule, platform.RuleHeaders)
 		}
 	}
 }

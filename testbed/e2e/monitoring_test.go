@@ -29,7 +29,8 @@ import (
 // (Debian's prometheus package, `make prometheus`) scrapes the built gateway and evaluates the
 // shipped alert rules while the local platform refuses, then recovers, then refuses the
 // credentials. The rules run as shipped except their durations: every minute of a window, an
-// offset or a `for` is two seconds here, so that the test takes about two minutes.
+// offset or a `for` is two seconds here, so that the test takes about two minutes. The storage
+// alerts are driven the same way by a full disk (storage_fulldisk_test.go).
 
 // monitoringMinute is what one minute of the rules' durations lasts in this test.
 const monitoringMinute = 2 * time.Second

@@ -75,6 +75,10 @@ func runOutcome(t *testing.T, per string, kill bool) {
 
 	w := workload.NewOutcomeWorkload(workload.OutcomeOptions{Seed: 30, Sessions: 40, FailingShare: 0.1,
 		FlaggedShare: 0.05, EvaluatedShare: 0.3, Epoch: time.Now().Add(-time.Hour)})
+	var droppedBefore pcommon.TraceID // decided dropped before the kill; a failing span of it comes after
+	if kill {
+		droppedBefore = sendDecidedDropped(t, senders, gw.current().MetricsEndpoint)
+	}
 	for i, e := range w.Exports {
 		if kill && i == len(w.Exports)/2 {
 			held, err := scrapeSum("http://"+gw.current().MetricsEndpoint+"/metrics", "otelcol_processor_svcspanfilter_decision_held_bytes")
@@ -86,6 +90,11 @@ func runOutcome(t *testing.T, per string, kill bool) {
 				t.Fatal(k.err)
 			}
 			t.Logf("%s, %d of %d exports sent, %.0f bytes waiting for their decision", k, i, len(w.Exports), held)
+			late := ptrace.NewTraces()
+			addLateSpanTestSpan(late, "agent", workload.ScopeApp, "chat late", ptrace.SpanKindClient, droppedBefore,
+				pcommon.SpanID{0x39, 7: 3}, pcommon.SpanID{0x39, 7: 1}, true)
+			late.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Status().SetCode(ptrace.StatusCodeError)
+			senders.sendUntilAcknowledged(t, 0, false, mustMarshal(t, late))
 		}
 		if e.Logs.LogRecordCount() > 0 {
 			body, err := plogotlp.NewExportRequestFromLogs(e.Logs).MarshalProto()
@@ -192,6 +201,10 @@ func runOutcome(t *testing.T, per string, kill bool) {
 			}
 		}
 	}
+	if n := len(spanIDs(p.ObservationsByTrace(droppedBefore.String()))); kill && n > 0 {
+		t.Errorf("trace %s, decided dropped before the kill: %d spans delivered (its failing span after the restart "+
+			"was decided again, alone)", droppedBefore, n)
+	}
 	t.Logf("%d traces (%d spans): %d failing, %d flagged, %d costly, %d runs over 30 s delivered whole; of the other %d, "+
 		"%d kept (%.1f%%, rate %v); %d torn, %d delivered wrongly; %d scores, %d missing, %d stray",
 		len(w.Traces), wantSpans, failing, flagged, costly, slow, rest, restKept, 100*float64(restKept)/float64(rest), outcomeRate,
@@ -200,6 +213,28 @@ func runOutcome(t *testing.T, per string, kill bool) {
 		t.Errorf("the workload gives no mix to test: %d failing, %d flagged, %d costly, %d slow, %d of %d kept by the rate",
 			failing, flagged, costly, slow, restKept, rest)
 	}
+}
+
+// sendDecidedDropped sends a trace of an agent span and a call, of an id the rate drops, and waits for
+// the gateway to decide it dropped (settle_duration); it returns its id.
+func sendDecidedDropped(t *testing.T, senders *tierSenders, metrics string) pcommon.TraceID {
+	tid := pcommon.TraceID{0x39, 0xd0}
+	for i := 0; sampling.NewRatio(outcomeRate).Keep(tid); i++ {
+		binary.BigEndian.PutUint64(tid[8:], uint64(i)*0x9e3779b97f4a7c15)
+	}
+	td := ptrace.NewTraces()
+	addLateSpanTestSpan(td, "agent", workload.ScopeApp, workload.SpanAgent, ptrace.SpanKindInternal, tid,
+		pcommon.SpanID{0x39, 7: 1}, pcommon.SpanID{}, true)
+	addLateSpanTestSpan(td, "agent", workload.ScopeApp, "chat", ptrace.SpanKindClient, tid, pcommon.SpanID{0x39, 7: 2},
+		pcommon.SpanID{0x39, 7: 1}, true)
+	senders.sendUntilAcknowledged(t, 0, false, mustMarshal(t, td))
+	if !eventually(time.Minute, func() bool {
+		v, err := scrapeSum("http://"+metrics+"/metrics", "otelcol_processor_svcspanfilter_traces_decided", `decision="dropped"`)
+		return err == nil && v >= 1
+	}) {
+		t.Fatal("the trace the rate drops was not decided within a minute")
+	}
+	return tid
 }
 
 // TestOutcomeSamplingAgentRunLongerThanTheWait: agent runs whose spans come over 6 s, children

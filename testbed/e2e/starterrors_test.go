@@ -30,7 +30,7 @@ func TestStartErrorTwoInstancesOneStorageDirectory(t *testing.T) {
 	msg := errorLine(err.Error())
 	t.Logf("second gateway, after %s: %s", time.Since(started).Round(time.Millisecond), msg)
 	for _, want := range []string{
-		"file_storage directory " + g.collector.StorageDir + " is in use by another collector instance",
+		"svc_file_storage directory " + g.collector.StorageDir + " is in use by another collector instance",
 		"give each instance its own directory (SVC_STORAGE_DIR",
 	} {
 		if !strings.Contains(msg, want) {

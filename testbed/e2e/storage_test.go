@@ -18,7 +18,7 @@ import (
 	"github.com/svc/svc-collector/testbed/platform"
 )
 
-// The default config keeps the exporter's queue on disk (file_storage in SVC_STORAGE_DIR). Disk
+// The default config keeps the exporter's queue on disk (svc_file_storage in SVC_STORAGE_DIR). Disk
 // trouble must be loud: a directory that cannot be written fails the start with a message that
 // names it, and a full storage turns clients away with a retryable answer instead of dropping
 // what was acknowledged.
@@ -53,12 +53,12 @@ func TestUnwritableStorageFailsStart(t *testing.T) {
 		want []string
 	}{
 		{name: "path through a file", dir: func(*testing.T) string { return filepath.Join(file, "storage") },
-			want: []string{"file_storage", "not a directory"}},
+			want: []string{"svc_file_storage", "not a directory"}},
 		{name: "read-only file system", dir: func(t *testing.T) string { return mountTmpfs(t, "1m", true) },
 			// The storage directory is locked before any pipeline starts (one instance per directory).
-			want: []string{"failed to start extensions: file_storage directory", "cannot create its lock file", "read-only file system"}},
+			want: []string{"failed to start extensions: svc_file_storage directory", "cannot create its lock file", "read-only file system"}},
 		{name: "missing directory on a read-only file system", dir: func(t *testing.T) string { return filepath.Join(mountTmpfs(t, "1m", true), "svc") },
-			want: []string{`failed to create extension "file_storage"`, "read-only file system"}},
+			want: []string{`failed to create extension "svc_file_storage"`, "read-only file system"}},
 	}
 	p := startPlatform(t, "")
 	for _, tt := range tests {
@@ -104,7 +104,7 @@ func lastLine(out string) string {
 // distribution/kubernetes/k8s_test.go asks of the volume claims) the queues' own limit binds
 // before the storage is full: the collector turns the sender away with a retryable answer (HTTP
 // 503) instead of accepting and dropping, keeps running, and delivers everything it accepted once
-// the platform is back. On an ordinary directory, on a storage limited by file_storage's
+// the platform is back. On an ordinary directory, on a storage limited by svc_file_storage's
 // max_size, and on a small disk (a tmpfs, where the machine lets the test mount one).
 //
 // The collector's log shows that the storage never filled.
@@ -121,7 +121,7 @@ func lastLine(out string) string {
 func TestFaultStorageFull(t *testing.T) {
 	const storageBytes = 1 << 20
 	shippedQueue := []string{"SVC_QUEUE_BYTES=" + strconv.Itoa(storageBytes/4)}
-	storageMaxSize := []string{"extensions::file_storage::max_size=" + strconv.Itoa(storageBytes)}
+	storageMaxSize := []string{"extensions::svc_file_storage::max_size=" + strconv.Itoa(storageBytes)}
 	smallDisk := strconv.Itoa(storageBytes>>20) + "m"
 	tests := []struct {
 		name     string
@@ -192,7 +192,7 @@ func TestFaultStorageFull(t *testing.T) {
 }
 
 // storageFullLines counts the collector's log lines that say a write found the storage full:
-// file_storage's max_size (storage.ErrStorageFull) or a full disk.
+// svc_file_storage's max_size (storage.ErrStorageFull) or a full disk.
 func storageFullLines(rig *bench.Rig) int {
 	return rig.Collector.CountLines("the storage extension has run out of available space") +
 		rig.Collector.CountLines("no space left on device")

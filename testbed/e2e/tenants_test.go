@@ -284,8 +284,8 @@ func TestMultiTenantKeepsEachTeamsDataInItsProject(t *testing.T) {
 	for _, keys := range []platform.ProjectKeys{teamA, teamB} {
 		assertHoldsExactly(t, ps, keys, got[keys.PublicKey])
 		for _, r := range ps.Project(keys.PublicKey).Requests(platform.EndpointTraces) {
-			if r.SDKName != "svc-otelcol" {
-				t.Errorf("a traces request reached project %s as %q, want svc-otelcol", keys.PublicKey, r.SDKName)
+			if r.SDKName != "" || r.WritePath != platform.WritePathDirect {
+				t.Errorf("a traces request reached project %s as SDK %q, written %s; want no SDK headers, written direct", keys.PublicKey, r.SDKName, r.WritePath)
 			}
 		}
 	}

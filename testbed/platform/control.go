@@ -2,6 +2,7 @@ package platform
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,7 +20,17 @@ const (
 	PathControlVersion = "/_testbed/version"
 	PathControlStats   = "/_testbed/stats"
 	PathControlReset   = "/_testbed/reset"
+	// PathControlWritePath sets the deployment and the staging delay (README.md, "Write path").
+	PathControlWritePath = "/_testbed/write-path"
 )
+
+// WritePathRequest is the JSON body of POST /_testbed/write-path; an omitted field keeps its
+// setting. StagedDelay is a Go duration string: "0s" is the default, a negative one ("-1s")
+// none.
+type WritePathRequest struct {
+	Deployment  *Deployment `json:"deployment,omitempty"`
+	StagedDelay *string     `json:"stagedDelay,omitempty"`
+}
 
 // FaultRequest is the JSON body of POST /_testbed/faults: the fault for one endpoint.
 // Delay is a Go duration string ("250ms", "2s").
@@ -80,13 +91,17 @@ func faultRequestOf(ep Endpoint, f Fault) FaultRequest {
 
 // controlState is the answer of every faults, down and version call: what is in force now.
 type controlState struct {
-	Faults  []FaultRequest `json:"faults"`
-	Down    DownMode       `json:"down"`
-	Version string         `json:"version"`
+	Faults      []FaultRequest `json:"faults"`
+	Down        DownMode       `json:"down"`
+	Version     string         `json:"version"`
+	Deployment  Deployment     `json:"deployment"`
+	StagedDelay string         `json:"stagedDelay"` // in force: "0s" when staged data is visible at once
 }
 
 func (p *Platform) controlState() controlState {
-	st := controlState{Faults: []FaultRequest{}, Down: p.Down(), Version: p.Version()}
+	deployment, delay := p.write.get()
+	st := controlState{Faults: []FaultRequest{}, Down: p.Down(), Version: p.Version(),
+		Deployment: deployment, StagedDelay: delay.String()}
 	faults := p.Faults()
 	for _, ep := range []Endpoint{EndpointTraces, EndpointScores, EndpointHealth, EndpointObservations, EndpointScoresRead} {
 		if f, ok := faults[ep]; ok {
@@ -104,6 +119,8 @@ func (p *Platform) controlState() controlState {
 //	POST   /_testbed/down  {"mode":"refuse"|"drop"}   start an outage
 //	DELETE /_testbed/down                   end it
 //	POST   /_testbed/version {"version":"4.58.0"}    set the version health reports
+//	GET    /_testbed/write-path             settings in force (the faults answer)
+//	POST   /_testbed/write-path {"deployment":"hosted-new-org","stagedDelay":"5s"}   set them
 //	GET    /_testbed/stats                  Stats
 //	POST   /_testbed/reset                  Reset
 func (p *Platform) serveControl(w http.ResponseWriter, r *http.Request) {
@@ -123,6 +140,10 @@ func (p *Platform) serveControl(w http.ResponseWriter, r *http.Request) {
 		},
 		PathControlVersion: {
 			http.MethodPost: p.controlSetVersion,
+		},
+		PathControlWritePath: {
+			http.MethodGet:  func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, p.controlState()) },
+			http.MethodPost: p.controlSetWritePath,
 		},
 		PathControlStats: {
 			http.MethodGet: func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, p.Stats()) },
@@ -203,6 +224,32 @@ func (p *Platform) controlSetVersion(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
+	}
+	writeJSON(w, http.StatusOK, p.controlState())
+}
+
+func (p *Platform) controlSetWritePath(w http.ResponseWriter, r *http.Request) {
+	var body WritePathRequest
+	err := decodeControlBody(r, &body)
+	var delay time.Duration
+	if err == nil && body.StagedDelay != nil {
+		delay, err = time.ParseDuration(*body.StagedDelay)
+		if err != nil {
+			err = fmt.Errorf("stagedDelay %q is not a duration like 500ms or 2s", *body.StagedDelay)
+		}
+	}
+	if err == nil && body.Deployment == nil && body.StagedDelay == nil {
+		err = errors.New(`set "deployment" (self-hosted, hosted-new-org, hosted-old-org) and/or "stagedDelay"`)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if body.Deployment != nil {
+		_ = p.SetDeployment(*body.Deployment) // valid: UnmarshalText checked it
+	}
+	if body.StagedDelay != nil {
+		p.SetStagedDelay(delay)
 	}
 	writeJSON(w, http.StatusOK, p.controlState())
 }

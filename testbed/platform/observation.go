@@ -53,6 +53,15 @@ type Observation struct {
 
 	ReceivedAt time.Time // when the last delivery arrived
 	Deliveries int       // how many times this (traceId, id) arrived; >1 means duplicates
+
+	// WritePath and WritePathRule are how the platform wrote the span (README.md, "Write
+	// path") and which rule decided (1–5); VisibleAt is when the observations API first shows
+	// it: its arrival when direct, arrival + the staging delay when dual. A redelivery keeps the
+	// earliest VisibleAt of all deliveries and the path and rule of the delivery that gave it:
+	// what a user sees.
+	WritePath     WritePath
+	WritePathRule int
+	VisibleAt     time.Time
 }
 
 // spanKey identifies a span on the platform: a resent (traceId, spanId) replaces.
@@ -71,6 +80,44 @@ type delivery struct {
 	dropped []DroppedSpan
 	// arrived is when the request's body had been read: the first arrival of its new spans.
 	arrived time.Time
+	// ends are the spans' end times, by position of keys (also in StatsOnly mode).
+	ends     []time.Time
+	keysOnly bool // StatsOnly mode
+	// path and rule are the request's write path and the rule that decided it; visibleAt is when
+	// its spans become visible.
+	path      WritePath
+	rule      int
+	visibleAt time.Time
+}
+
+// inEnvironment says whether a span the request stores has the environment env, as its
+// observation's environment reads it: what the write path's scope rule asks of a batch. In StatsOnly mode, where no observation is kept,
+// it reads the environment of every span with both ids.
+func (d *delivery) inEnvironment(td ptrace.Traces, ids []spanIDs, env string) bool {
+	if !d.keysOnly {
+		for i := range d.observations {
+			if d.observations[i].Environment == env {
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, span := range ss.Spans().All() {
+				id := ids[n]
+				n++
+				if id.traceID == "" || id.spanID == "" {
+					continue
+				}
+				if environment(spanView{span: span, attrs: span.Attributes(), resource: rs.Resource().Attributes()}) == env {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // DroppedSpan is a span the platform dropped after the 200, and why.
@@ -81,7 +128,7 @@ type DroppedSpan struct {
 // observationsFrom maps the spans of one request onto observations and trace events. ids are the
 // spans' ids as the platform reads them, in the order of td's spans.
 func observationsFrom(td ptrace.Traces, ids []spanIDs, sdkName, sdkVersion string, now time.Time, keysOnly bool) delivery {
-	var d delivery
+	d := delivery{keysOnly: keysOnly}
 	n := 0
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
@@ -104,6 +151,8 @@ func observationsFrom(td ptrace.Traces, ids []spanIDs, sdkName, sdkVersion strin
 				}
 				if keysOnly {
 					d.keys = append(d.keys, spanKey{id.traceID, id.spanID})
+					_, end := spanTimes(span)
+					d.ends = append(d.ends, end)
 					continue
 				}
 				sp := spanView{span: span, attrs: span.Attributes(), resource: rs.Resource().Attributes(),
@@ -118,6 +167,7 @@ func observationsFrom(td ptrace.Traces, ids []spanIDs, sdkName, sdkVersion strin
 				d.keys = append(d.keys, spanKey{id.traceID, id.spanID})
 				d.observations = append(d.observations, o)
 				d.traceEvents = append(d.traceEvents, ev)
+				d.ends = append(d.ends, o.EndTime)
 			}
 		}
 	}

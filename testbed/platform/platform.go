@@ -47,6 +47,13 @@ type Options struct {
 	// StatsOnly keeps counts, ids and delivery counts but not the content of spans and scores:
 	// for load tests that push many spans and only check what arrived and how often.
 	StatsOnly bool
+	// Deployment is the platform setting that decides, with each request's headers and scopes,
+	// whether its spans are written directly or staged (README.md, "Write path"). Default
+	// SelfHosted: everything direct.
+	Deployment Deployment
+	// StagedDelay is how long staged (dual-path) spans stay invisible to the observations API.
+	// 0: DefaultStagedDelay; NoStagedDelay (any negative value): visible at once.
+	StagedDelay time.Duration
 }
 
 // Platform is a running local svc platform. All methods are safe for concurrent use.
@@ -60,6 +67,7 @@ type Platform struct {
 
 	store  *store
 	faults *faults
+	write  writeSettings // deployment and staging delay in force
 
 	serveDone chan struct{}
 	closeOnce sync.Once
@@ -85,6 +93,7 @@ func Start(opts Options) (*Platform, error) {
 		faults:    newFaults(opts.Version),
 		serveDone: make(chan struct{}),
 	}
+	p.write.set(opts.Deployment, opts.StagedDelay)
 	p.routes = p.newRoutes()
 	p.srv = &http.Server{
 		Handler:           p,
@@ -122,6 +131,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if err := checkDeployment(o.Deployment); err != nil {
+		return o, err
 	}
 	return o, nil
 }
@@ -173,8 +185,10 @@ func (p *Platform) Close() error {
 }
 
 // Reset forgets every stored observation and score, the statistics and the request log,
-// clears all faults and restores the configured version: the state of a fresh platform.
+// clears all faults and restores the configured version, deployment and staging delay: the
+// state of a fresh platform.
 func (p *Platform) Reset() {
 	p.faults.reset(p.opts.Version)
+	p.write.set(p.opts.Deployment, p.opts.StagedDelay)
 	p.store.reset()
 }

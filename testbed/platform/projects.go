@@ -26,10 +26,13 @@ type ProjectsOptions struct {
 	Addr string
 	// Projects are the projects' key pairs; at least one, public keys distinct.
 	Projects []ProjectKeys
-	// Version, Logger and StatsOnly apply to every project (see Options).
-	Version   string
-	Logger    *slog.Logger
-	StatsOnly bool
+	// Version, Logger, StatsOnly, Deployment and StagedDelay apply to every project (see
+	// Options); each project's can be changed on its own later.
+	Version     string
+	Logger      *slog.Logger
+	StatsOnly   bool
+	Deployment  Deployment
+	StagedDelay time.Duration
 }
 
 // Projects is a platform that knows several projects, as the real one does: each key pair is a
@@ -77,7 +80,8 @@ func StartProjects(opts ProjectsOptions) (*Projects, error) {
 			return nil, fmt.Errorf("platform: public key %q belongs to two projects", keys.PublicKey)
 		}
 		p, err := Start(Options{PublicKey: keys.PublicKey, SecretKey: keys.SecretKey, Version: opts.Version,
-			Logger: opts.Logger.With("project", keys.PublicKey), StatsOnly: opts.StatsOnly})
+			Logger: opts.Logger.With("project", keys.PublicKey), StatsOnly: opts.StatsOnly,
+			Deployment: opts.Deployment, StagedDelay: opts.StagedDelay})
 		if err != nil {
 			ps.closeProjects()
 			return nil, err

@@ -162,10 +162,16 @@ type RequestRecord struct {
 	DecodedBytes    int64         `json:"decodedBytes"` // after decompression
 	Spans           int           `json:"spans,omitempty"`
 	Scores          int           `json:"scores,omitempty"`
-	SDKName         string        `json:"sdkName,omitempty"`
+	SDKName         string        `json:"sdkName,omitempty"` // X-Svc-Sdk-Name, or x_svc_sdk_name
 	SDKVersion      string        `json:"sdkVersion,omitempty"`
 	Time            time.Time     `json:"time"`
 	Duration        time.Duration `json:"duration"`
+	// WritePath and WritePathRule: how the platform wrote an accepted span request and which
+	// write-path rule (1–5, README.md) decided; VisibleAt: when its spans become visible. Empty for
+	// other requests and for span requests without resourceSpans.
+	WritePath     WritePath `json:"writePath,omitempty"`
+	WritePathRule int       `json:"writePathRule,omitempty"`
+	VisibleAt     time.Time `json:"visibleAt,omitzero"`
 }
 
 // Requests returns the log of requests to the endpoint (every endpoint when empty), oldest
@@ -207,6 +213,8 @@ type Stats struct {
 	ScoresRejected int `json:"scoresRejected"`
 	// ScoreDeliveries maps every stored score id to how many times it was accepted.
 	ScoreDeliveries map[string]int `json:"scoreDeliveries"`
+	// SpanRequestsByWritePath counts accepted span requests by write path (direct, dual).
+	SpanRequestsByWritePath map[WritePath]int `json:"spanRequestsByWritePath"`
 }
 
 // Stats returns a snapshot of the statistics.
@@ -226,6 +234,10 @@ func (p *Platform) Stats() Stats {
 		UniqueScores:            len(s.scores),
 		ScoresRejected:          s.scoresRejected,
 		ScoreDeliveries:         make(map[string]int, len(s.scores)),
+		SpanRequestsByWritePath: make(map[WritePath]int, len(s.writePaths)),
+	}
+	for path, n := range s.writePaths {
+		st.SpanRequestsByWritePath[path] = n
 	}
 	for ep, byStatus := range s.statuses {
 		c := make(map[int]int, len(byStatus))

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Pagination of the read APIs.
@@ -135,8 +136,13 @@ func (p *Platform) handleObservationsRead(w http.ResponseWriter, r *http.Request
 	}
 
 	obs := p.Observations(ObservationFilter{TraceID: q.Get("traceId"), SessionID: q.Get("sessionId")})
+	now := time.Now()
 	matching := obs[:0]
 	for i := range obs {
+		// Staged (dual-path) spans are not shown before their delay has passed.
+		if obs[i].VisibleAt.After(now) {
+			continue
+		}
 		if filters.match(&obs[i]) {
 			matching = append(matching, obs[i])
 		}

@@ -85,8 +85,8 @@ func (p *Platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Method:          r.Method,
 		ContentType:     r.Header.Get("Content-Type"),
 		ContentEncoding: r.Header.Get("Content-Encoding"),
-		SDKName:         r.Header.Get(HeaderSDKName),
-		SDKVersion:      r.Header.Get(HeaderSDKVersion),
+		SDKName:         headerValue(r.Header, HeaderSDKName),
+		SDKVersion:      headerValue(r.Header, HeaderSDKVersion),
 		Time:            time.Now(),
 	}}
 	defer func() {

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"sync"
+	"time"
 )
 
 // store holds what the platform accepted and what it saw. One lock guards it all; every change
@@ -17,6 +18,8 @@ type store struct {
 	spanIndex      map[spanKey]int // position in spanDeliveries (and observations)
 	spanDeliveries []int
 	spanArrivals   []int64          // unix nanos of each span's first arrival, by position
+	spanKeys       []spanKey        // by position
+	spanWrites     []spanWrite      // how each span was written, by position
 	byTrace        map[string][]int // hex trace id → positions in observations
 	spansReceived  int              // every delivery of every span
 	spansRejected  int
@@ -30,9 +33,18 @@ type store struct {
 	scoresReceived  int // every accepted delivery of every score
 	scoresRejected  int
 
-	requests []RequestRecord
-	statuses map[Endpoint]map[int]int
-	gzipped  int
+	requests   []RequestRecord
+	statuses   map[Endpoint]map[int]int
+	gzipped    int
+	writePaths map[WritePath]int // accepted span requests by write path
+}
+
+// spanWrite is how a span was written and when users first see it (kept in StatsOnly mode too).
+type spanWrite struct {
+	path      WritePath
+	rule      int
+	visibleAt time.Time
+	end       time.Time // the span's end time, from its last delivery
 }
 
 func newStore(statsOnly bool) *store {
@@ -43,6 +55,8 @@ func newStore(statsOnly bool) *store {
 
 func (s *store) clear() {
 	s.observations, s.spanDeliveries, s.spanArrivals, s.scores, s.scoreDeliveries, s.requests = nil, nil, nil, nil, nil, nil
+	s.spanKeys, s.spanWrites = nil, nil
+	s.writePaths = make(map[WritePath]int)
 	s.dropped = nil
 	s.traceEvents = make(map[string]map[string]traceEvent)
 	s.spanIndex = make(map[spanKey]int)
@@ -95,17 +109,25 @@ func (s *store) addSpans(d delivery) {
 			}
 			byspan[key.spanID] = d.traceEvents[i]
 		}
+		w := spanWrite{path: d.path, rule: d.rule, visibleAt: d.visibleAt, end: d.ends[i]}
 		if pos, ok := s.spanIndex[key]; ok {
 			s.spanDeliveries[pos]++
 			if !s.statsOnly {
 				s.observations[pos] = d.observations[i]
 			}
+			// Users see the span from the first moment any delivery made it visible.
+			if prev := s.spanWrites[pos]; !w.visibleAt.Before(prev.visibleAt) {
+				w.path, w.rule, w.visibleAt = prev.path, prev.rule, prev.visibleAt
+			}
+			s.spanWrites[pos] = w
 			continue
 		}
 		pos := len(s.spanDeliveries)
 		s.spanIndex[key] = pos
 		s.spanDeliveries = append(s.spanDeliveries, 1)
 		s.spanArrivals = append(s.spanArrivals, d.arrived.UnixNano())
+		s.spanKeys = append(s.spanKeys, key)
+		s.spanWrites = append(s.spanWrites, w)
 		if !s.statsOnly {
 			o := d.observations[i]
 			s.observations = append(s.observations, o)
@@ -151,6 +173,9 @@ func (s *store) addRequest(rec RequestRecord) {
 	if rec.Gzip {
 		s.gzipped++
 	}
+	if rec.WritePath != "" {
+		s.writePaths[rec.WritePath]++
+	}
 	s.wakeLocked()
 }
 
@@ -158,6 +183,8 @@ func (s *store) addRequest(rec RequestRecord) {
 func (s *store) observationAt(pos int) Observation {
 	o := s.observations[pos]
 	o.Deliveries = s.spanDeliveries[pos]
+	w := s.spanWrites[pos]
+	o.WritePath, o.WritePathRule, o.VisibleAt = w.path, w.rule, w.visibleAt
 	return o
 }
 

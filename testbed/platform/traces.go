@@ -74,16 +74,28 @@ func (p *Platform) handleTraces(w http.ResponseWriter, r *http.Request, x *excha
 		p.reject(w, x, errorf(http.StatusBadRequest, "Invalid request data: a span has the attribute %q (testbed fault); no spans were ingested", key))
 		return
 	}
-	if v := r.Header.Get(HeaderIngestionVersion); v != "" {
+	h := writeHeadersOf(r.Header)
+	if v := h.ingestionVersion; v != "" {
 		if n, err := strconv.Atoi(v); err != nil || n > 4 {
 			p.reject(w, x, errorf(http.StatusBadRequest, "%s %q is not an integer ≤ 4", HeaderIngestionVersion, v))
 			return
 		}
 	}
 
-	d := observationsFrom(req.Traces(), ids, x.record.SDKName, x.record.SDKVersion, time.Now().UTC(), p.opts.StatsOnly)
+	td := req.Traces()
+	d := observationsFrom(td, ids, h.sdkName, h.sdkVersion, time.Now().UTC(), p.opts.StatsOnly)
 	d.arrived = arrived
 	x.record.Spans = len(d.keys) + len(d.dropped)
+	if td.ResourceSpans().Len() > 0 {
+		// The platform enqueues the batch; its worker picks the write path (README.md).
+		deployment, delay := p.write.get()
+		d.path, d.rule = decideWritePath(td, h, deployment, func() bool { return d.inEnvironment(td, ids, EnvironmentSDKExperiment) })
+		d.visibleAt = arrived
+		if d.path == WritePathDual {
+			d.visibleAt = arrived.Add(delay)
+		}
+		x.record.WritePath, x.record.WritePathRule, x.record.VisibleAt = d.path, d.rule, d.visibleAt
+	}
 	p.store.addSpans(d)
 	for _, s := range d.dropped {
 		p.log.Info("span dropped after the 200", "traceId", s.TraceID, "spanId", s.SpanID, "reason", s.Reason)
@@ -95,9 +107,6 @@ func (p *Platform) handleTraces(w http.ResponseWriter, r *http.Request, x *excha
 	}
 	p.answerTraces(w)
 }
-
-// HeaderIngestionVersion is the header the platform's SDKs set to pick a write path.
-const HeaderIngestionVersion = "X-Svc-Ingestion-Version"
 
 // answerTraces is the platform's 200: a JSON body whatever the request's encoding.
 func (p *Platform) answerTraces(w http.ResponseWriter) {

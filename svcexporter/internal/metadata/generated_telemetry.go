@@ -36,6 +36,7 @@ type TelemetryBuilder struct {
 	ExporterSvcSendFailedSpans       metric.Int64Counter
 	ExporterSvcSentScores            metric.Int64Counter
 	ExporterSvcSentSpans             metric.Int64Counter
+	ExporterSvcSpanRequestsAccepted  metric.Int64Counter
 	ExporterSvcSpansDroppedTooLarge  metric.Int64Counter
 	ExporterSvcSpansRefusedInvalid   metric.Int64Counter
 	ExporterSvcSpansRejected         metric.Int64Counter
@@ -128,6 +129,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_exporter_svc_sent_spans",
 		metric.WithDescription("Spans the platform took (a 2xx answer), counted per HTTP request, so a push delivered in part counts only the part delivered. Spans an OTLP partial-success answer reports as rejected are included (see exporter_svc_spans_rejected). [Alpha]"),
 		metric.WithUnit("{span}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterSvcSpanRequestsAccepted, err = builder.meter.Int64Counter(
+		"otelcol_exporter_svc_span_requests_accepted",
+		metric.WithDescription("Span requests the platform accepted (a 2xx answer), by write_path: direct, sent with x-svc-ingestion-version 4 (written at once); staged, sent without it under write_path auto (older svc SDK majors, kept on the platform's staged path); platform, sent without it under write_path never (the platform's own rules decide). [Alpha]"),
+		metric.WithUnit("{request}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ExporterSvcSpansDroppedTooLarge, err = builder.meter.Int64Counter(

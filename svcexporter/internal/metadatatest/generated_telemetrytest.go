@@ -181,6 +181,22 @@ func AssertEqualExporterSvcSentSpans(t *testing.T, tt *componenttest.Telemetry, 
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualExporterSvcSpanRequestsAccepted(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_exporter_svc_span_requests_accepted",
+		Description: "Span requests the platform accepted (a 2xx answer), by write_path: direct, sent with x-svc-ingestion-version 4 (written at once); staged, sent without it under write_path auto (older svc SDK majors, kept on the platform's staged path); platform, sent without it under write_path never (the platform's own rules decide). [Alpha]",
+		Unit:        "{request}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_exporter_svc_span_requests_accepted")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualExporterSvcSpansDroppedTooLarge(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_svc_spans_dropped_too_large",

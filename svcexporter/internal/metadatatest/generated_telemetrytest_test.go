@@ -29,6 +29,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ExporterSvcSendFailedSpans.Add(context.Background(), 1)
 	tb.ExporterSvcSentScores.Add(context.Background(), 1)
 	tb.ExporterSvcSentSpans.Add(context.Background(), 1)
+	tb.ExporterSvcSpanRequestsAccepted.Add(context.Background(), 1)
 	tb.ExporterSvcSpansDroppedTooLarge.Add(context.Background(), 1)
 	tb.ExporterSvcSpansRefusedInvalid.Add(context.Background(), 1)
 	tb.ExporterSvcSpansRejected.Add(context.Background(), 1)
@@ -60,6 +61,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterSvcSentSpans(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterSvcSpanRequestsAccepted(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterSvcSpansDroppedTooLarge(t, testTel,

@@ -20,8 +20,8 @@ const (
 	// KindOpenParents: unseen parents delivered spans point at (after a restart still bridged by a
 	// connector, a parent closing a cycle still cut): trace id, span id, a span that went on below it.
 	KindOpenParents Kind = 5
-	// KindDecided: traces outcome sampling decided kept, so that their later spans follow after a
-	// restart: trace id, the length of the reason (1 byte), the reason. HeldAt: the decision's time.
+	// KindDecided: traces outcome sampling decided, so that their later spans follow after a restart:
+	// trace id, the length of the reason (1 byte), the reason (kept), or 0 (dropped). HeldAt: its time.
 	KindDecided Kind = 6
 	// KindSession: a session an outcome rule kept (decide_per: session): its key (8 bytes, big
 	// endian), the reason; HeldAt: when it was kept (session_keep_duration runs from it).

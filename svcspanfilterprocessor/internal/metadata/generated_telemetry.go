@@ -36,6 +36,7 @@ type TelemetryBuilder struct {
 	ProcessorSvcspanfilterDecisionWait       metric.Float64Histogram
 	ProcessorSvcspanfilterHeldBytes          metric.Int64ObservableGauge
 	ProcessorSvcspanfilterMemoryBytes        metric.Int64ObservableGauge
+	ProcessorSvcspanfilterMemoryLimitBytes   metric.Int64ObservableGauge
 	ProcessorSvcspanfilterSpansDropped       metric.Int64Counter
 	ProcessorSvcspanfilterSpansHeld          metric.Int64ObservableGauge
 	ProcessorSvcspanfilterSpansKept          metric.Int64Counter
@@ -95,6 +96,21 @@ func (builder *TelemetryBuilder) RegisterProcessorSvcspanfilterMemoryBytesCallba
 		cb(ctx, &observerInt64{inst: builder.ProcessorSvcspanfilterMemoryBytes, obs: o})
 		return nil
 	}, builder.ProcessorSvcspanfilterMemoryBytes)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterProcessorSvcspanfilterMemoryLimitBytesCallback sets callback for observable ProcessorSvcspanfilterMemoryLimitBytes metric.
+func (builder *TelemetryBuilder) RegisterProcessorSvcspanfilterMemoryLimitBytesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorSvcspanfilterMemoryLimitBytes, obs: o})
+		return nil
+	}, builder.ProcessorSvcspanfilterMemoryLimitBytes)
 	if err != nil {
 		return err
 	}
@@ -209,6 +225,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ProcessorSvcspanfilterMemoryBytes, err = builder.meter.Int64ObservableGauge(
 		"otelcol_processor_svcspanfilter_memory_bytes",
 		metric.WithDescription("Estimated size of everything trace_integrity.memory_limit_mib bounds: span records, held spans, waiting content and released spans the next consumer has not accepted yet. [Development]"),
+		metric.WithUnit("By"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorSvcspanfilterMemoryLimitBytes, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_svcspanfilter_memory_limit_bytes",
+		metric.WithDescription("The configured trace_integrity.memory_limit_mib, in bytes: the bound of processor_svcspanfilter_memory_bytes (alerts compare the two). [Development]"),
 		metric.WithUnit("By"),
 	)
 	errs = errors.Join(errs, err)

@@ -1,9 +1,10 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"container/list"
 	"encoding/binary"
 	"errors"
-	"slices"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -136,9 +137,11 @@ func (sh *shard) decide(m *Memory, t *trace, now time.Time, out *released) {
 	if now.After(t.lastActivity) { // the decision lives remember_duration from now
 		t.lastActivity = now
 	}
-	if d.keep && m.cfg.Journaled {
-		// Its spans go on: re-observation after a restart could not decide its later spans alike.
+	if m.cfg.Journaled { // after a restart its later spans, alone, could be decided otherwise: torn
 		reason := d.reason[:min(len(d.reason), 255)]
+		if !d.keep {
+			reason = "" // KindDecided: dropped
+		}
 		out.decided.add(t, []byte{byte(len(reason))}, []byte(reason))
 		k, ok := d.state.Session()
 		if _, rule := o.Matched(&d.state); ok && rule && o.Config().DecidePer == sampling.DecidePerSession {
@@ -239,23 +242,71 @@ type keptSession struct {
 	ref    *RecordRef
 }
 
-// expireSessions removes the records of the kept sessions whose session_keep_duration is over.
+const sessionCost = 128 // what a kept session counts in the budget, beside its reason
+
+// keptSessions are the journaled kept sessions: one each (its latest keep and record), at most
+// max_sessions (the least recently kept forgotten first, as Outcome forgets them), in the budget,
+// ordered by keep time: expiry takes them from the front.
+type keptSessions struct {
+	mu    sync.Mutex
+	order list.List // of *keptSession, least recently kept first
+	byKey map[sampling.SessionKey]*list.Element
+}
+
+// keepSession makes s its session's kept session; the records it replaces or forgets are done.
+func (m *Memory) keepSession(s *keptSession) {
+	k := &m.sessions
+	var done []*RecordRef
+	k.mu.Lock()
+	if e := k.byKey[s.key]; e != nil && s.at.Before(e.Value.(*keptSession).at) {
+		done = append(done, s.ref) // kept again since (a concurrent call, or an older record recovered)
+	} else {
+		if e != nil {
+			done = append(done, m.forgetSession(e))
+		}
+		e = k.order.Back()
+		for e != nil && e.Value.(*keptSession).at.After(s.at) {
+			e = e.Prev()
+		}
+		if e == nil {
+			e = k.order.PushFront(s)
+		} else {
+			e = k.order.InsertAfter(s, e)
+		}
+		made(&k.byKey)[s.key] = e
+		m.bytes.Add(sessionCost + int64(len(s.reason)))
+		for k.order.Len() > m.cfg.Outcome.Config().MaxSessions {
+			done = append(done, m.forgetSession(k.order.Front()))
+		}
+	}
+	k.mu.Unlock()
+	for _, ref := range done { // the journal's lock is not taken under the sessions' lock
+		ref.Done(1)
+	}
+}
+
+// forgetSession removes a kept session (under the sessions' lock) and returns its record.
+func (m *Memory) forgetSession(e *list.Element) *RecordRef {
+	s := m.sessions.order.Remove(e).(*keptSession)
+	delete(m.sessions.byKey, s.key)
+	m.bytes.Add(-sessionCost - int64(len(s.reason)))
+	return s.ref
+}
+
+// expireSessions forgets the kept sessions whose session_keep_duration is over, oldest first.
 func (m *Memory) expireSessions(now time.Time) {
 	if m.cfg.Outcome == nil {
 		return
 	}
 	keep := m.cfg.Outcome.Config().SessionKeepDuration
 	var over []*RecordRef
-	m.sessionsMu.Lock()
-	m.sessions = slices.DeleteFunc(m.sessions, func(s keptSession) bool {
-		if now.Sub(s.at) >= keep {
-			over = append(over, s.ref)
-			return true
-		}
-		return false
-	})
-	m.sessionsMu.Unlock()
-	for _, ref := range over { // the journal's lock is not taken under sessionsMu
+	m.sessions.mu.Lock()
+	for e := m.sessions.order.Front(); e != nil && now.Sub(e.Value.(*keptSession).at) >= keep; {
+		over = append(over, m.forgetSession(e))
+		e = m.sessions.order.Front()
+	}
+	m.sessions.mu.Unlock()
+	for _, ref := range over {
 		ref.Done(1)
 	}
 }
@@ -267,10 +318,8 @@ func (m *Memory) recoverSession(rec journal.Record, ref *RecordRef) error {
 	}
 	ref.add(1)
 	key := sampling.SessionKey(binary.BigEndian.Uint64(rec.Payload))
-	s := keptSession{key: key, reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: ref}
+	s := &keptSession{key: key, reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: ref}
 	m.cfg.Outcome.KeepSession(s.key, s.reason, s.at)
-	m.sessionsMu.Lock()
-	m.sessions = append(m.sessions, s)
-	m.sessionsMu.Unlock()
+	m.keepSession(s)
 	return nil
 }

@@ -1,6 +1,7 @@
 package tracememory
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -358,4 +359,57 @@ func TestTraceDecidedBetweenAPlanAndItsApply(t *testing.T) {
 			d.checkInvariants(t, true, false)
 		})
 	}
+}
+
+// Session mode: kept sessions are one per session (one journal record each: its latest keep), at
+// most max_sessions (the least recently kept forgotten first, with its record), counted in the
+// memory's bytes until session_keep_duration ends.
+func TestKeptSessionsAreBounded(t *testing.T) {
+	cfg := sampling.DefaultOutcomeConfig()
+	cfg.DecidePer, cfg.MaxSessions = sampling.DecidePerSession, 2
+	cfg.Rules = []sampling.OutcomeRule{{Name: "errors", Kind: sampling.RuleError}}
+	cfg.DecisionWait, cfg.SettleDuration = testDecisionWait, testSettle
+	o, err := sampling.NewOutcome(cfg, sampling.NewRatio(0))
+	require.NoError(t, err)
+	d := newDriver(t, func(c *Config) { c.Outcome = o })
+	failing := func(i int, session string) sp {
+		return sp{name: fmt.Sprint("turn ", i), kept: true, err: true, session: session,
+			trace: pcommon.TraceID{0xc3, 15: byte(i)}}
+	}
+	for i := range 3 {
+		require.NoError(t, d.send(failing(i, "conv-1")))
+		d.advance(time.Second)
+	}
+	assert.Equal(t, 1, d.journal.kinds()[journal.KindSession], "three kept traces of one session: one record")
+	require.NoError(t, d.send(failing(3, "conv-2")))
+	d.advance(time.Second)
+	require.NoError(t, d.send(failing(4, "conv-3")))
+	assert.Equal(t, 2, d.journal.kinds()[journal.KindSession], "max_sessions: the least recently kept goes")
+	d.advance(time.Minute) // remember_duration: the traces are forgotten, the sessions stay
+	assert.Zero(t, d.m.Traces())
+	assert.Positive(t, d.m.Bytes(), "the kept sessions count in the memory's bytes")
+	checkCounts(t, d.m)
+	d.advance(time.Hour) // session_keep_duration
+	assert.Zero(t, d.journal.kinds()[journal.KindSession])
+	assert.Zero(t, d.m.Bytes())
+	d.shutdown()
+	d.checkInvariants(t, true, false)
+}
+
+// A trace decided dropped is journaled as long as it is remembered, as a kept one is: after a
+// SIGKILL its late failing span follows the decision (a span alone would be a torn trace).
+func TestDroppedDecisionSurvivesRestart(t *testing.T) {
+	d := newDriver(t, withOutcome(t, 0))
+	require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "step 1", parent: "agent", kept: true}))
+	d.advance(testSettle)
+	require.False(t, d.decisions()[testTrace].Keep, "dropped by the rate")
+	require.Equal(t, 1, d.journal.kinds()[journal.KindDecided])
+	d.kill()
+	require.NoError(t, d.send(sp{name: "step 2", parent: "agent", kept: true, err: true}))
+	d.advance(testDecisionWait)
+	d.shutdown()
+	assert.Empty(t, d.tree(), "the late failing span follows the dropped decision")
+	d.checkInvariants(t, true, false)
+	d.advance(testConfig(d.clock).RememberDuration)
+	assert.Zero(t, d.journal.kinds()[journal.KindDecided], "forgotten with its trace")
 }

@@ -70,9 +70,11 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 
 func (m *Memory) finish(out *released) { queue(m, &m.ready, m.settle(out), m.wake) }
 
-// settle ends an operation, with no shard lock held: its records done, what it made known
-// journaled before the spans that point at it go on, its events observed.
+// settle ends an operation, with no shard lock held: what it made known journaled before the spans
+// that point at it go on (and a dropped decision before its spans' records go), its records done,
+// its events observed.
 func (m *Memory) settle(out *released) []*Delivery {
+	m.journalAfterApply(out)
 	var ids []uint64
 	for _, r := range out.done {
 		if id := r.add(-1); id != 0 {
@@ -80,7 +82,6 @@ func (m *Memory) settle(out *released) []*Delivery {
 		}
 	}
 	m.remove(ids...) // in one write (of lazy records: in the next one)
-	m.journalAfterApply(out)
 	queue(m, &m.readyScores, m.groupScores(out.scores), m.scoreWake)
 	m.observe(&out.stats)
 	return m.group(out.items)

@@ -503,7 +503,18 @@ func checkCounts(t *testing.T, m *Memory) {
 		}
 		equal(t, len(sh.unsized), unsized)
 	}
-	equal(t, m.bytes.Load(), bytes, "memory bytes are the sum of its traces' bytes")
+	m.sessions.mu.Lock()
+	for e := m.sessions.order.Front(); e != nil; e = e.Next() {
+		s := e.Value.(*keptSession)
+		bytes += sessionCost + int64(len(s.reason))
+		require.Same(t, e, m.sessions.byKey[s.key], "one kept session per session")
+		if next := e.Next(); next != nil {
+			require.False(t, next.Value.(*keptSession).at.Before(s.at), "kept sessions in the order they were kept")
+		}
+	}
+	require.Len(t, m.sessions.byKey, m.sessions.order.Len())
+	m.sessions.mu.Unlock()
+	equal(t, m.bytes.Load(), bytes, "memory bytes are the sum of its traces' and kept sessions' bytes")
 	equal(t, m.heldBytes.Load(), heldBytes, "held bytes are the sum of the held items' bytes")
 	equal(t, m.heldSpans.Load(), heldSpans)
 	equal(t, m.traces.Load(), traces, "the trace count is the traces in the shards")

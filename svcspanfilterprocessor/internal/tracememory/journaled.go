@@ -1,6 +1,7 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
@@ -211,15 +213,13 @@ func (m *Memory) journalAfterApply(out *released) {
 			continue
 		}
 		s.ref = m.NewRecordRef(id, 1)
-		m.sessionsMu.Lock()
-		m.sessions = append(m.sessions, s)
-		m.sessionsMu.Unlock()
+		m.keepSession(&s)
 	}
 	if err != nil {
-		m.cfg.Logger.Warn("Could not journal open parents, dropped spans or kept traces and sessions; after a "+
-			"restart a span below one of them may not find its nearest kept ancestor, or a later span of a kept "+
-			"trace or session be decided again", zap.Int("parents", len(out.opened.traces)),
-			zap.Int("dropped", len(out.dropped.traces)), zap.Int("kept", len(out.decided.traces)+len(out.sessions)),
+		m.cfg.Logger.Warn("Could not journal open parents, dropped spans, decided traces or kept sessions; after "+
+			"a restart a span below one of them may not find its nearest kept ancestor, or a later span of a "+
+			"decided trace or kept session be decided again", zap.Int("parents", len(out.opened.traces)),
+			zap.Int("dropped", len(out.dropped.traces)), zap.Int("decided", len(out.decided.traces)+len(out.sessions)),
 			zap.Error(err))
 	}
 	out.opened, out.dropped, out.decided, out.sessions = entries{}, entries{}, entries{}, nil
@@ -289,7 +289,7 @@ func (m *Memory) Recover(records []journal.Record) error {
 		})},
 		{journal.KindDecided, true, m.perTrace(decidedBytes, func(t *trace, e []byte) {
 			d := m.decisionState(t)
-			d.decided, d.keep, d.reason = true, true, string(e[1:])
+			d.decided, d.keep, d.reason = true, len(e) > 1, cmp.Or(string(e[1:]), sampling.ReasonDropped)
 		})},
 		{journal.KindSession, true, m.recoverSession},
 		{journal.KindSpans, false, m.recoverSpans},

@@ -58,8 +58,7 @@ type Memory struct {
 	wake                                                      chan struct{}
 	readyScores                                               []*ScoreDelivery // under readyMu
 	scoreWake                                                 chan struct{}
-	sessionsMu                                                sync.Mutex
-	sessions                                                  []keptSession // journaled kept sessions (decide.go)
+	sessions                                                  keptSessions // decide.go
 }
 
 type shard struct {

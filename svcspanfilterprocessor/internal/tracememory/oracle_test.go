@@ -132,11 +132,11 @@ func checkJournal(t *testing.T, m *Memory, j *fakeJournal) {
 		}
 	}
 	m.readyMu.Unlock()
-	m.sessionsMu.Lock()
-	for _, s := range m.sessions {
-		hold(s.ref, 1)
+	m.sessions.mu.Lock()
+	for e := m.sessions.order.Front(); e != nil; e = e.Next() {
+		hold(e.Value.(*keptSession).ref, 1)
 	}
-	m.sessionsMu.Unlock()
+	m.sessions.mu.Unlock()
 	held := map[uint64]bool{}
 	for r, n := range holders {
 		require.Equal(t, n, r.left.Load(), "record %d: its count of items is not its holders'", r.id)

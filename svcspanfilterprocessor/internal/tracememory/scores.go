@@ -61,23 +61,35 @@ func IsHeldScore(lr plog.LogRecord) bool {
 // ScoresFollow reports whether score records follow their trace's decision (outcome sampling on).
 func (m *Memory) ScoresFollow() bool { return m.cfg.Outcome != nil }
 
-// AddScores takes the score records of ld, the rest left in ld: of a trace decided kept they stay,
-// of one decided dropped they are removed, of an undecided trace written ahead and held (queued for
-// sink once released, TakeReadyScores). It returns how many it held and dropped; when the memory has
-// no room (ErrContentOverloaded) or the write ahead fails, it takes nothing.
-func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, dropped int, err error) {
+// ScoreHold is a logs call's score records planned and written ahead (doc.go: plan, write ahead,
+// apply): Apply takes them, Cancel gives the call up before anything of it was applied.
+type ScoreHold struct {
+	m       *Memory
+	req     *requestOrigin
+	sink    any
+	now     time.Time
+	planned []bool // per score record of ld, in order: written ahead (its trace was undecided)
+	ref     *RecordRef
+}
+
+// HoldScores plans the score records of ld and writes ahead those it may hold; nil when none follows
+// its trace. Apply then takes them, the rest left in ld: of a trace decided kept they stay, of one
+// decided dropped they are removed, of an undecided trace they are held (queued for sink once
+// released, TakeReadyScores). When the memory has no room (ErrContentOverloaded) or the write fails,
+// nothing is written.
+func (m *Memory) HoldScores(info client.Info, sink any, ld plog.Logs) (*ScoreHold, error) {
 	if m.cfg.Outcome == nil {
-		return 0, 0, nil
+		return nil, nil
 	}
-	now := m.cfg.Now()
+	h := &ScoreHold{m: m, req: newRequestOrigin(info), sink: sink, now: m.cfg.Now()}
 	// Plan: copies of the records of undecided traces, written ahead (the others need no room).
 	var copies plog.Logs
 	var dest plog.LogRecordSlice // of scope from in copies
 	var from plog.ScopeLogs
 	var size int64
-	scores := false
 	eachScore(ld, func(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) bool {
-		if scores = true; m.known(lr.TraceID(), pcommon.SpanID{}, isDecided) {
+		undecided := !m.known(lr.TraceID(), pcommon.SpanID{}, isDecided)
+		if h.planned = append(h.planned, undecided); !undecided {
 			return false
 		}
 		if copies == (plog.Logs{}) {
@@ -90,76 +102,110 @@ func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, drop
 		size += scoreSize(lr)
 		return false
 	})
-	if !scores {
-		return 0, 0, nil
+	if len(h.planned) == 0 {
+		return nil, nil
 	}
-	ref := m.NewRecordRef(0, 1) // the guard: the record goes when its last held record is handed on
+	h.ref = m.NewRecordRef(0, 1) // the guard: the record goes when its last held record is handed on
 	if size > 0 {
 		if err := m.ContentRoom(size); err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		if m.cfg.Journaled {
 			payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(copies)
 			if err == nil {
-				ref.id, err = m.journal.Append(context.Background(), journal.KindScores, now, Metadata(info),
+				h.ref.id, err = m.journal.Append(context.Background(), journal.KindScores, h.now, Metadata(info),
 					payload)
 			}
 			if err != nil {
-				return 0, 0, fmt.Errorf("svcspanfilter: recording held score records: %w", err)
+				return nil, fmt.Errorf("svcspanfilter: recording held score records: %w", err)
 			}
 		}
 	}
-	held, dropped = m.applyScores(newRequestOrigin(info), sink, ld, now, ref)
-	ref.Done(1)
-	m.Enforce()
-	return held, dropped, nil
+	return h, nil
+}
+
+// Apply takes the score records of ld as planned (HoldScores) and returns how many it held and dropped.
+func (h *ScoreHold) Apply(ld plog.Logs) (held, dropped int) {
+	if afterPlan != nil {
+		afterPlan()
+	}
+	held, dropped = h.m.applyScores(h.req, h.sink, ld, h.now, h.ref, h.planned)
+	h.ref.Done(1)
+	h.m.Enforce()
+	return held, dropped
+}
+
+// Cancel gives up a hold not applied: its record is removed (should the remove fail, a restart
+// delivers its records: one score each on the platform, by their id).
+func (h *ScoreHold) Cancel() {
+	if h != nil {
+		h.ref.Done(1)
+	}
 }
 
 // applyScores holds and observes the score records of ld of undecided traces (written ahead, or
-// recovered), removes those of traces decided dropped and leaves the rest in ld.
-func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now time.Time, ref *RecordRef) (held, dropped int) {
+// recovered: planned nil), removes those of traces decided dropped and leaves the rest in ld.
+func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now time.Time, ref *RecordRef,
+	planned []bool) (held, dropped int) {
 	var out released
 	var origin *logOrigin // of scope from, made for its first record held, with copies (ld goes on)
 	var from plog.ScopeLogs
+	n := 0
 	eachScore(ld, func(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) bool {
 		sh := m.shards[m.shardOf(lr.TraceID())]
 		sh.mu.Lock()
 		defer sh.unlock(m)
-		if t := sh.traces[lr.TraceID()]; t != nil && isDecided(t, pcommon.SpanID{}) {
-			if t.dropped() {
-				dropped++
-				out.stats.ScoresDropped++
+		mayHold := planned == nil || planned[n]
+		n++
+		t := sh.traces[lr.TraceID()]
+		if t == nil || !isDecided(t, pcommon.SpanID{}) {
+			t = sh.touch(m, lr.TraceID(), now)
+			d := m.decisionState(t)
+			m.cfg.Outcome.ObserveScore(&d.state, lr)
+			if d.firstAt.IsZero() || now.Before(d.firstAt) {
+				d.firstAt = now
 			}
-			return t.dropped()
-		}
-		t := sh.touch(m, lr.TraceID(), now)
-		d := m.decisionState(t)
-		m.cfg.Outcome.ObserveScore(&d.state, lr)
-		if d.firstAt.IsZero() || now.Before(d.firstAt) {
-			d.firstAt = now
-		}
-		if sl != from {
-			origin = &logOrigin{request: req, sink: sink, resURL: rl.SchemaUrl(), scopeURL: sl.SchemaUrl(),
-				resource: pcommon.NewResource(), scope: pcommon.NewInstrumentationScope()}
-			rl.Resource().CopyTo(origin.resource)
-			sl.Scope().CopyTo(origin.scope)
-			from = sl
-		}
-		hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
-		lr.CopyTo(hs.record)
-		t.keepRefs().scores = append(t.keepRefs().scores, hs) // in the budget and the decision bytes
-		m.addBytes(t, hs.bytes)
-		sh.pending.decisionBytes += hs.bytes
-		sh.place(t)
-		ref.add(1)
-		held++
-		if _, matched := m.cfg.Outcome.Matched(&d.state); matched {
+			if mayHold {
+				if sl != from {
+					origin, from = newLogOrigin(req, sink, rl, sl), sl
+				}
+				hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
+				sh.holdScore(m, t, hs, lr)
+				held++
+				if _, matched := m.cfg.Outcome.Matched(&d.state); matched {
+					sh.decide(m, t, now, &out)
+				}
+				return true
+			}
+			// Not written ahead (its trace was forgotten since the plan): it decides its trace at once.
 			sh.decide(m, t, now, &out)
 		}
-		return true
+		if t.dropped() {
+			dropped++
+			out.stats.ScoresDropped++
+		}
+		return t.dropped()
 	})
 	m.finish(&out)
 	return held, dropped
+}
+
+func newLogOrigin(req *requestOrigin, sink any, rl plog.ResourceLogs, sl plog.ScopeLogs) *logOrigin {
+	o := &logOrigin{request: req, sink: sink, resURL: rl.SchemaUrl(), scopeURL: sl.SchemaUrl(),
+		resource: pcommon.NewResource(), scope: pcommon.NewInstrumentationScope()}
+	rl.Resource().CopyTo(o.resource)
+	sl.Scope().CopyTo(o.scope)
+	return o
+}
+
+// holdScore holds hs, a copy of lr, in t: in the budget and the decision bytes, under its record.
+func (sh *shard) holdScore(m *Memory, t *trace, hs *heldScore, lr plog.LogRecord) {
+	lr.CopyTo(hs.record)
+	t.keepRefs().scores = append(t.keepRefs().scores, hs)
+	m.addBytes(t, hs.bytes)
+	sh.pending.decisionBytes += hs.bytes
+	sh.place(t)
+	hs.ref.add(1)
 }
 
 // eachScore runs f on the score records of ld that follow their trace, removing those it says to.
@@ -269,7 +315,7 @@ func (m *Memory) recoverScores(rec journal.Record, ref *RecordRef) error {
 		return err
 	}
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
-	m.applyScores(newRequestOrigin(info), nil, ld, rec.HeldAt, ref)
+	m.applyScores(newRequestOrigin(info), nil, ld, rec.HeldAt, ref, nil)
 	if n := ld.LogRecordCount(); n > 0 { // of traces decided kept: they go on under the record
 		ref.add(n)
 		m.readyBytes.Add(int64(n) * scoreCost)

@@ -1,6 +1,7 @@
 package tracememory
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -38,6 +39,16 @@ func scoreLogs(scores ...score) plog.Logs {
 		lr.Attributes().PutStr(scorerecord.AttrDataType, "BOOLEAN")
 	}
 	return ld
+}
+
+// AddScores is HoldScores, then Apply, as the logs side calls them.
+func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, dropped int, err error) {
+	h, err := m.HoldScores(info, sink, ld)
+	if h == nil || err != nil {
+		return 0, 0, err
+	}
+	held, dropped = h.Apply(ld)
+	return held, dropped, nil
 }
 
 // scoreSink plays the logs side: what passes at once and what the memory releases.
@@ -147,4 +158,48 @@ func TestHeldScoresSurviveRestart(t *testing.T) {
 	d.shutdown()
 	d.checkInvariants(t, true, false)
 	assert.Empty(t, d.journal.spanRecords())
+}
+
+// A score record of a decided trace is planned to pass (no copy written ahead); when its trace is
+// forgotten before the apply (by the releaser, or evicted by the room the call's own copies need),
+// the record is not held under a journal record that does not contain it: its trace is decided
+// again at once and the record goes on with the call, so a SIGKILL after the call loses nothing.
+func TestScoreOfATraceForgottenBetweenAPlanAndItsApply(t *testing.T) {
+	decided, other := pcommon.TraceID{0xd3, 15: 1}, pcommon.TraceID{0xd3, 15: 2}
+	for _, tc := range []struct {
+		name   string
+		forget func(d *driver, late plog.Logs) // staged between the plan and the apply
+	}{
+		{name: "forgotten by the releaser", forget: func(d *driver, _ plog.Logs) {
+			betweenPlanAndApply(d.t.(*testing.T), func() { d.advance(testConfig(d.clock).RememberDuration) })
+		}},
+		{name: "evicted for the room of the call's copies", forget: func(d *driver, late plog.Logs) {
+			d.advance(testConfig(d.clock).RememberDuration - time.Second) // the oldest idle trace
+			d.m.cfg.MemoryLimitBytes = d.m.Bytes() - 1                    // the call's Enforce evicts it
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, s := newDriver(t, withOutcome(t, 1)), &scoreSink{}
+			spans := []sp{{name: "agent", kept: true, err: true, trace: decided}}
+			for i := range 60 { // records of dropped spans: the trace is worth evicting for the room
+				spans = append(spans, sp{name: fmt.Sprint("http ", i), parent: "agent", trace: decided})
+			}
+			require.NoError(t, d.send(spans...))
+			require.Equal(t, map[string]string{"agent": ""}, d.tree(), "kept by its rule at once")
+			late := scoreLogs(score{id: "late", name: "helpful", value: true, trace: decided},
+				score{id: "undecided", name: "helpful", value: true, trace: other})
+			tc.forget(d, late)
+			_, _, err := d.m.AddScores(client.Info{}, s, late)
+			require.NoError(t, err)
+			s.collect(late)
+			s.take(d)
+			d.kill()
+			d.advance(testDecisionWait)
+			s.take(d)
+			assert.Contains(t, s.got, "late", "acknowledged: delivered, not lost with the process")
+			assert.Contains(t, s.got, "undecided")
+			d.shutdown()
+			d.checkInvariants(t, true, false)
+		})
+	}
 }

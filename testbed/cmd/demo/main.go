@@ -21,10 +21,12 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc/svc-collector/testbed/collector"
 	"github.com/svc/svc-collector/testbed/platform"
@@ -42,23 +44,31 @@ func main() {
 	bin := flag.String("collector", filepath.Join(collector.RepoRoot(), "bin", "svc-otelcol"), "collector binary")
 	config := flag.String("config", collector.DefaultConfig(), "collector config")
 	traces := flag.Int("traces", 3, "agent traces to send")
+	deployment := flag.String("deployment", platform.HostedOldOrg.String(),
+		"the local platform's setting, which decides when it shows a span request: self-hosted, hosted-new-org or hosted-old-org")
 	flag.Parse()
+	d, err := platform.ParseDeployment(*deployment)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Stdout, *bin, *config, *traces); err != nil {
+	if err := run(ctx, os.Stdout, *bin, *config, *traces, d); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, out io.Writer, bin, config string, traces int) error {
-	p, err := platform.Start(platform.Options{PublicKey: demoPublicKey, SecretKey: demoSecretKey})
+func run(ctx context.Context, out io.Writer, bin, config string, traces int, d platform.Deployment) error {
+	// Staged data shows after 3 s here (up to about ten minutes on the hosted platform).
+	p, err := platform.Start(platform.Options{PublicKey: demoPublicKey, SecretKey: demoSecretKey, Deployment: d, StagedDelay: 3 * time.Second})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	fmt.Fprintf(out, "local svc platform   %s (version %s)\n", p.URL(), p.Version())
+	fmt.Fprintf(out, "local svc platform   %s (version %s, %s: staged span requests show %s late)\n", p.URL(), p.Version(), d, p.StagedDelay())
 
 	startCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
@@ -81,6 +91,10 @@ func run(ctx context.Context, out io.Writer, bin, config string, traces int) err
 	if err != nil {
 		return err
 	}
+	older, err := sendOlderSDKTrace(ctx, c.OTLPHTTPEndpoint)
+	if err != nil {
+		return err
+	}
 	totalSpans, genAISpans, scores := 0, 0, 0
 	for _, s := range sent {
 		totalSpans += s.TotalSpans
@@ -89,6 +103,8 @@ func run(ctx context.Context, out io.Writer, bin, config string, traces int) err
 	}
 	fmt.Fprintf(out, "sent %d agent traces: %d spans (%d GenAI), %d evaluation events, one prompt with the e-mail %s\n",
 		len(sent), totalSpans, genAISpans, scores, demoEmail)
+	fmt.Fprintf(out, "sent 1 trace of the svc Python SDK 3 (an older major: %d spans)\n", len(older.GenAISpans))
+	genAISpans += len(older.GenAISpans)
 
 	waitCtx, cancelWait := context.WithTimeout(ctx, 60*time.Second)
 	defer cancelWait()
@@ -106,8 +122,59 @@ func run(ctx context.Context, out io.Writer, bin, config string, traces int) err
 			return err
 		}
 	}
+	printWritePaths(ctx, out, p, append(sent, older))
 	printDelivery(out, p)
 	return nil
+}
+
+// sendOlderSDKTrace sends a trace as the svc Python SDK 3 writes it (scope svc-sdk 3.x): the
+// platform keeps such spans on its staged path on purpose, and so does the gateway.
+func sendOlderSDKTrace(ctx context.Context, endpoint string) (workload.AgentTrace, error) {
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(endpoint), otlptracehttp.WithInsecure())
+	if err != nil {
+		return workload.AgentTrace{}, err
+	}
+	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName("legacy-agent"), semconv.TelemetrySDKLanguagePython)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(exp))
+	tracer := tp.Tracer("svc-sdk", trace.WithInstrumentationVersion("3.38.0"))
+	ctx2, root := tracer.Start(ctx, "legacy-agent", trace.WithAttributes(attribute.String("svc.observation.type", "agent")))
+	_, gen := tracer.Start(ctx2, "legacy-generation", trace.WithAttributes(
+		attribute.String("svc.observation.type", "generation"), attribute.String("gen_ai.request.model", "gpt-4o")))
+	gen.End()
+	root.End()
+	if err := tp.Shutdown(ctx); err != nil {
+		return workload.AgentTrace{}, fmt.Errorf("send to the collector: %w", err)
+	}
+	return workload.AgentTrace{TraceID: root.SpanContext().TraceID(), AgentSpan: root.SpanContext().SpanID(),
+		GenAISpans: map[string]trace.SpanID{"legacy-agent": root.SpanContext().SpanID(), "legacy-generation": gen.SpanContext().SpanID()}, TotalSpans: 2}, nil
+}
+
+// printWritePaths says, per trace, how the platform wrote its span requests (at once, or staged
+// to show minutes later on the hosted platform) and how long after a span ended the platform
+// showed it, once every span is visible.
+func printWritePaths(ctx context.Context, out io.Writer, p *platform.Platform, sent []workload.AgentTrace) {
+	fmt.Fprintf(out, "\nwhen the platform shows each trace (%s):\n", p.Deployment())
+	for _, s := range sent {
+		traceID := hex.EncodeToString(s.TraceID[:])
+		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := p.WaitVisible(waitCtx, traceID, len(s.GenAISpans))
+		cancel()
+		if err != nil {
+			fmt.Fprintf(out, "  trace %s: not all spans visible: %v\n", traceID, err)
+			continue
+		}
+		paths := map[platform.WritePath]int{}
+		var slowest time.Duration
+		for _, w := range p.SpanWrites(traceID) {
+			paths[w.WritePath]++
+			slowest = max(slowest, w.EndToVisible())
+		}
+		how := fmt.Sprintf("%d spans written at once", paths[platform.WritePathDirect])
+		if n := paths[platform.WritePathDual]; n > 0 {
+			how = fmt.Sprintf("%d spans staged (older SDK major: the path its direct export takes), %d written at once", n, paths[platform.WritePathDirect])
+		}
+		fmt.Fprintf(out, "  trace %s: %s; each span shown at most %s after it ended\n", traceID, how, slowest.Round(10*time.Millisecond))
+	}
 }
 
 // send emits the agent traces through an OpenTelemetry SDK, as an instrumented Go service would.

@@ -3,6 +3,10 @@
 // standard error.
 //
 //	svcplatform [-listen 127.0.0.1:3000] [-public-key PK] [-secret-key SK] [-version 4.59.0] [-v] [-stats-only]
+//	            [-deployment self-hosted|hosted-new-org|hosted-old-org] [-staged-delay 2s]
+//
+// -deployment and -staged-delay model when users see what arrives (testbed/platform/README.md,
+// "Write path"): staged spans stay hidden from the observations API for the staging delay.
 //
 // The keys default to SVC_PUBLIC_KEY and SVC_SECRET_KEY; prefer the environment for the secret,
 // command lines are visible to other users of the machine. SVC_PROJECTS="pk-a:sk-a,pk-b:sk-b"
@@ -68,6 +72,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&c.opts.Version, "version", platform.DefaultVersion, "server version reported by GET /api/public/health")
 	fs.BoolVar(&c.opts.StatsOnly, "stats-only", false, "count spans and scores without storing their content (load runs)")
 	fs.BoolVar(&c.verbose, "v", false, "log every request")
+	fs.TextVar(&c.opts.Deployment, "deployment", platform.SelfHosted,
+		"platform setting of the write path: self-hosted (all direct), hosted-new-org, hosted-old-org")
+	fs.DurationVar(&c.opts.StagedDelay, "staged-delay", platform.DefaultStagedDelay,
+		"how long staged (dual-path) spans stay hidden from the observations API; 0 = the default, negative = none")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -108,6 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	fmt.Fprintln(stdout, p.URL())
+	c.opts.Logger.Info("write path", "deployment", p.Deployment(), "staged_delay", p.StagedDelay())
 	<-ctx.Done()
 
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -122,7 +131,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // runProjects serves a platform with several projects until ctx ends.
 func runProjects(ctx context.Context, c config, stdout io.Writer) error {
 	ps, err := platform.StartProjects(platform.ProjectsOptions{Addr: c.opts.Addr, Projects: c.projects,
-		Version: c.opts.Version, Logger: c.opts.Logger, StatsOnly: c.opts.StatsOnly})
+		Version: c.opts.Version, Logger: c.opts.Logger, StatsOnly: c.opts.StatsOnly,
+		Deployment: c.opts.Deployment, StagedDelay: c.opts.StagedDelay})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/svc/svc-collector/testbed/platform"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -50,6 +52,41 @@ func TestParseConfig(t *testing.T) {
 			want := []string{tt.wantPublic, tt.wantSecret, tt.wantAddr, tt.wantVersion}
 			if strings.Join(got, " ") != strings.Join(want, " ") {
 				t.Errorf("config %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseConfigWritePath(t *testing.T) {
+	keys := env(map[string]string{"SVC_PUBLIC_KEY": "pk", "SVC_SECRET_KEY": "sk"})
+	tests := []struct {
+		name           string
+		args           []string
+		wantDeployment platform.Deployment
+		wantDelay      time.Duration
+		wantErr        string
+	}{
+		{"defaults", nil, platform.SelfHosted, platform.DefaultStagedDelay, ""},
+		{"hosted new org", []string{"-deployment", "hosted-new-org", "-staged-delay", "500ms"}, platform.HostedNewOrg, 500 * time.Millisecond, ""},
+		{"hosted old org, no delay", []string{"-deployment", "hosted-old-org", "-staged-delay", "-1s"}, platform.HostedOldOrg, -time.Second, ""},
+		{"self-hosted by name", []string{"-deployment", "self-hosted"}, platform.SelfHosted, platform.DefaultStagedDelay, ""},
+		{"unknown deployment", []string{"-deployment", "cloud"}, 0, 0, "unknown deployment"},
+		{"bad delay", []string{"-staged-delay", "soon"}, 0, 0, "staged-delay"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseConfig(tt.args, keys, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.opts.Deployment != tt.wantDeployment || c.opts.StagedDelay != tt.wantDelay {
+				t.Errorf("deployment %s, delay %v; want %s, %v", c.opts.Deployment, c.opts.StagedDelay, tt.wantDeployment, tt.wantDelay)
 			}
 		})
 	}
