@@ -302,15 +302,72 @@ func BenchmarkTraceWith5000HeldSpans(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(held+1)), "ns/span")
 }
 
+// BenchmarkDeliverManyRecords: one call whose parent span releases the held spans of k earlier
+// calls (k journal records on contrib's file_storage with its defaults, as shipped). ns/op is that
+// call alone: it hands the k spans on and removes their records.
+func BenchmarkDeliverManyRecords(b *testing.B) {
+	for _, k := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("records=%d", k), func(b *testing.B) {
+			factory := svcspanfilterprocessor.NewFactory()
+			cfg := factory.CreateDefaultConfig().(*svcspanfilterprocessor.Config)
+			host, id := fileStorageHost(b)
+			cfg.Storage = &id
+			proc, err := factory.CreateTraces(context.Background(), processortest.NewNopSettings(factory.Type()), cfg, consumertest.NewNop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := proc.Start(context.Background(), host); err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = proc.Shutdown(context.Background()) }()
+			parent := pcommon.SpanID{0xff, 7: 1}
+			consume := func(td ptrace.Traces) {
+				if err := proc.ConsumeTraces(context.Background(), td); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				traceID := pcommon.TraceID{0xde, 15: 1}
+				binary.BigEndian.PutUint64(traceID[4:12], uint64(i))
+				for j := range k {
+					consume(oneTraceBatch(traceID, j, 1, parent))
+				}
+				root := oneTraceBatch(traceID, k, 1, pcommon.SpanID{})
+				root.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetSpanID(parent)
+				b.StartTimer()
+				consume(root)
+			}
+		})
+	}
+}
+
 // BenchmarkConcurrentConsume16: 16 goroutines call ConsumeTraces on one instance, traces split
 // children first, as receivers do under load.
-func BenchmarkConcurrentConsume16(b *testing.B) {
+func BenchmarkConcurrentConsume16(b *testing.B) { benchConcurrentConsume16(b, false) }
+
+// BenchmarkConcurrentConsume16OnDisk: the same, journaled on contrib's file_storage: calls that
+// write while another call's transaction runs share the next one.
+func BenchmarkConcurrentConsume16OnDisk(b *testing.B) { benchConcurrentConsume16(b, true) }
+
+func benchConcurrentConsume16(b *testing.B, onDisk bool) {
 	src := realisticBatch(4)
 	spans := src.SpanCount()
 	kept := keptPerRound(b, src)
 	sink := &deliveredSpans{}
-	proc := newSpanFilterWith(b, sink)
-	if err := proc.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	factory := svcspanfilterprocessor.NewFactory()
+	cfg := factory.CreateDefaultConfig().(*svcspanfilterprocessor.Config)
+	host := component.Host(componenttest.NewNopHost())
+	if onDisk {
+		storageHost, id := fileStorageHost(b)
+		cfg.Storage, host = &id, storageHost
+	}
+	proc, err := factory.CreateTraces(context.Background(), processortest.NewNopSettings(factory.Type()), cfg, sink)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := proc.Start(context.Background(), host); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = proc.Shutdown(context.Background()) }()

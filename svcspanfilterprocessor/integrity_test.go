@@ -307,7 +307,7 @@ func TestPermanentRefusalIsCountedAndLogged(t *testing.T) {
 	h.consume(testSpan{name: "child", scope: scopeSDK, parent: "agent"})
 	next.refuse = 1
 	require.NoError(t, h.proc.Shutdown(context.Background()))
-	metadatatest.AssertEqualProcessorSvcspanfilterSpansUndeliverable(t, h.telemetry, []metricdata.DataPoint[int64]{point(1)}, ignoreTime...)
+	metadatatest.AssertEqualProcessorSvcspanfilterSpansUndeliverable(t, h.telemetry, []metricdata.DataPoint[int64]{reasonPoint("refused", 1)}, ignoreTime...)
 	lost := h.logs.FilterMessageSnippet("Released spans were lost").All()
 	require.Len(t, lost, 1)
 	assert.Equal(t, zapcore.ErrorLevel, lost[0].Level)
@@ -319,7 +319,7 @@ func TestShutdownReportsSpansStillRefused(t *testing.T) {
 	h.consume(testSpan{name: "child", scope: scopeSDK, parent: "agent"})
 	err := h.proc.Shutdown(context.Background())
 	require.ErrorContains(t, err, "1 spans released at shutdown could not be delivered")
-	metadatatest.AssertEqualProcessorSvcspanfilterSpansUndeliverable(t, h.telemetry, []metricdata.DataPoint[int64]{point(1)}, ignoreTime...)
+	metadatatest.AssertEqualProcessorSvcspanfilterSpansUndeliverable(t, h.telemetry, []metricdata.DataPoint[int64]{reasonPoint("shutdown", 1)}, ignoreTime...)
 }
 
 // The synchronous part returns the next consumer's error to the caller, which owns the retry.

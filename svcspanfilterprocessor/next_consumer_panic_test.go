@@ -21,8 +21,8 @@ import (
 )
 
 // When the next consumer (a bug in a later component) panics on one of a call's deliveries, those
-// it took are done and the rest stay journaled and are retried: every span reaches the platform
-// exactly once, and the panic is logged at error level.
+// it took are done, the others go on, and the one it panicked on stays journaled and is retried
+// after a backoff: every span reaches the platform exactly once, and the panic is logged at error level.
 func TestNextConsumerPanicDeliversEverySpanOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -74,6 +74,9 @@ func TestNextConsumerPanicDeliversEverySpanOnce(t *testing.T) {
 			}, "the call is answered as usual")
 			assert.NoError(t, err, "the call is answered as usual")
 			assert.Equal(t, tc.panicAt, calls.Load(), "the call handed on its deliveries up to the panic")
+			p.deliverReady(ctx, false)
+			assert.Equal(t, tc.panicAt, calls.Load(), "the delivery that panicked waits for its backoff")
+			clock.Advance(time.Second)
 			p.deliverReady(ctx, false) // the releaser retries what the panic refused
 
 			seen := map[string]int{}

@@ -198,7 +198,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		case <-p.stopped:
 		case <-ctx.Done(): // the releaser is stuck in the next consumer; without a journal its spans are lost
 			if left := p.mem.HeldSpans(); left > 0 && !journaled {
-				p.giveUp(ctx, int(left), "shutdown timed out while the next consumer was still busy")
+				p.giveUp(ctx, int(left), undeliverableShutdown, "shutdown timed out while the next consumer was still busy")
 			}
 			return ctx.Err()
 		}
@@ -214,7 +214,7 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		p.logger.Warn("The next consumer still refused released spans at shutdown; they stay in the journal "+
 			"and are delivered after the next start", zap.Int("spans", lost))
 	case lost > 0:
-		p.giveUp(ctx, lost, "the next consumer still refused them at shutdown")
+		p.giveUp(ctx, lost, undeliverableShutdown, "the next consumer still refused them at shutdown")
 		return fmt.Errorf("svcspanfilter: %d spans released at shutdown could not be delivered", lost)
 	}
 	if held := p.mem.HeldSpans(); keep && held > 0 {
@@ -274,47 +274,83 @@ type batchScratch struct {
 	decisions []tracememory.Decision
 }
 
-// deliver hands released spans on, each with its request's client metadata. A retryable refusal puts
-// the rest back for the releaser, or with tryAll counts the spans refused.
+// deliver hands released spans on, each with its request's client metadata, then reports those
+// taken (or given up) to the memory at once: the journal records they finish go in one write. A
+// retryable refusal puts the rest back for the releaser, or with tryAll counts the spans refused.
 func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Delivery, tryAll bool) int {
 	refused := 0
+	done, later := ds[:0], []*tracememory.Delivery(nil) // done reuses ds: it never passes the one read
+	defer func() {
+		p.mem.Delivered(done...)
+		if len(later) > 0 {
+			p.mem.Requeue(later...)
+		}
+	}()
 	for i, d := range ds {
+		if d.Panics > 0 && !tryAll && p.now().Before(d.RetryAt) {
+			later = append(later, d) // backing off
+			continue
+		}
 		err := p.consumeRecovering(ctx, d)
 		switch {
 		case err == nil:
-			p.mem.Delivered(d)
+			done = append(done, d)
 		case consumererror.IsPermanent(err):
-			p.giveUp(ctx, d.Spans, "the next consumer refused them permanently: "+err.Error())
-			p.mem.Delivered(d)
+			p.giveUp(ctx, d.Spans, undeliverableRefused, "the next consumer refused them permanently: "+err.Error())
+			done = append(done, d)
 		case tryAll:
 			refused += d.Spans
+		case errors.Is(err, errPanicked): // about this data, not back pressure: the others go on
+			later = append(later, d)
 		default:
 			p.logger.Warn("The next consumer refused released spans; they will be retried",
 				zap.Int("spans", d.Spans), zap.Error(err))
-			p.mem.Requeue(ds[i:]...)
+			later = append(later, ds[i:]...)
 			return 0
 		}
 	}
 	return refused
 }
 
-// consumeRecovering turns a panic of the next consumer (a bug in a later component) into a
-// retryable refusal of d: were it to go on, d and the deliveries after it would be lost.
+// maxPanics bounds the attempts at a delivery the next consumer panics on (a bug in a later
+// component): retried after 1 s, 2 s, 4 s, then given up, so that it cannot block what follows.
+const maxPanics = 4
+
+var errPanicked = errors.New("svcspanfilter: the next consumer panicked")
+
+// consumeRecovering turns a panic of the next consumer into errPanicked, d retried after a backoff,
+// or, at the last attempt, into nil with d given up (counted and logged).
 func (p *spanFilterProcessor) consumeRecovering(ctx context.Context, d *tracememory.Delivery) (err error) {
 	defer func() {
-		if v := recover(); v != nil {
-			p.logger.Error("The next consumer panicked on released spans; they will be retried",
-				zap.Int("spans", d.Spans), zap.Any("panic", v), zap.Stack("stack"))
-			err = fmt.Errorf("svcspanfilter: the next consumer panicked: %v", v)
+		v := recover()
+		if v == nil {
+			return
 		}
+		if d.Panics++; d.Panics >= maxPanics {
+			p.giveUp(ctx, d.Spans, undeliverablePanicked, fmt.Sprintf("the next consumer panicked on them at each of "+
+				"%d attempts (a bug in a later component): %v", d.Panics, v))
+			return
+		}
+		d.RetryAt = p.now().Add(time.Second << (d.Panics - 1))
+		p.logger.Error("The next consumer panicked on released spans; they will be retried",
+			zap.Int("spans", d.Spans), zap.Int("attempt", d.Panics), zap.Int("attempts", maxPanics),
+			zap.Any("panic", v), zap.Stack("stack"))
+		err = errPanicked
 	}()
 	return p.next.ConsumeTraces(client.NewContext(ctx, d.Info), d.Traces)
 }
 
+// Why released spans were given up: the `reason` of spans_undeliverable.
+const (
+	undeliverableRefused  = "refused"
+	undeliverableShutdown = "shutdown"
+	undeliverablePanicked = "panicked"
+)
+
 // giveUp is the only place where accepted spans are lost, and it says so.
-func (p *spanFilterProcessor) giveUp(ctx context.Context, spans int, why string) {
-	p.telemetry.ProcessorSvcspanfilterSpansUndeliverable.Add(ctx, int64(spans))
-	p.logger.Error("Released spans were lost: "+why, zap.Int("spans", spans))
+func (p *spanFilterProcessor) giveUp(ctx context.Context, spans int, reason, why string) {
+	p.telemetry.ProcessorSvcspanfilterSpansUndeliverable.Add(ctx, int64(spans), reasonOpt(reason))
+	p.logger.Error("Released spans were lost: "+why, zap.Int("spans", spans), zap.String("reason", reason))
 }
 
 // reasons are the precomputed `reason` attribute sets, by reason, so recording allocates nothing.

@@ -35,7 +35,12 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // a Batch is one transaction, so a record is durable against SIGKILL once Append returns).
 type Storage struct {
 	client storage.Client
-	mu     sync.Mutex
+	// mu guards the fields below, not a transaction: while one runs, writers queue their
+	// operations in pending and wait (on turn); the first of them to go next writes them all.
+	mu      sync.Mutex
+	turn    sync.Cond
+	pending *write
+	running bool
 	// first and next bound the ids that may be live; live holds those that are, each with the id
 	// its caller knows it by (its own, unless compactRange moved it; moved maps that id back).
 	first, next uint64
@@ -44,6 +49,14 @@ type Storage struct {
 	// owed are records no longer live whose delete is not written yet: every later transaction
 	// deletes them until one succeeds, and until then a restart recovers them (at least once).
 	owed map[uint64]struct{}
+}
+
+// write is one transaction's operations and its outcome, shared by the writers waiting for it.
+type write struct {
+	ops      []*storage.Operation
+	appended []uint64 // the ids of the records it writes, in order: no longer live if it fails
+	done     bool
+	err      error
 }
 
 // liveRecord is lazy when a late delete only restores what is already forgotten or over (lazyKinds:
@@ -63,6 +76,7 @@ var _ Journal = (*Storage)(nil)
 func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
 	s := &Storage{client: client, first: 1, next: 1, live: map[uint64]liveRecord{}, moved: map[uint64]uint64{},
 		owed: map[uint64]struct{}{}}
+	s.turn.L = &s.mu
 	raw, err := client.Get(ctx, indexKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: read the index: %w", err)
@@ -102,7 +116,10 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 	// Oldest first by time: compactRange may have moved an old record past newer ones.
 	slices.SortStableFunc(records, func(a, b Record) int { return a.HeldAt.Compare(b.HeldAt) })
 	corrupt := len(s.owed)
-	if err := s.commit(ctx, s.next); err != nil { // the corrupt records go, the range stored tightened
+	s.mu.Lock()
+	err = s.commit(ctx)
+	s.mu.Unlock()
+	if err != nil { // the corrupt records go, the range stored tightened
 		return nil, nil, writeError("journal: rewrite the index", err)
 	}
 	if len(records) > 0 || corrupt > 0 {
@@ -115,18 +132,17 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 	value := encodeRecord(kind, heldAt, metadata, payload)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.compactRange(ctx)
 	id := s.next
+	s.next++
 	s.live[id] = liveRecord{id: id, lazy: slices.Contains(lazyKinds, kind)}
-	if err := s.commit(ctx, id+1, storage.SetOperation(recordKey(id), value)); err != nil {
-		delete(s.live, id)
+	if err := s.commit(ctx, storage.SetOperation(recordKey(id), value)); err != nil {
 		return 0, writeError("journal: append", err)
 	}
 	return id, nil
 }
 
-// Remove deletes the records; ids that are not live are ignored. The delete of lazy records is left
-// owed, and so is a failed one: every later write retries it until it succeeds.
+// Remove deletes the records, in one transaction; ids that are not live are ignored. The delete of
+// lazy records is left owed, and so is a failed one: every later write retries it until it succeeds.
 func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -145,7 +161,7 @@ func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	if !now {
 		return nil
 	}
-	return writeError("journal: remove", s.commit(ctx, s.next))
+	return writeError("journal: remove", s.commit(ctx))
 }
 
 // Flush writes the owed deletes, if any.
@@ -155,32 +171,74 @@ func (s *Storage) Flush(ctx context.Context) error {
 	if len(s.owed) == 0 {
 		return nil
 	}
-	return writeError("journal: remove", s.commit(ctx, s.next))
+	return writeError("journal: remove", s.commit(ctx))
 }
 
-// commit runs ops, the owed deletes and the index range [first live id, next) in one transaction;
-// when it fails nothing changed but what the caller undoes. Callers hold mu.
-func (s *Storage) commit(ctx context.Context, next uint64, ops ...*storage.Operation) error {
-	first := s.first // each id is passed once: amortized O(1)
-	for first < next && s.live[first] == (liveRecord{}) {
-		first++
+// commit writes ops (of at most one appended record, the last id handed out) with the next
+// transaction and waits for it; every transaction also carries the owed deletes and the index
+// range [first live id, next). Callers hold mu; it is released while a transaction runs, so
+// writers that come meanwhile share the next one. Transactions run one at a time, in the order
+// their ids were handed out: the range stored never shrinks below a record written.
+func (s *Storage) commit(ctx context.Context, ops ...*storage.Operation) error {
+	w := s.pending
+	if w == nil {
+		w = &write{}
+		s.pending = w
 	}
-	for id := range s.owed {
-		ops = append(ops, storage.DeleteOperation(recordKey(id)))
+	w.ops = append(w.ops, ops...)
+	if len(ops) > 0 {
+		w.appended = append(w.appended, s.next-1)
 	}
-	ops = append(ops, storage.SetOperation(indexKey, encodeIndex(first, next)))
-	if err := s.client.Batch(ctx, ops...); err != nil {
-		return err
+	for s.running && !w.done {
+		s.turn.Wait()
 	}
-	clear(s.owed)
-	s.first, s.next = first, next
-	return nil
+	if w.done {
+		return w.err
+	}
+	s.running, s.pending = true, nil
+	if len(w.appended) > 0 {
+		s.compactRange(ctx)
+	}
+	first, owed := s.firstLive(s.first, s.next), s.owed
+	if len(owed) > 0 {
+		s.owed = map[uint64]struct{}{}
+	}
+	for id := range owed {
+		w.ops = append(w.ops, storage.DeleteOperation(recordKey(id)))
+	}
+	w.ops = append(w.ops, storage.SetOperation(indexKey, encodeIndex(first, s.next)))
+	s.mu.Unlock()
+	err := s.client.Batch(ctx, w.ops...)
+	s.mu.Lock()
+	if err == nil {
+		s.first = max(s.first, first)
+	} else { // nothing written: its records are not live, its deletes still owed
+		for _, id := range w.appended {
+			delete(s.live, id)
+		}
+		if n := len(w.appended); n > 0 && s.next == w.appended[n-1]+1 {
+			s.next = w.appended[0] // no id handed out since: they are used again
+		}
+		maps.Copy(s.owed, owed)
+	}
+	w.done, w.err, s.running = true, err, false
+	s.turn.Broadcast()
+	return err
+}
+
+// firstLive is the first live id in [from, next), or next.
+func (s *Storage) firstLive(from, next uint64) uint64 {
+	for from < next && s.live[from] == (liveRecord{}) { // each id is passed once: amortized O(1)
+		from++
+	}
+	return from
 }
 
 // compactRange keeps the ids a restart reads within twice the live records and rangeSlack (a record
 // live for hours would keep the range from advancing): it moves the oldest live records forward,
-// each under a new id, in one transaction (callers still remove them by the id they know); a
-// failure changes nothing. Callers hold mu.
+// each under a new id, in a transaction of its own (callers still remove them by the id they
+// know); a failure changes nothing. The one place mu is held across a transaction (rare: once in
+// about rangeSlack writes), so that no Remove sees a record half moved. Callers hold mu.
 func (s *Storage) compactRange(ctx context.Context) {
 	if s.next-s.first <= rangeSlack+2*uint64(len(s.live)) {
 		return
@@ -200,17 +258,31 @@ func (s *Storage) compactRange(ctx context.Context) {
 		moves[next] = id
 		next++
 	}
-	if len(moves) == 0 || s.commit(ctx, next, ops...) != nil {
+	if len(moves) == 0 {
 		return
 	}
-	for to, from := range moves { // the range on disk tightens with the caller's commit
+	move := func(to, from uint64) {
 		s.live[to] = s.live[from]
 		delete(s.live, from)
+	}
+	for to, from := range moves {
+		move(to, from)
+	}
+	for id := range s.owed { // the range passes them: their keys go with it
+		ops = append(ops, storage.DeleteOperation(recordKey(id)))
+	}
+	first := s.firstLive(s.first, next)
+	if s.client.Batch(ctx, append(ops, storage.SetOperation(indexKey, encodeIndex(first, next)))...) != nil {
+		for to, from := range moves {
+			move(from, to)
+		}
+		return
+	}
+	for to := range moves {
 		s.moved[s.live[to].id] = to
 	}
-	for s.first < s.next && s.live[s.first] == (liveRecord{}) {
-		s.first++
-	}
+	clear(s.owed)
+	s.first, s.next = first, next
 }
 
 // Close makes a last attempt at the owed deletes and releases the storage client.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -384,7 +386,7 @@ func TestFailedMoveForwardChangesNothing(t *testing.T) {
 	c := &failingClient{Client: newClient()}
 	s, _, _ := open(t, c)
 	pinned := appendN(t, s, 1)[0]
-	for range rangeSlack + 2 { // the next append moves it
+	for range rangeSlack + 3 { // the next append moves it
 		require.NoError(t, s.Remove(context.Background(), appendN(t, s, 1)[0]))
 	}
 	require.Empty(t, s.moved)
@@ -401,4 +403,60 @@ func TestFailedMoveForwardChangesNothing(t *testing.T) {
 	require.NoError(t, s.Remove(context.Background(), pinned))
 	_, recs, _ = open(t, c)
 	assert.Len(t, recs, 1, "only the last append is left")
+}
+
+// blockingClient counts the Batches; once armed, it holds the next one until release is closed.
+type blockingClient struct {
+	storage.Client
+	armed            atomic.Bool
+	entered, release chan struct{}
+	batches          atomic.Int64
+}
+
+func (c *blockingClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	c.batches.Add(1)
+	if c.armed.CompareAndSwap(true, false) {
+		close(c.entered)
+		<-c.release
+	}
+	return c.Client.Batch(ctx, ops...)
+}
+
+// The journal's lock is not held across a transaction: while one is being written, a removal that
+// writes nothing returns at once, and the appends that arrive meanwhile share the next transaction
+// (group commit), each durable when its Append returns.
+func TestWritesDuringATransactionShareTheNext(t *testing.T) {
+	ctx := context.Background()
+	c := &blockingClient{Client: newClient(), entered: make(chan struct{}), release: make(chan struct{})}
+	s, _, _ := open(t, c)
+	lazy, err := s.Append(ctx, KindDropped, time.Now(), nil, []byte("ids"))
+	require.NoError(t, err)
+	c.armed.Store(true)
+	var wg sync.WaitGroup
+	wg.Go(func() { appendN(t, s, 1) })
+	<-c.entered // the first append's transaction is being written
+
+	removed := make(chan error)
+	go func() { removed <- s.Remove(ctx, lazy) }()
+	select {
+	case err := <-removed:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a removal that writes nothing waited for another call's transaction")
+	}
+	const writers = 8
+	for range writers {
+		wg.Go(func() { appendN(t, s, 1) })
+	}
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.pending != nil && len(s.pending.appended) == writers
+	}, 5*time.Second, time.Millisecond, "the appends queue while the transaction runs")
+	before := c.batches.Load()
+	close(c.release)
+	wg.Wait()
+	assert.Equal(t, before+1, c.batches.Load(), "the queued appends (and the owed delete) take one transaction")
+	_, recs, _ := open(t, c.Client)
+	assert.Len(t, recs, 1+writers, "every append is durable; the lazy record's delete went with them")
 }

@@ -272,7 +272,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorSvcspanfilterSpansUndeliverable, err = builder.meter.Int64Counter(
 		"otelcol_processor_svcspanfilter_spans_undeliverable",
-		metric.WithDescription("Released spans the next consumer refused permanently (or still refused at shutdown) and that were given up. Every such loss is also logged at error level. [Development]"),
+		metric.WithDescription("Released spans that were given up, by reason (refused: the next consumer refused them permanently; shutdown: it still refused them at shutdown, without storage; panicked: it panicked on them at every attempt, a bug in a later component). Every such loss is also logged at error level. [Development]"),
 		metric.WithUnit("{spans}"),
 	)
 	errs = errors.Join(errs, err)

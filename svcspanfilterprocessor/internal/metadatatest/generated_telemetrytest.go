@@ -252,7 +252,7 @@ func AssertEqualProcessorSvcspanfilterSpansReparented(t *testing.T, tt *componen
 func AssertEqualProcessorSvcspanfilterSpansUndeliverable(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_svcspanfilter_spans_undeliverable",
-		Description: "Released spans the next consumer refused permanently (or still refused at shutdown) and that were given up. Every such loss is also logged at error level. [Development]",
+		Description: "Released spans that were given up, by reason (refused: the next consumer refused them permanently; shutdown: it still refused them at shutdown, without storage; panicked: it panicked on them at every attempt, a bug in a later component). Every such loss is also logged at error level. [Development]",
 		Unit:        "{spans}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -199,6 +199,7 @@ func TestRestartMidWaitDecidesTheSame(t *testing.T) {
 	}
 	run := func(kill bool) (map[pcommon.TraceID]Decided, map[string]string) {
 		d := newDriver(t, withOutcome(t, 0.5))
+		d.everyStep(t)
 		for _, spans := range traces {
 			require.NoError(t, d.send(spans...))
 		}

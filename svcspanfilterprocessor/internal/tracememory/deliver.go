@@ -1,6 +1,8 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
+	"time"
+
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -14,6 +16,10 @@ type Delivery struct {
 	bytes  int64
 	refs   map[*RecordRef]int
 	sized  bool // bytes were counted exactly (Requeue)
+	// Panics: the attempts the next consumer panicked on; the processor retries no sooner than
+	// RetryAt, and gives up after a bound.
+	Panics  int
+	RetryAt time.Time
 }
 
 // group builds one delivery per request, spans under copies of their own resource and scope.
@@ -76,14 +82,21 @@ func (c *copier) spans(td ptrace.Traces, o *scopeOrigin) ptrace.SpanSlice {
 	return ss.Spans()
 }
 
-// Delivered: the next consumer accepted d, or refused it for good; it leaves budget and journal.
-func (m *Memory) Delivered(d *Delivery) {
-	m.readyBytes.Add(-d.bytes)
-	d.bytes = 0
-	for r, n := range d.refs {
-		r.Done(n)
+// Delivered: the next consumer accepted ds, or refused them for good; they leave the budget, and
+// the journal records they finish go in one write.
+func (m *Memory) Delivered(ds ...*Delivery) {
+	var ids []uint64
+	for _, d := range ds {
+		m.readyBytes.Add(-d.bytes)
+		d.bytes = 0
+		for r, n := range d.refs {
+			if id := r.add(-n); id != 0 {
+				ids = append(ids, id)
+			}
+		}
+		d.refs = nil
 	}
-	d.refs = nil
+	m.remove(ids...)
 }
 
 // Requeue puts refused deliveries back for the releaser, ahead of those queued since, sized

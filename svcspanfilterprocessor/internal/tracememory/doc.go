@@ -60,7 +60,8 @@
 //	budget exceeded           idle/late traces forgotten oldest first, then waiting traces released
 //	                          (rule 1); waiting content is never evicted (the logs side pushes back)
 //	next component refuses    retryable: requeued (in the budget, journaled); permanent: counted
-//	                          undeliverable, its records done
+//	                          undeliverable, its records done; a panic: requeued alone, retried
+//	                          after a backoff, given up (counted undeliverable) after a few attempts
 //	shutdown                  Drain releases every held span by rule 1 (on_shutdown keep: they stay journaled)
 //	recovery                  content (its wait restarts), dropped records, open parents with the
 //	                          spans pointing at them, decisions and kept sessions, then held spans and
@@ -80,7 +81,8 @@
 //	                          late_parent_window ends a late trace
 //
 // # Invariants (checkInvariants checks 1-6 and 9 and, through checkCounts, 7 at the end of every
-// test scenario; the journal tests check 8)
+// test scenario; the journal tests check 8; the randomised tests check 1-8 after every step,
+// restarts included: everyStep)
 //
 //  1. A delivered kept span hangs, through connectors only, below its nearest kept ancestor; a root
 //     only when every ancestor is known dropped (or in a cycle); else below a span that never
@@ -93,14 +95,15 @@
 //  5. After shutdown nothing is held and every kept span that arrived was delivered (with outcome
 //     sampling: of the traces not decided dropped).
 //  6. A held span waits only on a span its trace does not know.
-//  7. The memory's counters (bytes, held bytes, held spans) are the sums over its traces, held items
-//     and kept sessions, and the items counted by an estimate are exactly those on their shard's
-//     unsized list.
+//  7. The memory's counters (bytes, held bytes, held spans, traces) are the sums over its traces,
+//     held items and kept sessions, and the items counted by an estimate are exactly those on their
+//     shard's unsized list; a trace is on the waiting list if and only if it holds something.
 //  8. Journal (Config.Journaled): a span or score record is held only if its call wrote it ahead; a
 //     call is acknowledged only once the open parents and dropped spans it made known are written (or
 //     their failed write logged); a record of held spans is removed when its last span is handed
-//     on, of dropped spans or open parents when every trace in it is forgotten; a call of whole
-//     traces with no content waiting and no copy held writes no held span.
+//     on, of dropped spans or open parents when every trace in it is forgotten (the records an
+//     operation finishes, in one write); a call of whole traces with no content waiting and no
+//     copy held writes no held span.
 //  9. Outcome sampling: a span of a trace decided dropped is never delivered, a kept span of a trace
 //     decided kept is never dropped, also after a restart while the trace is remembered (its
 //     decision is journaled); a span or score record waits for the decision only in an undecided

@@ -26,6 +26,7 @@ func (d *driver) kill() {
 	d.m = New(cfg, d.journal, nil, d.observe)
 	require.NoError(d.t, d.m.Recover(d.journal.records()))
 	d.deliver(d.m.TakeReady())
+	d.stepDone()
 }
 
 func (j *fakeJournal) kinds() map[journal.Kind]int {
@@ -109,31 +110,38 @@ func TestWholeTraceSurvivesRestart(t *testing.T) {
 
 // SIGKILL at random moments between calls, traces in any order over many calls: no delivered
 // span points at a span that arrived and was not delivered (an orphan), nothing goes twice, and
-// every kept span hangs below its nearest kept ancestor.
+// every kept span hangs below its nearest kept ancestor; the oracle runs after every step,
+// restarts included.
 func TestRandomKillsLeaveNoOrphans(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 3))
 	for iter := range 200 {
-		d := newDriver(t, nil)
-		n := 2 + rng.IntN(20)
-		spans := make([]sp, n)
-		for i := range spans {
-			spans[i] = sp{name: fmt.Sprintf("s%d", i), kept: rng.IntN(3) == 0, kind: ptrace.SpanKind(rng.IntN(5))}
-			if i > 0 {
-				spans[i].parent = fmt.Sprintf("s%d", rng.IntN(i))
+		ok := t.Run(fmt.Sprint(iter), func(t *testing.T) {
+			d := newDriver(t, nil)
+			d.everyStep(t)
+			n := 2 + rng.IntN(20)
+			spans := make([]sp, n)
+			for i := range spans {
+				spans[i] = sp{name: fmt.Sprintf("s%d", i), kept: rng.IntN(3) == 0, kind: ptrace.SpanKind(rng.IntN(5))}
+				if i > 0 {
+					spans[i].parent = fmt.Sprintf("s%d", rng.IntN(i))
+				}
 			}
-		}
-		rng.Shuffle(n, func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
-		for len(spans) > 0 {
-			k := 1 + rng.IntN(min(len(spans), 4))
-			require.NoError(t, d.send(spans[:k]...))
-			spans = spans[k:]
-			if rng.IntN(3) == 0 {
-				d.kill()
+			rng.Shuffle(n, func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
+			for len(spans) > 0 {
+				k := 1 + rng.IntN(min(len(spans), 4))
+				require.NoError(t, d.send(spans[:k]...))
+				spans = spans[k:]
+				if rng.IntN(3) == 0 {
+					d.kill()
+				}
+				d.advance(time.Duration(rng.IntN(3)) * time.Second)
 			}
-			d.advance(time.Duration(rng.IntN(3)) * time.Second)
+			d.advance(time.Minute)
+			d.shutdown()
+			d.checkInvariants(t, true, false)
+		})
+		if !ok {
+			return
 		}
-		d.advance(time.Minute)
-		d.shutdown()
-		t.Run(fmt.Sprint(iter), func(t *testing.T) { d.checkInvariants(t, true, false) })
 	}
 }

@@ -75,9 +75,13 @@ func (m *Memory) finish(out *released) { queue(m, &m.ready, m.settle(out), m.wak
 // its events observed.
 func (m *Memory) settle(out *released) []*Delivery {
 	m.journalAfterApply(out)
+	var ids []uint64
 	for _, r := range out.done {
-		r.Done(1)
+		if id := r.add(-1); id != 0 {
+			ids = append(ids, id)
+		}
 	}
+	m.remove(ids...) // in one write (of lazy records: in the next one)
 	queue(m, &m.readyScores, m.groupScores(out.scores), m.scoreWake)
 	m.observe(&out.stats)
 	return m.group(out.items)

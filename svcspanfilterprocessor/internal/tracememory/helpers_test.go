@@ -138,6 +138,8 @@ type driver struct {
 	refuse    bool // the next consumer refuses with a retryable error
 	restarted bool // kill ran: spans may be delivered again
 	mutate    func(*Config)
+	// step, when set (everyStep), runs after every operation: send, each second of advance, kill, shutdown.
+	step func()
 }
 
 func newDriver(t testing.TB, mutate func(*Config)) *driver {
@@ -213,7 +215,14 @@ func (d *driver) send(spans ...sp) error {
 		d.collect(td)
 	}
 	d.deliver(adm.Deliveries)
+	d.stepDone()
 	return nil
+}
+
+func (d *driver) stepDone() {
+	if d.step != nil {
+		d.step()
+	}
 }
 
 func (d *driver) deliver(ds []*Delivery) {
@@ -250,10 +259,14 @@ func (d *driver) advance(total time.Duration) {
 		step += s
 		d.m.Expire()
 		d.deliver(d.m.TakeReady())
+		d.stepDone()
 	}
 }
 
-func (d *driver) shutdown() { d.deliver(d.m.Drain()) }
+func (d *driver) shutdown() {
+	d.deliver(d.m.Drain())
+	d.stepDone()
+}
 
 // tree is each delivered span's parent by name: "" for a root, "<?>" for a parent never delivered;
 // connectors are named "~name".
@@ -288,6 +301,13 @@ func (d *driver) tree() map[string]string {
 // a span that never arrived (or, allowDangling, one whose trace memory was evicted).
 func (d *driver) checkInvariants(t *testing.T, complete, allowDangling bool) {
 	t.Helper()
+	d.checkTrees(t, complete, allowDangling, nil)
+}
+
+// checkTrees is checkInvariants; pending (between steps, see everyStep) are the kept spans held or
+// ready, not yet delivered: a delivered span pointing at one of them hangs below it.
+func (d *driver) checkTrees(t *testing.T, complete, allowDangling bool, pending map[pcommon.SpanID]bool) {
+	t.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	byID := map[pcommon.SpanID]ptrace.Span{}
@@ -297,7 +317,7 @@ func (d *driver) checkInvariants(t *testing.T, complete, allowDangling bool) {
 			// After a restart, a journal record still held for one of its spans delivers the
 			// others again (at least once): the same span, below the same parent.
 			require.True(t, d.restarted, "span %q delivered twice", s.Name())
-			require.Equal(t, first.ParentSpanID(), s.ParentSpanID(), "span %q delivered again below another parent", s.Name())
+			equal(t, first.ParentSpanID(), s.ParentSpanID(), "span %q delivered again below another parent", s.Name())
 		}
 		byID[key] = s
 	}
@@ -306,7 +326,7 @@ func (d *driver) checkInvariants(t *testing.T, complete, allowDangling bool) {
 	for _, dc := range d.stats.Decided {
 		if was, seen := dropped[dc.Trace]; seen { // decided again after a restart: alike
 			require.True(t, d.restarted, "trace decided twice")
-			require.Equal(t, was, !dc.Keep, "trace decided otherwise after a restart")
+			equal(t, was, !dc.Keep, "trace decided otherwise after a restart")
 		}
 		dropped[dc.Trace] = !dc.Keep
 	}
@@ -317,7 +337,7 @@ func (d *driver) checkInvariants(t *testing.T, complete, allowDangling bool) {
 		require.True(t, ok, "delivered span %q never arrived", s.Name())
 		if conn {
 			require.False(t, a.kept, "connector for kept span %q", s.Name())
-			require.Equal(t, 1, s.Attributes().Len(), "a connector carries only its marker")
+			equal(t, 1, s.Attributes().Len(), "a connector carries only its marker")
 			continue
 		}
 		require.True(t, a.kept || a.verdict != nil, "dropped span %q delivered", s.Name())
@@ -345,6 +365,10 @@ func (d *driver) checkInvariants(t *testing.T, complete, allowDangling bool) {
 		gotDangling := false
 		for p := s.ParentSpanID(); !p.IsEmpty(); {
 			ps, ok := byID[p]
+			if !ok && pending[p] {
+				got = truth[p].name
+				break
+			}
 			if !ok {
 				gotDangling = true
 				if pa, arrived := truth[p]; arrived {
@@ -362,9 +386,9 @@ func (d *driver) checkInvariants(t *testing.T, complete, allowDangling bool) {
 		case gotDangling && !allowDangling:
 			require.NotEmpty(t, wantUnknown, "span %q dangles although its ancestors all arrived", s.Name())
 		case !gotDangling && want != "":
-			require.Equal(t, want, got, "span %q: hangs below the wrong ancestor", s.Name())
+			equal(t, want, got, "span %q: hangs below the wrong ancestor", s.Name())
 		case !gotDangling && wantUnknown == "":
-			require.Equal(t, "", got, "span %q: every ancestor dropped, it must be a root", s.Name())
+			equal(t, "", got, "span %q: every ancestor dropped, it must be a root", s.Name())
 		}
 	}
 	for _, s := range byID {
@@ -379,13 +403,13 @@ func (d *driver) checkInvariants(t *testing.T, complete, allowDangling bool) {
 			p = ps.ParentSpanID()
 		}
 	}
-	if complete {
-		for id, a := range truth {
-			if a.kept && !dropped[a.traceID()] {
-				_, ok := byID[id]
-				require.True(t, ok, "kept span %q never delivered", a.name)
-			}
+	for id, a := range truth { // nothing accepted is lost: delivered, or (between steps) still held
+		if a.kept && !dropped[a.traceID()] && (complete || pending != nil) {
+			_, ok := byID[id]
+			require.True(t, ok || !complete && pending[id], "kept span %q neither delivered nor held", a.name)
 		}
+	}
+	if complete {
 		require.Zero(t, d.m.HeldSpans())
 	}
 	checkCounts(t, d.m)
@@ -422,9 +446,9 @@ func checkCounts(t *testing.T, m *Memory) {
 			sh.mu.Unlock()
 		}
 	}()
-	var bytes, heldBytes, heldSpans, decisionBytes int64
+	var bytes, heldBytes, heldSpans, decisionBytes, traces int64
 	for _, sh := range m.shards {
-		require.Equal(t, counts{}, sh.pending, "counts published at unlock")
+		equal(t, counts{}, sh.pending, "counts published at unlock")
 		inList := map[*item]bool{}
 		for i, it := range sh.unsized {
 			require.False(t, inList[it], "an item twice in the unsized list")
@@ -434,8 +458,15 @@ func checkCounts(t *testing.T, m *Memory) {
 			require.False(t, it.sized, "a sized item in the unsized list")
 		}
 		unsized := 0
+		traces += int64(len(sh.traces))
 		for _, tr := range sh.traces {
 			bytes += tr.bytes
+			// Its state is the list it is on (doc.go): waiting if and only if it holds something.
+			holds := len(tr.held) > 0 || tr.refs != nil && len(tr.refs.scores) > 0
+			require.True(t, tr.list == &sh.waiting && holds || (tr.list == &sh.idle || tr.list == &sh.late) && !holds,
+				"trace %v holds %d spans but is on another list", tr.id, len(tr.held))
+			_, listed := sh.withContent[tr]
+			equal(t, len(tr.content) > 0, listed, "traces with waiting content are those listed")
 			if tr.refs != nil {
 				for _, hs := range tr.refs.scores {
 					decisionBytes += hs.bytes
@@ -449,6 +480,9 @@ func checkCounts(t *testing.T, m *Memory) {
 			}
 			for _, it := range tr.held {
 				require.Same(t, it, tr.held[it.span.SpanID()], "held by its own span id")
+				require.Same(t, tr, it.trace)
+				require.NotZero(t, it.reason, "a held span waits for something")
+				equal(t, it.reason&WaitParent != 0, it.indexed, "a span waits for its parent if and only if it is indexed")
 				heldBytes += it.bytes
 				heldSpans++
 				if it.reason&WaitDecision != 0 {
@@ -463,11 +497,11 @@ func checkCounts(t *testing.T, m *Memory) {
 				} else if _, reparented := it.span.Attributes().Get(svcattr.OriginalParentSpanID); !reparented {
 					// (A span re-parented while it still waits for content grew by the attribute
 					// that records its original parent; it is not sized again for that.)
-					require.Equal(t, itemSize(it.span), it.bytes, "a sized held item carries its exact size")
+					equal(t, itemSize(it.span), it.bytes, "a sized held item carries its exact size")
 				}
 			}
 		}
-		require.Equal(t, len(sh.unsized), unsized)
+		equal(t, len(sh.unsized), unsized)
 	}
 	m.sessions.mu.Lock()
 	for e := m.sessions.order.Front(); e != nil; e = e.Next() {
@@ -480,8 +514,18 @@ func checkCounts(t *testing.T, m *Memory) {
 	}
 	require.Len(t, m.sessions.byKey, m.sessions.order.Len())
 	m.sessions.mu.Unlock()
-	require.Equal(t, m.bytes.Load(), bytes, "memory bytes are the sum of its traces' and kept sessions' bytes")
-	require.Equal(t, m.heldBytes.Load(), heldBytes, "held bytes are the sum of the held items' bytes")
-	require.Equal(t, m.heldSpans.Load(), heldSpans)
-	require.Equal(t, m.decisionBytes.Load(), decisionBytes, "decision bytes are the sum of the items waiting for one")
+	equal(t, m.bytes.Load(), bytes, "memory bytes are the sum of its traces' and kept sessions' bytes")
+	equal(t, m.heldBytes.Load(), heldBytes, "held bytes are the sum of the held items' bytes")
+	equal(t, m.heldSpans.Load(), heldSpans)
+	equal(t, m.traces.Load(), traces, "the trace count is the traces in the shards")
+	equal(t, m.decisionBytes.Load(), decisionBytes, "decision bytes are the sum of the items waiting for one")
+}
+
+// equal is require.Equal of comparable values without its cost when they are equal (the oracle
+// runs after every step of the randomised tests).
+func equal[T comparable](t *testing.T, want, got T, msgAndArgs ...any) {
+	t.Helper()
+	if want != got {
+		require.Equal(t, want, got, msgAndArgs...)
+	}
 }

@@ -307,16 +307,28 @@ func (m *Memory) NewRecordRef(id uint64, items int) *RecordRef {
 	return r
 }
 
-func (r *RecordRef) Done(n int) { r.add(-n) }
+func (r *RecordRef) Done(n int) {
+	if id := r.add(-n); id != 0 {
+		r.m.remove(id)
+	}
+}
 
-// add counts n more items of the record (fewer when n < 0); the record is removed when none is left.
-func (r *RecordRef) add(n int) {
-	if r == nil || n == 0 || r.left.Add(int64(n)) != 0 || r.id == 0 {
+// add counts n more items of the record (fewer when n < 0); it returns the record's id when none
+// is left (it is to be removed), else 0.
+func (r *RecordRef) add(n int) uint64 {
+	if r == nil || n == 0 || r.left.Add(int64(n)) != 0 {
+		return 0
+	}
+	return r.id
+}
+
+// remove forgets the records of ids in one journal write.
+func (m *Memory) remove(ids ...uint64) {
+	if len(ids) == 0 {
 		return
 	}
-	if err := r.m.journal.Remove(context.Background(), r.id); err != nil {
-		r.m.cfg.Logger.Warn("Could not remove a delivered journal record; the journal retries with its "+
-			"next write (a restart before that delivers it again)",
-			zap.Uint64("record", r.id), zap.Error(err))
+	if err := m.journal.Remove(context.Background(), ids...); err != nil {
+		m.cfg.Logger.Warn("Could not remove delivered journal records; the journal retries with its "+
+			"next write (a restart before that delivers them again)", zap.Uint64s("records", ids), zap.Error(err))
 	}
 }

@@ -138,30 +138,34 @@ func TestResolution(t *testing.T) {
 	}
 }
 
-// A trace spread over many requests in any order, with time passing between them.
+// A trace spread over many requests in any order, with time passing between them; the oracle
+// runs after every step.
 func TestAnyOrderManyRequests(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 10))
 	for iter := range 300 {
-		d := newDriver(t, nil)
-		n := 2 + rng.IntN(30)
-		spans := make([]sp, n)
-		for i := range spans {
-			spans[i] = sp{name: fmt.Sprintf("s%d", i), kept: rng.IntN(2) == 0}
-			if i > 0 {
-				spans[i].parent = fmt.Sprintf("s%d", rng.IntN(i))
+		ok := t.Run(fmt.Sprint(iter), func(t *testing.T) {
+			d := newDriver(t, nil)
+			d.everyStep(t)
+			n := 2 + rng.IntN(30)
+			spans := make([]sp, n)
+			for i := range spans {
+				spans[i] = sp{name: fmt.Sprintf("s%d", i), kept: rng.IntN(2) == 0}
+				if i > 0 {
+					spans[i].parent = fmt.Sprintf("s%d", rng.IntN(i))
+				}
 			}
-		}
-		rng.Shuffle(n, func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
-		for len(spans) > 0 {
-			k := 1 + rng.IntN(min(len(spans), 5))
-			require.NoError(t, d.send(spans[:k]...))
-			spans = spans[k:]
-			d.advance(time.Duration(rng.IntN(8)) * time.Second)
-		}
-		d.advance(time.Minute)
-		d.shutdown()
-		t.Run(fmt.Sprint(iter), func(t *testing.T) { d.checkInvariants(t, true, false) })
-		if t.Failed() {
+			rng.Shuffle(n, func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
+			for len(spans) > 0 {
+				k := 1 + rng.IntN(min(len(spans), 5))
+				require.NoError(t, d.send(spans[:k]...))
+				spans = spans[k:]
+				d.advance(time.Duration(rng.IntN(8)) * time.Second)
+			}
+			d.advance(time.Minute)
+			d.shutdown()
+			d.checkInvariants(t, true, false)
+		})
+		if !ok {
 			return
 		}
 	}
