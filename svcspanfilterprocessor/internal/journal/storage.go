@@ -164,10 +164,14 @@ func (s *Storage) Remove(ctx context.Context, ids ...uint64) error {
 	return writeError("journal: remove", s.commit(ctx))
 }
 
-// Flush writes the owed deletes, if any.
+// Flush writes the owed deletes, if any. It first waits for the transaction under way and the
+// writers queued behind it: a failed one gives its deletes back to owed, which Flush must see.
 func (s *Storage) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for s.running || s.pending != nil {
+		s.turn.Wait()
+	}
 	if len(s.owed) == 0 {
 		return nil
 	}

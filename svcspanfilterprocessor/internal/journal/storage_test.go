@@ -411,6 +411,8 @@ type blockingClient struct {
 	armed            atomic.Bool
 	entered, release chan struct{}
 	batches          atomic.Int64
+	// failHeld, when set, is what the held Batch returns once released (it writes nothing).
+	failHeld error
 }
 
 func (c *blockingClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
@@ -418,8 +420,41 @@ func (c *blockingClient) Batch(ctx context.Context, ops ...*storage.Operation) e
 	if c.armed.CompareAndSwap(true, false) {
 		close(c.entered)
 		<-c.release
+		if c.failHeld != nil {
+			return c.failHeld
+		}
 	}
 	return c.Client.Batch(ctx, ops...)
+}
+
+// A Flush (the shutdown's last write) that comes while another call's transaction carries the
+// owed deletes waits for it: when that transaction fails, its deletes are owed again and Flush
+// writes them, instead of returning at once and leaving the records to be delivered again after
+// a restart.
+func TestFlushWaitsForTheTransactionUnderWay(t *testing.T) {
+	ctx := context.Background()
+	c := &blockingClient{Client: newClient(), entered: make(chan struct{}), release: make(chan struct{}),
+		failHeld: errors.New("write /data/file_storage: input/output error")}
+	s, _, _ := open(t, c)
+	id, err := s.Append(ctx, KindSpans, time.Now(), nil, []byte("spans"))
+	require.NoError(t, err)
+	c.armed.Store(true)
+	removed := make(chan error, 1)
+	go func() { removed <- s.Remove(ctx, id) }()
+	<-c.entered // the removal's transaction is being written
+
+	flushed := make(chan error, 1)
+	go func() { flushed <- s.Flush(ctx) }()
+	select {
+	case err := <-flushed:
+		t.Fatalf("Flush returned (%v) while the transaction carrying the owed delete was under way", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(c.release)
+	require.Error(t, <-removed, "the held transaction failed")
+	require.NoError(t, <-flushed)
+	_, recs, _ := open(t, c.Client)
+	assert.Empty(t, recs, "the delete the failed transaction gave back was written by Flush")
 }
 
 // The journal's lock is not held across a transaction: while one is being written, a removal that
