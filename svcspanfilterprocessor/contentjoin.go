@@ -222,7 +222,7 @@ func addContent(ctx context.Context, m *tracememory.Memory, j journal.Journal, l
 			return out, consumererror.NewPermanent(fmt.Errorf("svcspanfilter: content records: %w", err))
 		}
 		// The request's metadata tells after a restart whose content it is (TenantOf).
-		id, err := j.Append(ctx, journal.KindContent, now, tracememory.Metadata(info), payload)
+		id, err := j.Append(ctx, journal.KindContent, now, journal.Metadata(info), payload)
 		if err != nil {
 			return out, fmt.Errorf("svcspanfilter: content records could not be made durable, retry: %w", err)
 		}

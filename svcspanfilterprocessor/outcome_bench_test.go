@@ -45,8 +45,7 @@ func BenchmarkOutcomeSampling(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				p.mem.SetOutcome(o, int64(oc.MaxHeldMiB)<<20)
-				p.filter.sampler, p.filter.outcome = sampling.NewRatio(1), true
+				p.setOutcome(o, int64(oc.MaxHeldMiB)<<20)
 			}
 			ctx := context.Background()
 			b.ResetTimer()

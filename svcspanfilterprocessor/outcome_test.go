@@ -22,7 +22,7 @@ import (
 	"github.com/svc/svc-collector/pkg/scorerecord"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadatatest"
-	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/outcome"
 )
 
 // outcomeExtension is the svcsampling extension with an outcome section, as the filter sees it.
@@ -75,7 +75,7 @@ func TestOutcomeSamplingKeepsFailingTracesWhole(t *testing.T) {
 		assert.Equal(t, failing, s.TraceID(), n)
 	}
 	root := delivered["agent f100"+failing.String()[30:]]
-	reason, ok := root.Attributes().Get(tracememory.ReasonAttribute)
+	reason, ok := root.Attributes().Get(outcome.ReasonAttribute)
 	require.True(t, ok, "the root of a kept trace carries the reason")
 	assert.Equal(t, "errors", reason.Str())
 

@@ -23,6 +23,7 @@ import (
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/outcome"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
@@ -34,6 +35,7 @@ type spanFilterProcessor struct {
 	cfg           *Config
 	telemetry     *metadata.TelemetryBuilder
 	mem           *tracememory.Memory
+	outcome       *outcome.Sampler // outcome sampling, the memory's gate; nil when off
 	journal       journal.Journal
 	scratch       sync.Pool
 	now           func() time.Time          // the memory's clock; tests replace it before the first span
@@ -84,7 +86,7 @@ func newSpanFilterProcessor(set processor.Settings, cfg *Config, next consumer.T
 		tb.RegisterProcessorSvcspanfilterMemoryBytesCallback(gauge(p.mem.Bytes)),
 		tb.RegisterProcessorSvcspanfilterMemoryLimitBytesCallback(gauge(func() int64 { return int64(ti.MemoryLimitMiB) << 20 })),
 		tb.RegisterProcessorSvcspanfilterTracesInMemoryCallback(gauge(p.mem.Traces)),
-		tb.RegisterProcessorSvcspanfilterDecisionHeldBytesCallback(gauge(p.mem.DecisionBytes)),
+		tb.RegisterProcessorSvcspanfilterDecisionHeldBytesCallback(gauge(p.mem.GatedBytes)),
 	); err != nil {
 		tb.Shutdown()
 		return nil, err
@@ -99,7 +101,11 @@ func (p *spanFilterProcessor) recoverJournal(records []journal.Record) error {
 		p.logger.Warn("content_join is off: GenAI content records journaled by a run with it on are discarded",
 			zap.Int("records", n))
 	}
-	return errors.Join(contentErr, p.mem.Recover(records))
+	if p.outcome == nil { // off now: nothing is decided by trace
+		return errors.Join(contentErr, outcome.Forget(p.journal, records), p.mem.Recover(records))
+	}
+	decisionsErr := p.outcome.RecoverDecisions(records) // held spans then follow their decision
+	return errors.Join(contentErr, decisionsErr, p.mem.Recover(records), p.outcome.RecoverScores(records))
 }
 
 func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) error {
@@ -172,9 +178,16 @@ func (p *spanFilterProcessor) startOutcome(host component.Host) error {
 		return fmt.Errorf("svcspanfilter: the outcome section of %s holds up to max_held_mib %d MiB, more than "+
 			"trace_integrity.memory_limit_mib %d: raise memory_limit_mib or lower max_held_mib", *p.cfg.Sampling, maxHeld, limit)
 	}
-	p.mem.SetOutcome(o, int64(maxHeld)<<20)
-	p.filter.sampler, p.filter.outcome = sampling.NewRatio(1), true
+	p.setOutcome(o, int64(maxHeld)<<20)
 	return nil
+}
+
+// setOutcome makes outcome sampling by o the memory's gate; the filter's sampler keeps every trace.
+func (p *spanFilterProcessor) setOutcome(o *sampling.Outcome, maxHeldBytes int64) {
+	p.outcome = outcome.New(outcome.Settings{Outcome: o, Memory: p.mem, Journal: p.journal,
+		Now: func() time.Time { return p.now() }, Logger: p.logger, Telemetry: p.telemetry})
+	p.mem.SetGate(p.outcome, maxHeldBytes)
+	p.filter.sampler, p.filter.outcome = sampling.NewRatio(1), true
 }
 
 // shutdown stops the releaser and releases what is held by rule 1, or with on_shutdown: keep leaves it
@@ -400,15 +413,6 @@ func (p *spanFilterProcessor) recordStats(s *tracememory.Stats) {
 	if s.Discarded > 0 { // kept spans of traces outcome sampling dropped
 		tb.ProcessorSvcspanfilterSpansDropped.Add(ctx, s.Discarded, reasons.decision[droppedSampledOut])
 	}
-	for _, d := range s.Decided { // a rule's name is the reason: few values
-		decision := "dropped"
-		if d.Keep {
-			decision = "kept"
-		}
-		set := attribute.NewSet(attribute.String("decision", decision), attribute.String("reason", d.Reason))
-		tb.ProcessorSvcspanfilterTracesDecided.Add(ctx, 1, metric.WithAttributeSet(set))
-		tb.ProcessorSvcspanfilterDecisionWait.Record(ctx, d.Wait.Seconds())
-	}
 	if s.EvictedWaiting == 0 {
 		return
 	}
@@ -467,7 +471,7 @@ func (j *storageJournal) start(ctx context.Context, host component.Host) ([]jour
 		return nil, fmt.Errorf("storage: extension %q cannot open the processor's storage (is its directory "+
 			"writable, with free space?): %w", j.storageID, err)
 	}
-	s, recovered, err := journal.Open(ctx, client, j.logger)
+	s, recovered, err := journal.Open(ctx, client, j.logger, outcome.LazyKinds...)
 	if err != nil {
 		_ = client.Close(ctx)
 		return nil, fmt.Errorf("storage: extension %q: recover the held state: %w", j.storageID, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/svc/svc-collector/pkg/golden"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/metadata"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/outcome"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
@@ -44,7 +45,7 @@ func (j *refusingJournal) Append(ctx context.Context, kind journal.Kind, heldAt 
 		j.panicSpans--
 		panic("journal bug")
 	}
-	if kind == journal.KindScores && j.refuseScores > 0 {
+	if kind == outcome.KindScores && j.refuseScores > 0 {
 		j.refuseScores--
 		return 0, errors.New("disk full")
 	}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/outcome"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
 
@@ -21,28 +22,28 @@ import (
 func (lp *logsProcessor) startScoreReleaser(p *spanFilterProcessor) {
 	lp.once.Do(func() {
 		lp.stop, lp.stopped = make(chan struct{}), make(chan struct{})
-		go release(lp.stop, lp.stopped, time.Second, p.mem.ScoreWake(), func() {}, func() {
+		go release(lp.stop, lp.stopped, time.Second, p.outcome.ScoreWake(), func() {}, func() {
 			// refused: again at the next tick
-			lp.deliverScores(context.Background(), p.mem.TakeReadyScores(lp), false)
+			lp.deliverScores(context.Background(), p.outcome.TakeReadyScores(lp), false)
 		})
 	})
 }
 
 // planScores writes ahead the score records of ld that follow their trace (follow: outcome sampling
 // is on; nil: none does), applied once the rest of the call is written. A retryable error refuses it.
-func (lp *logsProcessor) planScores(ctx context.Context, ld plog.Logs) (*tracememory.ScoreHold, bool, error) {
+func (lp *logsProcessor) planScores(ctx context.Context, ld plog.Logs) (*outcome.ScoreHold, bool, error) {
 	var p *spanFilterProcessor
 	if lp.traces != nil {
 		p = lp.traces()
 	}
-	if p == nil || !p.mem.ScoresFollow() {
+	if p == nil || p.outcome == nil {
 		return nil, false, nil
 	}
 	if !p.running.Load() {
 		return nil, true, errNotRunning
 	}
 	lp.startScoreReleaser(p)
-	hold, err := p.mem.HoldScores(client.FromContext(ctx), lp, ld)
+	hold, err := p.outcome.HoldScores(client.FromContext(ctx), lp, ld)
 	if err != nil && !errors.Is(err, tracememory.ErrContentOverloaded) {
 		lp.logger.Warn("Could not hold score records for their trace's decision; the logs request is refused "+
 			"for the client to retry", zap.Error(err))
@@ -52,36 +53,36 @@ func (lp *logsProcessor) planScores(ctx context.Context, ld plog.Logs) (*traceme
 
 // applyScores takes the score records planned: those of undecided traces are held, of dropped
 // traces removed; the rest stays in ld. It hands on what the call's decisions released.
-func (lp *logsProcessor) applyScores(ctx context.Context, hold *tracememory.ScoreHold, ld plog.Logs) {
+func (lp *logsProcessor) applyScores(ctx context.Context, hold *outcome.ScoreHold, ld plog.Logs) {
 	if hold == nil {
 		return
 	}
 	if held, dropped := hold.Apply(ld); held+dropped > 0 {
 		lp.logger.Debug("Score records follow their trace's decision", zap.Int("held", held), zap.Int("dropped", dropped))
 	}
-	lp.deliverScores(ctx, lp.traces().mem.TakeReadyScores(lp), false)
+	lp.deliverScores(ctx, lp.traces().outcome.TakeReadyScores(lp), false)
 }
 
 // deliverScores hands released score records on; a retryable refusal puts the rest back for the
 // releaser, or with tryAll counts the records refused.
-func (lp *logsProcessor) deliverScores(ctx context.Context, ds []*tracememory.ScoreDelivery, tryAll bool) int {
+func (lp *logsProcessor) deliverScores(ctx context.Context, ds []*outcome.ScoreDelivery, tryAll bool) int {
 	refused := 0
-	mem := lp.traces().mem
+	scores := lp.traces().outcome
 	for i, d := range ds {
 		err := lp.next.ConsumeLogs(client.NewContext(ctx, d.Info), d.Logs)
 		switch {
 		case err == nil:
-			mem.ScoresDelivered(d)
+			scores.ScoresDelivered(d)
 		case consumererror.IsPermanent(err):
 			lp.logger.Error("Score records were lost: the next consumer refused them permanently",
 				zap.Int("records", d.Records), zap.Error(err))
-			mem.ScoresDelivered(d)
+			scores.ScoresDelivered(d)
 		case tryAll:
 			refused += d.Records
 		default:
 			lp.logger.Warn("The next consumer refused released score records; they will be retried",
 				zap.Int("records", d.Records), zap.Error(err))
-			mem.RequeueScores(ds[i:]...)
+			scores.RequeueScores(ds[i:]...)
 			return 0
 		}
 	}
@@ -92,7 +93,7 @@ func (lp *logsProcessor) deliverScores(ctx context.Context, ds []*tracememory.Sc
 // journal) it first decides the traces that hold score records, as the traces side does for spans.
 func (lp *logsProcessor) shutdown(ctx context.Context) error {
 	p := lp.traces()
-	if p == nil || !p.mem.ScoresFollow() {
+	if p == nil || p.outcome == nil {
 		return nil
 	}
 	lp.startScoreReleaser(p) // records recovered from the journal may wait for this pipeline
@@ -103,9 +104,9 @@ func (lp *logsProcessor) shutdown(ctx context.Context) error {
 		return ctx.Err()
 	}
 	journaled := p.journal != journal.Nop
-	final := p.mem.DrainScores
+	final := p.outcome.DrainScores
 	if journaled && p.cfg.TraceIntegrity.OnShutdown == onShutdownKeep {
-		final = p.mem.TakeReadyScores
+		final = p.outcome.TakeReadyScores
 	}
 	switch lost := lp.deliverScores(ctx, final(lp), true); {
 	case lost > 0 && journaled:

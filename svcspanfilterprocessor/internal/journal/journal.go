@@ -5,6 +5,8 @@ package journal // import "github.com/svc/svc-collector/svcspanfilterprocessor/i
 import (
 	"context"
 	"time"
+
+	"go.opentelemetry.io/collector/client"
 )
 
 // Kind of a journal record, and the layout of its payload (ids are bytes, the span ids 8).
@@ -20,13 +22,8 @@ const (
 	// KindOpenParents: unseen parents delivered spans point at (after a restart still bridged by a
 	// connector, a parent closing a cycle still cut): trace id, span id, a span that went on below it.
 	KindOpenParents Kind = 5
-	// KindDecided: traces outcome sampling decided, so that their later spans follow after a restart:
-	// trace id, the length of the reason (1 byte), the reason (kept), or 0 (dropped). HeldAt: its time.
-	KindDecided Kind = 6
-	// KindSession: a session an outcome rule kept (decide_per: session): its key (8 bytes, big
-	// endian), the reason; HeldAt: when it was kept (session_keep_duration runs from it).
-	KindSession Kind = 7
-	KindScores  Kind = 8 // plog proto of one logs call's score records held for their trace's decision
+	// Kinds 6 to MaxKind are internal/outcome's.
+	MaxKind Kind = 8
 )
 
 // Record is one durable record.
@@ -49,3 +46,15 @@ type Journal interface {
 
 // Nop is the journal when no storage is configured: nil, so a call its users did not guard fails loudly.
 var Nop Journal
+
+// Metadata is the client metadata of a request, as the journal keeps it.
+func Metadata(info client.Info) map[string][]string {
+	var md map[string][]string
+	for k := range info.Metadata.Keys() {
+		if md == nil {
+			md = map[string][]string{}
+		}
+		md[k] = info.Metadata.Get(k)
+	}
+	return md
+}

@@ -49,6 +49,7 @@ type Storage struct {
 	// owed are records no longer live whose delete is not written yet: every later transaction
 	// deletes them until one succeeds, and until then a restart recovers them (at least once).
 	owed map[uint64]struct{}
+	lazy []Kind
 }
 
 // write is one transaction's operations and its outcome, shared by the writers waiting for it.
@@ -59,23 +60,24 @@ type write struct {
 	err      error
 }
 
-// liveRecord is lazy when a late delete only restores what is already forgotten or over (lazyKinds:
-// all but held spans, content and scores, which would deliver again): its delete waits for the next
+// liveRecord is lazy when a late delete only restores what is already forgotten or over (lazyKinds
+// and the kinds Open adds; not held spans or content, which would deliver again): its delete waits for the next
 // Append (or Flush), so a call that drops spans costs one transaction, not two.
 type liveRecord struct {
 	id   uint64
 	lazy bool
 }
 
-var lazyKinds = []Kind{KindOpen, KindDropped, KindOpenParents, KindDecided, KindSession}
+var lazyKinds = []Kind{KindOpen, KindDropped, KindOpenParents}
 
 var _ Journal = (*Storage)(nil)
 
 // Open returns the journal and the records a previous process left, oldest first; one that cannot
-// be decoded is logged, deleted and skipped; an unreadable index is an error.
-func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Storage, []Record, error) {
+// be decoded is logged, deleted and skipped; an unreadable index is an error. lazy: kinds of other
+// owners whose late delete is harmless (liveRecord).
+func Open(ctx context.Context, client storage.Client, logger *zap.Logger, lazy ...Kind) (*Storage, []Record, error) {
 	s := &Storage{client: client, first: 1, next: 1, live: map[uint64]liveRecord{}, moved: map[uint64]uint64{},
-		owed: map[uint64]struct{}{}}
+		owed: map[uint64]struct{}{}, lazy: append(slices.Clip(lazyKinds), lazy...)}
 	s.turn.L = &s.mu
 	raw, err := client.Get(ctx, indexKey)
 	if err != nil {
@@ -110,7 +112,7 @@ func Open(ctx context.Context, client storage.Client, logger *zap.Logger) (*Stor
 			}
 			rec.ID = id
 			records = append(records, rec)
-			s.live[id] = liveRecord{id: id, lazy: slices.Contains(lazyKinds, rec.Kind)}
+			s.live[id] = liveRecord{id: id, lazy: slices.Contains(s.lazy, rec.Kind)}
 		}
 	}
 	// Oldest first by time: compactRange may have moved an old record past newer ones.
@@ -134,7 +136,7 @@ func (s *Storage) Append(ctx context.Context, kind Kind, heldAt time.Time, metad
 	defer s.mu.Unlock()
 	id := s.next
 	s.next++
-	s.live[id] = liveRecord{id: id, lazy: slices.Contains(lazyKinds, kind)}
+	s.live[id] = liveRecord{id: id, lazy: slices.Contains(s.lazy, kind)}
 	if err := s.commit(ctx, storage.SetOperation(recordKey(id), value)); err != nil {
 		return 0, writeError("journal: append", err)
 	}
@@ -359,7 +361,7 @@ func decodeRecord(b []byte) (Record, error) {
 		return Record{}, fmt.Errorf("checksum mismatch (stored %08x, computed %08x)", want, got)
 	}
 	rec := Record{Kind: Kind(b[1]), HeldAt: time.Unix(0, int64(binary.BigEndian.Uint64(b[6:])))}
-	if rec.Kind < KindSpans || rec.Kind > KindScores {
+	if rec.Kind < KindSpans || rec.Kind > MaxKind {
 		return Record{}, fmt.Errorf("unknown record kind %d", rec.Kind)
 	}
 	// The metadata's uvarint-prefixed fields; short once one is cut off (what is read then is unused).

@@ -157,7 +157,7 @@ func TestCorruptRecordIsSkipped(t *testing.T) {
 		{name: "truncated header", corrupt: func(b []byte) []byte { return b[:5] }},
 		{name: "truncated metadata", corrupt: func(b []byte) []byte { return reseal(b[:recordHeader+3]) }},
 		{name: "unknown version", corrupt: func(b []byte) []byte { b[0] = 9; return b }},
-		{name: "unknown kind", corrupt: func(b []byte) []byte { b[1] = byte(KindScores) + 1; return reseal(b) }},
+		{name: "unknown kind", corrupt: func(b []byte) []byte { b[1] = byte(MaxKind) + 1; return reseal(b) }},
 		{name: "empty value", corrupt: func([]byte) []byte { return []byte{} }},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/gate"
 )
 
 // Verdict is the filter's decision for one span, before the trace's experiment flag is known.
@@ -54,7 +56,7 @@ type spanRef struct {
 	scopeAwaits     bool // spans of its scope may wait for content (asked once per scope)
 	mayHold         bool // written ahead, so the memory may hold it
 	connector       bool // it goes on in the batch as a connector span
-	awaitsDecision  bool // held for its trace's decision (outcome sampling)
+	awaitsGate      bool // held behind its trace's gate
 }
 
 // origins makes a batch's shared resource and scope copies on first use, and its spans' held copies.
@@ -222,9 +224,11 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 				// Another tenant's span with a held one's ids, no resend: it goes on, the held one stays.
 				continue
 			}
-			if m.cfg.Outcome != nil {
-				r.awaitsDecision = sh.observeKept(m, r, og, now, out)
-				if r.trace.dropped() { // decided on its arrival (not written ahead): dropped with it
+			if m.gate != nil {
+				rs := og.td.ResourceSpans().At(int(r.resource))
+				r.awaitsGate = m.gate.Kept(m.gatedOf(sh, r.trace, out), r.span, rs.Resource(),
+					rs.ScopeSpans().At(int(r.scope)).Scope(), r.mayHold, now) && r.trace.gate == gate.Pending
+				if r.trace.gate == gate.Shut { // shut on its arrival (not written ahead): dropped with it
 					r.kept = false
 					r.trace.records[id] = record{parent: r.span.ParentSpanID(), state: stateDropped}
 				}
@@ -249,7 +253,7 @@ func (sh *shard) admit(m *Memory, adm *Admission, refs []spanRef, idx []int32, o
 }
 
 // recordSpans records the shard's spans of the batch, with their final decision (spanRef.kept; all
-// dropped in a trace decided dropped), before any is settled: a parent later in the batch is known.
+// dropped in a trace whose gate is shut), before any is settled: a parent later in the batch is known.
 func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Time) {
 	var last *trace
 	for n, i := range idx {
@@ -270,7 +274,7 @@ func (sh *shard) recordSpans(m *Memory, refs []spanRef, idx []int32, now time.Ti
 	for _, i := range idx {
 		r := &refs[i]
 		v := r.decision.Verdict
-		r.kept = (v == Keep || v == KeepIfExperiment && r.trace.experiment) && !r.trace.dropped()
+		r.kept = (v == Keep || v == KeepIfExperiment && r.trace.experiment) && r.trace.gate != gate.Shut
 		st := stateDropped
 		if r.kept {
 			st = stateKept
@@ -360,7 +364,7 @@ func (sh *shard) contentOnArrival(m *Memory, r *spanRef, tenant string, out *rel
 }
 
 // waitsFor is what kept span r waits for, and the unknown span its parent walk stopped at; a span
-// whose parent is settled is re-parented (and, with outcome sampling, may settle its trace's root).
+// whose parent is settled is re-parented (and the gate told).
 func (sh *shard) waitsFor(m *Memory, r *spanRef, og *origins, awaits bool, out *released) (HeldReason, pcommon.SpanID) {
 	t, span := r.trace, r.span
 	var reason HeldReason
@@ -369,16 +373,16 @@ func (sh *shard) waitsFor(m *Memory, r *spanRef, og *origins, awaits bool, out *
 		reason |= WaitParent
 	} else {
 		out.reparent(span, at, why)
-		if m.cfg.Outcome != nil {
+		if m.gate != nil {
 			rs := og.td.ResourceSpans().At(int(r.resource))
-			markRoot(t, span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
+			m.gate.Settled(m.gatedOf(sh, t, out), span, rs.Resource(), rs.ScopeSpans().At(int(r.scope)).Scope())
 		}
 	}
 	if awaits {
 		reason |= WaitContent
 	}
-	if r.awaitsDecision {
-		reason |= WaitDecision
+	if r.awaitsGate {
+		reason |= WaitGate
 	}
 	return reason, at
 }

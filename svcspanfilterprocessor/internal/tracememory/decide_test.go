@@ -13,7 +13,7 @@ import (
 
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/pkg/svcattr"
-	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/outcome"
 )
 
 const (
@@ -22,11 +22,11 @@ const (
 )
 
 // withOutcome is outcome sampling "errors + rate of the rest", decided per trace.
-func withOutcome(t testing.TB, rate float64, more ...func(*Config)) func(*Config) {
-	return withOutcomePer(t, sampling.DecidePerTrace, rate, more...)
+func withOutcome(t testing.TB, rate float64) *sampling.Outcome {
+	return withOutcomePer(t, sampling.DecidePerTrace, rate)
 }
 
-func withOutcomePer(t testing.TB, per string, rate float64, more ...func(*Config)) func(*Config) {
+func withOutcomePer(t testing.TB, per string, rate float64) *sampling.Outcome {
 	cfg := sampling.DefaultOutcomeConfig()
 	cfg.DecidePer = per
 	no := false
@@ -35,23 +35,27 @@ func withOutcomePer(t testing.TB, per string, rate float64, more ...func(*Config
 	cfg.DecisionWait, cfg.SettleDuration = testDecisionWait, testSettle
 	o, err := sampling.NewOutcome(cfg, sampling.NewRatio(rate))
 	require.NoError(t, err)
-	return func(c *Config) {
-		c.Outcome = o
-		for _, f := range more {
-			f(c)
-		}
-	}
+	return o
 }
 
 // decisions are the decisions the driver observed, by trace.
-func (d *driver) decisions() map[pcommon.TraceID]Decided {
+func (d *driver) decisions() map[pcommon.TraceID]outcome.Decided {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := map[pcommon.TraceID]Decided{}
-	for _, dc := range d.stats.Decided {
+	out := map[pcommon.TraceID]outcome.Decided{}
+	for _, dc := range d.decided {
 		out[dc.Trace] = dc
 	}
 	return out
+}
+
+func (d *driver) decidedEarly() (n int) {
+	for _, dc := range d.decided {
+		if dc.Early {
+			n++
+		}
+	}
+	return n
 }
 
 // reasonOf is the reason attribute the delivered span carries, "" for none.
@@ -60,7 +64,7 @@ func (d *driver) reasonOf(name string) string {
 	defer d.mu.Unlock()
 	for _, s := range d.delivered {
 		if s.Name() == name {
-			if v, ok := s.Attributes().Get(ReasonAttribute); ok {
+			if v, ok := s.Attributes().Get(outcome.ReasonAttribute); ok {
 				return v.Str()
 			}
 		}
@@ -71,26 +75,26 @@ func (d *driver) reasonOf(name string) string {
 // Each trigger decides the trace: a rule at once, the settled root, decision_wait, shutdown.
 func TestDecisionTriggers(t *testing.T) {
 	t.Run("a rule matched: kept at once", func(t *testing.T) {
-		d := newDriver(t, withOutcome(t, 0))
+		d := newOutcomeDriver(t, withOutcome(t, 0))
 		require.NoError(t, d.send(sp{name: "llm", parent: "agent", kept: true}))
 		require.Empty(t, d.tree(), "an undecided trace's spans wait")
 		require.NoError(t, d.send(sp{name: "agent", kept: true, err: true}))
 		assert.Equal(t, map[string]string{"agent": "", "llm": "agent"}, d.tree(), "decided by the rule: whole, at once")
 		assert.Equal(t, "errors", d.reasonOf("agent"), "the root carries the reason")
 		assert.Empty(t, d.reasonOf("llm"))
-		assert.Equal(t, Decided{Trace: testTrace, Keep: true, Reason: "errors"}, d.decisions()[testTrace])
+		assert.Equal(t, outcome.Decided{Trace: testTrace, Keep: true, Reason: "errors"}, d.decisions()[testTrace])
 		d.shutdown()
 		d.checkInvariants(t, true, false)
 		assert.Empty(t, d.journal.spanRecords())
 	})
 	t.Run("root arrived, settled: dropped by the rate, nothing delivered", func(t *testing.T) {
-		d := newDriver(t, withOutcome(t, 0))
+		d := newOutcomeDriver(t, withOutcome(t, 0))
 		require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "llm", parent: "agent", kept: true}, sp{name: "http", parent: "agent"}))
 		require.NotEmpty(t, d.journal.spanRecords(), "held for the decision: written ahead")
 		d.advance(testSettle - time.Second)
 		assert.Empty(t, d.decisions(), "not settled yet")
 		d.advance(time.Second)
-		assert.Equal(t, Decided{Trace: testTrace, Keep: false, Reason: "dropped", Wait: testSettle}, d.decisions()[testTrace])
+		assert.Equal(t, outcome.Decided{Trace: testTrace, Keep: false, Reason: "dropped", Wait: testSettle}, d.decisions()[testTrace])
 		assert.Empty(t, d.tree())
 		assert.EqualValues(t, 2, d.stats.Discarded)
 		assert.Empty(t, d.journal.spanRecords(), "the dropped spans' record is done")
@@ -100,7 +104,7 @@ func TestDecisionTriggers(t *testing.T) {
 		d.checkInvariants(t, true, false)
 	})
 	t.Run("root arrived, settled: kept by the rate", func(t *testing.T) {
-		d := newDriver(t, withOutcome(t, 1))
+		d := newOutcomeDriver(t, withOutcome(t, 1))
 		require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "llm", parent: "agent", kept: true}))
 		d.advance(testSettle)
 		assert.Equal(t, map[string]string{"agent": "", "llm": "agent"}, d.tree())
@@ -109,7 +113,7 @@ func TestDecisionTriggers(t *testing.T) {
 		d.checkInvariants(t, true, false)
 	})
 	t.Run("no root: spans keep arriving; decision_wait decides", func(t *testing.T) {
-		d := newDriver(t, withOutcome(t, 0))
+		d := newOutcomeDriver(t, withOutcome(t, 0))
 		for i := range int(testDecisionWait/testSettle) + 2 {
 			require.NoError(t, d.send(sp{name: "llm" + string(rune('a'+i)), parent: "agent", kept: true}))
 			if len(d.decisions()) > 0 {
@@ -117,12 +121,12 @@ func TestDecisionTriggers(t *testing.T) {
 			}
 			d.advance(testSettle)
 		}
-		require.Equal(t, Decided{Trace: testTrace, Keep: false, Reason: "dropped", Wait: testDecisionWait}, d.decisions()[testTrace])
+		require.Equal(t, outcome.Decided{Trace: testTrace, Keep: false, Reason: "dropped", Wait: testDecisionWait}, d.decisions()[testTrace])
 		d.shutdown()
 		d.checkInvariants(t, true, false)
 	})
 	t.Run("shutdown: decided on what arrived, kept spans delivered", func(t *testing.T) {
-		d := newDriver(t, withOutcome(t, 1))
+		d := newOutcomeDriver(t, withOutcome(t, 1))
 		require.NoError(t, d.send(sp{name: "llm", parent: "agent", kept: true}))
 		d.shutdown()
 		assert.Equal(t, map[string]string{"llm": "<?>"}, d.tree(), "rule 1 once kept: it points at its open parent")
@@ -130,7 +134,7 @@ func TestDecisionTriggers(t *testing.T) {
 		d.checkInvariants(t, true, false)
 	})
 	t.Run("experiment: kept whatever the rate", func(t *testing.T) {
-		d := newDriver(t, withOutcome(t, 0))
+		d := newOutcomeDriver(t, withOutcome(t, 0))
 		require.NoError(t, d.send(sp{name: "agent", kept: true, experiment: true}))
 		d.advance(testSettle)
 		assert.Equal(t, "experiment", d.reasonOf("agent"))
@@ -143,7 +147,7 @@ func TestDecisionTriggers(t *testing.T) {
 // the delivered trace is one tree.
 func TestLongAgentRunFollowsItsDecision(t *testing.T) {
 	for _, rate := range []float64{0, 1} {
-		d := newDriver(t, withOutcome(t, rate))
+		d := newOutcomeDriver(t, withOutcome(t, rate))
 		require.NoError(t, d.send(sp{name: "step 1", parent: "agent", kept: true}, sp{name: "tool 1", parent: "step 1", kept: true}))
 		d.advance(testDecisionWait)
 		require.Len(t, d.decisions(), 1, "decided on its beginning")
@@ -167,15 +171,15 @@ func TestLongAgentRunFollowsItsDecision(t *testing.T) {
 // Over max_held bytes, the oldest undecided trace is decided on what arrived, never dropped undecided.
 func TestDecisionBudgetDecidesTheOldest(t *testing.T) {
 	old, young := pcommon.TraceID{0xb1, 15: 1}, pcommon.TraceID{0xb1, 15: 2}
-	d := newDriver(t, withOutcome(t, 1, func(c *Config) { c.MaxHeldBytes = 3000 }))
+	d := newOutcomeDriver(t, withOutcome(t, 1), func(c *Config) { c.MaxGatedBytes = 3000 })
 	require.NoError(t, d.send(sp{name: "old", kept: true, trace: old, big: 2000}))
 	d.advance(time.Second)
 	assert.Empty(t, d.decisions())
 	require.NoError(t, d.send(sp{name: "young", kept: true, trace: young, big: 2000}))
 	d.deliver(d.m.TakeReady()) // the releaser runs
 	assert.Equal(t, map[string]string{"old": ""}, d.tree(), "the oldest decided early, kept by the rate")
-	assert.EqualValues(t, 1, d.stats.DecidedEarly)
-	assert.LessOrEqual(t, d.m.DecisionBytes(), int64(3000))
+	assert.EqualValues(t, 1, d.decidedEarly())
+	assert.LessOrEqual(t, d.m.GatedBytes(), int64(3000))
 	d.shutdown()
 	d.checkInvariants(t, true, false)
 }
@@ -197,8 +201,8 @@ func TestRestartMidWaitDecidesTheSame(t *testing.T) {
 		}
 		traces = append(traces, spans)
 	}
-	run := func(kill bool) (map[pcommon.TraceID]Decided, map[string]string) {
-		d := newDriver(t, withOutcome(t, 0.5))
+	run := func(kill bool) (map[pcommon.TraceID]outcome.Decided, map[string]string) {
+		d := newOutcomeDriver(t, withOutcome(t, 0.5))
 		d.everyStep(t)
 		for _, spans := range traces {
 			require.NoError(t, d.send(spans...))
@@ -242,10 +246,10 @@ func TestWithoutOutcomeNothingWaitsForADecision(t *testing.T) {
 // A trace decided kept whose spans went on is journaled (KindDecided): after a SIGKILL its later
 // spans follow the decision, though the rate alone would drop them; the record goes with the trace.
 func TestKeptDecisionSurvivesRestart(t *testing.T) {
-	d := newDriver(t, withOutcome(t, 0))
+	d := newOutcomeDriver(t, withOutcome(t, 0))
 	require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "step 1", parent: "agent", kept: true, err: true}))
 	require.Equal(t, map[string]string{"agent": "", "step 1": "agent"}, d.tree())
-	require.Equal(t, 1, d.journal.kinds()[journal.KindDecided])
+	require.Equal(t, 1, d.journal.kinds()[outcome.KindDecided])
 	d.kill()
 	require.NoError(t, d.send(sp{name: "step 2", parent: "agent", kept: true}))
 	d.advance(testDecisionWait)
@@ -253,15 +257,15 @@ func TestKeptDecisionSurvivesRestart(t *testing.T) {
 	d.shutdown()
 	d.checkInvariants(t, true, false)
 	d.advance(testConfig(d.clock).LateParentWindow + time.Second) // "agent" is an open parent of step 2
-	assert.Zero(t, d.journal.kinds()[journal.KindDecided], "forgotten with its trace")
+	assert.Zero(t, d.journal.kinds()[outcome.KindDecided], "forgotten with its trace")
 }
 
 // Session mode: a rule keeps its session's later traces, also after a SIGKILL (KindSession).
 func TestKeptSessionSurvivesRestart(t *testing.T) {
 	first, second, other := pcommon.TraceID{0xc1, 15: 1}, pcommon.TraceID{0xc1, 15: 2}, pcommon.TraceID{0xc1, 15: 3}
-	d := newDriver(t, withOutcomePer(t, sampling.DecidePerSession, 0))
+	d := newOutcomeDriver(t, withOutcomePer(t, sampling.DecidePerSession, 0))
 	require.NoError(t, d.send(sp{name: "turn 1", kept: true, err: true, session: "conv-1", trace: first}))
-	require.Equal(t, 1, d.journal.kinds()[journal.KindSession])
+	require.Equal(t, 1, d.journal.kinds()[outcome.KindSession])
 	d.kill()
 	require.NoError(t, d.send(sp{name: "turn 2", kept: true, session: "conv-1", trace: second},
 		sp{name: "elsewhere", kept: true, session: "conv-2", trace: other}))
@@ -269,7 +273,7 @@ func TestKeptSessionSurvivesRestart(t *testing.T) {
 	assert.Equal(t, map[string]string{"turn 1": "", "turn 2": ""}, d.tree(), "the flagged session's later turn is kept, another session is not")
 	assert.Equal(t, "session", d.decisions()[second].Reason)
 	d.advance(time.Hour + time.Second) // session_keep_duration
-	assert.Zero(t, d.journal.kinds()[journal.KindSession], "the session's record goes when its keep ends")
+	assert.Zero(t, d.journal.kinds()[outcome.KindSession], "the session's record goes when its keep ends")
 	d.shutdown()
 	d.checkInvariants(t, true, false)
 }
@@ -285,7 +289,7 @@ func TestReasonEncodedForNewSDKSpans(t *testing.T) {
 		{name: "other instrumentation", scope: "openinference.instrumentation.openai", version: "0.1.30", want: "errors"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := newDriver(t, withOutcome(t, 0))
+			d := newOutcomeDriver(t, withOutcome(t, 0))
 			td, decisions := buildBatch([]sp{{name: "agent", kept: true, err: true}})
 			rs := td.ResourceSpans().At(0)
 			rs.Resource().Attributes().PutStr(svcattr.TelemetrySDKLanguage, "python")
@@ -294,7 +298,7 @@ func TestReasonEncodedForNewSDKSpans(t *testing.T) {
 			adm, err := d.m.Admit(client.Info{}, td, decisions)
 			require.NoError(t, err)
 			require.True(t, adm.Pass)
-			v, ok := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().Get(ReasonAttribute)
+			v, ok := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Attributes().Get(outcome.ReasonAttribute)
 			require.True(t, ok)
 			assert.Equal(t, tc.want, v.Str())
 		})
@@ -304,7 +308,7 @@ func TestReasonEncodedForNewSDKSpans(t *testing.T) {
 // A root whose dropped parent arrives after it (it waited for that parent) is the trace's root
 // too: the trace settles without waiting for decision_wait.
 func TestRootSettledByItsDroppedParentSettlesTheTrace(t *testing.T) {
-	d := newDriver(t, withOutcome(t, 1))
+	d := newOutcomeDriver(t, withOutcome(t, 1))
 	require.NoError(t, d.send(sp{name: "llm", parent: "agent", kept: true}, sp{name: "agent", parent: "POST /chat", kept: true}))
 	require.NoError(t, d.send(sp{name: "POST /chat"}))
 	d.advance(testSettle)
@@ -319,14 +323,14 @@ func TestRootSettledByItsDroppedParentSettlesTheTrace(t *testing.T) {
 // arrives; the session is kept once it does, and its other turns follow.
 func TestSessionLearnedAfterTheRuleMatched(t *testing.T) {
 	turn1, turn2 := pcommon.TraceID{0xc2, 15: 1}, pcommon.TraceID{0xc2, 15: 2}
-	d := newDriver(t, withOutcomePer(t, sampling.DecidePerSession, 0))
+	d := newOutcomeDriver(t, withOutcomePer(t, sampling.DecidePerSession, 0))
 	require.NoError(t, d.send(sp{name: "llm 1", parent: "agent 1", kept: true, err: true, trace: turn1}))
 	require.NoError(t, d.send(sp{name: "agent 1", kept: true, session: "conv", trace: turn1},
 		sp{name: "agent 2", kept: true, session: "conv", trace: turn2}))
 	d.advance(testSettle)
 	assert.Equal(t, map[string]string{"agent 1": "", "llm 1": "agent 1", "agent 2": ""}, d.tree())
 	assert.Equal(t, "session", d.decisions()[turn2].Reason)
-	assert.Equal(t, 1, d.journal.kinds()[journal.KindSession])
+	assert.Equal(t, 1, d.journal.kinds()[outcome.KindSession])
 	d.shutdown()
 	d.checkInvariants(t, true, false)
 }
@@ -337,7 +341,7 @@ func TestSessionLearnedAfterTheRuleMatched(t *testing.T) {
 func TestTraceDecidedBetweenAPlanAndItsApply(t *testing.T) {
 	for _, keep := range []bool{true, false} {
 		t.Run(map[bool]string{true: "kept", false: "dropped"}[keep], func(t *testing.T) {
-			d := newDriver(t, withOutcome(t, 0))
+			d := newOutcomeDriver(t, withOutcome(t, 0))
 			require.NoError(t, d.send(sp{name: "agent", kept: true}))
 			betweenPlanAndApply(t, func() {
 				if keep {
@@ -372,7 +376,7 @@ func TestKeptSessionsAreBounded(t *testing.T) {
 	cfg.DecisionWait, cfg.SettleDuration = testDecisionWait, testSettle
 	o, err := sampling.NewOutcome(cfg, sampling.NewRatio(0))
 	require.NoError(t, err)
-	d := newDriver(t, func(c *Config) { c.Outcome = o })
+	d := newOutcomeDriver(t, o)
 	failing := func(i int, session string) sp {
 		return sp{name: fmt.Sprint("turn ", i), kept: true, err: true, session: session,
 			trace: pcommon.TraceID{0xc3, 15: byte(i)}}
@@ -381,17 +385,17 @@ func TestKeptSessionsAreBounded(t *testing.T) {
 		require.NoError(t, d.send(failing(i, "conv-1")))
 		d.advance(time.Second)
 	}
-	assert.Equal(t, 1, d.journal.kinds()[journal.KindSession], "three kept traces of one session: one record")
+	assert.Equal(t, 1, d.journal.kinds()[outcome.KindSession], "three kept traces of one session: one record")
 	require.NoError(t, d.send(failing(3, "conv-2")))
 	d.advance(time.Second)
 	require.NoError(t, d.send(failing(4, "conv-3")))
-	assert.Equal(t, 2, d.journal.kinds()[journal.KindSession], "max_sessions: the least recently kept goes")
+	assert.Equal(t, 2, d.journal.kinds()[outcome.KindSession], "max_sessions: the least recently kept goes")
 	d.advance(time.Minute) // remember_duration: the traces are forgotten, the sessions stay
 	assert.Zero(t, d.m.Traces())
 	assert.Positive(t, d.m.Bytes(), "the kept sessions count in the memory's bytes")
 	checkCounts(t, d.m)
 	d.advance(time.Hour) // session_keep_duration
-	assert.Zero(t, d.journal.kinds()[journal.KindSession])
+	assert.Zero(t, d.journal.kinds()[outcome.KindSession])
 	assert.Zero(t, d.m.Bytes())
 	d.shutdown()
 	d.checkInvariants(t, true, false)
@@ -400,11 +404,11 @@ func TestKeptSessionsAreBounded(t *testing.T) {
 // A trace decided dropped is journaled as long as it is remembered, as a kept one is: after a
 // SIGKILL its late failing span follows the decision (a span alone would be a torn trace).
 func TestDroppedDecisionSurvivesRestart(t *testing.T) {
-	d := newDriver(t, withOutcome(t, 0))
+	d := newOutcomeDriver(t, withOutcome(t, 0))
 	require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "step 1", parent: "agent", kept: true}))
 	d.advance(testSettle)
 	require.False(t, d.decisions()[testTrace].Keep, "dropped by the rate")
-	require.Equal(t, 1, d.journal.kinds()[journal.KindDecided])
+	require.Equal(t, 1, d.journal.kinds()[outcome.KindDecided])
 	d.kill()
 	require.NoError(t, d.send(sp{name: "step 2", parent: "agent", kept: true, err: true}))
 	d.advance(testDecisionWait)
@@ -412,5 +416,5 @@ func TestDroppedDecisionSurvivesRestart(t *testing.T) {
 	assert.Empty(t, d.tree(), "the late failing span follows the dropped decision")
 	d.checkInvariants(t, true, false)
 	d.advance(testConfig(d.clock).RememberDuration)
-	assert.Zero(t, d.journal.kinds()[journal.KindDecided], "forgotten with its trace")
+	assert.Zero(t, d.journal.kinds()[outcome.KindDecided], "forgotten with its trace")
 }

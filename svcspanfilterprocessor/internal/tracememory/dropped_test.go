@@ -23,8 +23,8 @@ func (d *driver) kill() {
 	if d.mutate != nil {
 		d.mutate(&cfg)
 	}
-	d.m = New(cfg, d.journal, nil, d.observe)
-	require.NoError(d.t, d.m.Recover(d.journal.records()))
+	d.m = d.newMemory(cfg, d.journal, nil)
+	require.NoError(d.t, d.recover(d.m, d.journal.records()))
 	d.deliver(d.m.TakeReady())
 	d.stepDone()
 }

@@ -3,6 +3,8 @@ package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocess
 import (
 	"slices"
 	"time"
+
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/gate"
 )
 
 // Expire ends the waits that are over and forgets idle and late traces (doc.go, "wait ends").
@@ -16,7 +18,9 @@ func (m *Memory) Expire() {
 		sh.unlock(m)
 	}
 	m.finish(&out)
-	m.expireSessions(now)
+	if m.gate != nil {
+		m.gate.Expire(now)
+	}
 	m.Enforce()
 }
 
@@ -25,16 +29,18 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 	for t, next := sh.waiting.head, (*trace)(nil); t != nil; t = next {
 		next = t.next // t may leave the list
 		idle := now.Sub(t.lastActivity) >= cfg.WaitDuration
-		sh.expireDecision(m, t, now, out)
+		if m.pendingGate(t) {
+			m.gate.Tick(m.gatedOf(sh, t, out), now)
+		}
 		for _, it := range t.held { // only it leaves t.held
 			waited := now.Sub(it.heldAt)
 			if waited >= cfg.ContentWait {
 				sh.endWaits(m, it, WaitContent, now, ReleaseContent, out)
 			}
-			// A parent wait ends after the decision: an open parent in a trace that may still be
-			// dropped would deliver a connector of a dropped trace.
+			// A parent wait ends after the gate's: an open parent in a trace whose gate may still
+			// shut would deliver a connector of a dropped trace.
 			switch {
-			case it.reason&(WaitParent|WaitDecision) != WaitParent:
+			case it.reason&(WaitParent|WaitGate) != WaitParent:
 			case idle:
 				sh.endWaits(m, it, WaitParent, now, ReleaseWaitExpired, out)
 			case waited >= cfg.MaxWaitDuration:
@@ -71,8 +77,8 @@ func (sh *shard) expire(m *Memory, now time.Time, out *released) {
 func (m *Memory) finish(out *released) { queue(m, &m.ready, m.settle(out), m.wake) }
 
 // settle ends an operation, with no shard lock held: what it made known journaled before the spans
-// that point at it go on (and a dropped decision before its spans' records go), its records done,
-// its events observed.
+// that point at it go on (and a shut gate before its spans' records go), its records done, the
+// gate's part finished, its events observed.
 func (m *Memory) settle(out *released) []*Delivery {
 	m.journalAfterApply(out)
 	var ids []uint64
@@ -82,7 +88,9 @@ func (m *Memory) settle(out *released) []*Delivery {
 		}
 	}
 	m.remove(ids...) // in one write (of lazy records: in the next one)
-	queue(m, &m.readyScores, m.groupScores(out.scores), m.scoreWake)
+	if len(out.after) > 0 {
+		m.gate.Finished(out.after)
+	}
 	m.observe(&out.stats)
 	return m.group(out.items)
 }
@@ -90,7 +98,7 @@ func (m *Memory) settle(out *released) []*Delivery {
 // overBudget reports which bound the memory exceeds, if any. Ready spans count but cannot be
 // evicted (Admit pushes back when they alone fill the limit).
 func (m *Memory) overBudget() (EvictReason, bool) {
-	if m.bytes.Load()+m.readyBytes.Load() > m.cfg.MemoryLimitBytes && m.bytes.Load() > 0 {
+	if m.Bytes() > m.cfg.MemoryLimitBytes && m.bytes.Load() > 0 {
 		return EvictMemoryLimit, true
 	}
 	return EvictMaxTraces, m.traces.Load() > int64(m.cfg.MaxTraces)
@@ -98,7 +106,7 @@ func (m *Memory) overBudget() (EvictReason, bool) {
 
 // Enforce brings the memory back under its bounds (doc.go, "budget exceeded").
 func (m *Memory) Enforce() {
-	m.enforceDecisions()
+	m.enforceGate()
 	if _, over := m.overBudget(); !over {
 		return
 	}
@@ -206,13 +214,17 @@ func (m *Memory) ContentRoom(size int64) error {
 }
 
 // releaseAll ends every wait of t's held spans by rule 1.
-func (sh *shard) releaseAll(m *Memory, t *trace, why ReleaseReason, out *released) {
+func (sh *shard) releaseAll(m *Memory, t *trace, rel ReleaseReason, out *released) {
 	now := m.cfg.Now()
-	if d := t.decisionOf(); d != nil && !d.decided {
-		sh.decide(m, t, now, out) // on what arrived: never dropped undecided
+	if m.pendingGate(t) { // the gate settles it on what arrived
+		why := gate.ForceEvicted
+		if rel == ReleaseShutdown {
+			why = gate.ForceShutdown
+		}
+		m.gate.Force(m.gatedOf(sh, t, out), now, why)
 	}
 	for _, it := range t.held { // only it leaves t.held
-		sh.endWaits(m, it, WaitContent|WaitParent, now, why, out)
+		sh.endWaits(m, it, WaitContent|WaitParent, now, rel, out)
 	}
 }
 

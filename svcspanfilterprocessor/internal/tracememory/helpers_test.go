@@ -3,6 +3,7 @@ package tracememory
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"hash/fnv"
 	"strings"
 	"sync"
@@ -14,8 +15,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/pkg/svcattr"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/gate"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/outcome"
 )
 
 var testTrace = pcommon.TraceID{0xaa, 15: 1}
@@ -127,30 +131,71 @@ func testConfig(clock *fakeClock) Config {
 // driver plays the processor: it admits batches, delivers what comes out, and records every
 // delivered span and every span that arrived.
 type driver struct {
-	t         testing.TB
-	m         *Memory
-	clock     *fakeClock
-	journal   *fakeJournal
-	mu        sync.Mutex
-	delivered []ptrace.Span
-	arrived   map[pcommon.SpanID]sp
-	stats     Stats
-	refuse    bool // the next consumer refuses with a retryable error
-	restarted bool // kill ran: spans may be delivered again
-	mutate    func(*Config)
+	t             testing.TB
+	m             *Memory
+	clock         *fakeClock
+	journal       *fakeJournal
+	mu            sync.Mutex
+	delivered     []ptrace.Span
+	arrived       map[pcommon.SpanID]sp
+	stats         Stats
+	rules         *sampling.Outcome // outcome sampling: the memory's gate (newOutcomeDriver)
+	sampler       *outcome.Sampler
+	decided       []outcome.Decided
+	scoresDropped int64
+	refuse        bool // the next consumer refuses with a retryable error
+	restarted     bool // kill ran: spans may be delivered again
+	mutate        func(*Config)
 	// step, when set (everyStep), runs after every operation: send, each second of advance, kill, shutdown.
 	step func()
 }
 
-func newDriver(t testing.TB, mutate func(*Config)) *driver {
-	d := &driver{t: t, clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}, journal: newFakeJournal(), arrived: map[pcommon.SpanID]sp{}, mutate: mutate}
+func newDriver(t testing.TB, mutate func(*Config)) *driver { return newOutcomeDriver(t, nil, mutate) }
+
+// newOutcomeDriver is a driver whose memory has outcome sampling by rules as its gate (nil: none).
+func newOutcomeDriver(t testing.TB, rules *sampling.Outcome, mutate ...func(*Config)) *driver {
+	d := &driver{t: t, clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}, journal: newFakeJournal(),
+		arrived: map[pcommon.SpanID]sp{}, rules: rules}
+	d.mutate = func(c *Config) {
+		for _, f := range mutate {
+			if f != nil {
+				f(c)
+			}
+		}
+	}
 	cfg := testConfig(d.clock)
 	cfg.Journaled = true
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	d.m = New(cfg, d.journal, nil, d.observe)
+	d.mutate(&cfg)
+	d.m = d.newMemory(cfg, d.journal, nil)
 	return d
+}
+
+// newMemory is New, behind the driver's outcome gate if it has one.
+func (d *driver) newMemory(cfg Config, j journal.Journal, join Join) *Memory {
+	m := New(cfg, j, join, d.observe)
+	if d.rules != nil {
+		oj := j
+		if !cfg.Journaled {
+			oj = journal.Nop
+		}
+		d.sampler = outcome.New(outcome.Settings{Outcome: d.rules, Memory: m, Journal: oj, Now: cfg.Now,
+			Observe: func(s *outcome.Stats) {
+				d.mu.Lock()
+				d.decided = append(d.decided, s.Decided...)
+				d.scoresDropped += s.ScoresDropped
+				d.mu.Unlock()
+			}})
+		m.SetGate(d.sampler, cfg.MaxGatedBytes)
+	}
+	return m
+}
+
+// recover is the processor's recovery: outcome sampling's decisions, the memory, its score records.
+func (d *driver) recover(m *Memory, records []journal.Record) error {
+	if d.sampler == nil {
+		return m.Recover(records)
+	}
+	return errors.Join(d.sampler.RecoverDecisions(records), m.Recover(records), d.sampler.RecoverScores(records))
 }
 
 func (d *driver) observe(s *Stats) {
@@ -323,7 +368,7 @@ func (d *driver) checkTrees(t *testing.T, complete, allowDangling bool, pending 
 	}
 	truth := d.arrived
 	dropped := map[pcommon.TraceID]bool{} // traces decided dropped (outcome sampling)
-	for _, dc := range d.stats.Decided {
+	for _, dc := range d.decided {
 		if was, seen := dropped[dc.Trace]; seen { // decided again after a restart: alike
 			require.True(t, d.restarted, "trace decided twice")
 			equal(t, was, !dc.Keep, "trace decided otherwise after a restart")
@@ -446,7 +491,7 @@ func checkCounts(t *testing.T, m *Memory) {
 			sh.mu.Unlock()
 		}
 	}()
-	var bytes, heldBytes, heldSpans, decisionBytes, traces int64
+	var bytes, heldBytes, heldSpans, gatedBytes, traces int64
 	for _, sh := range m.shards {
 		equal(t, counts{}, sh.pending, "counts published at unlock")
 		inList := map[*item]bool{}
@@ -462,15 +507,17 @@ func checkCounts(t *testing.T, m *Memory) {
 		for _, tr := range sh.traces {
 			bytes += tr.bytes
 			// Its state is the list it is on (doc.go): waiting if and only if it holds something.
-			holds := len(tr.held) > 0 || tr.refs != nil && len(tr.refs.scores) > 0
+			holds := len(tr.held) > 0 || tr.refs != nil && tr.refs.gateHeld > 0
 			require.True(t, tr.list == &sh.waiting && holds || (tr.list == &sh.idle || tr.list == &sh.late) && !holds,
 				"trace %v holds %d spans but is on another list", tr.id, len(tr.held))
 			_, listed := sh.withContent[tr]
 			equal(t, len(tr.content) > 0, listed, "traces with waiting content are those listed")
 			if tr.refs != nil {
-				for _, hs := range tr.refs.scores {
-					decisionBytes += hs.bytes
-					require.False(t, isDecided(tr, pcommon.SpanID{}), "a score record waits for the decision of a decided trace")
+				gatedBytes += tr.refs.gateHeld
+				if st, ok := tr.refs.gate.(interface {
+					Check(gate.Status, int64) error
+				}); ok {
+					require.NoError(t, st.Check(tr.gate, tr.refs.gateHeld), "trace %v", tr.id)
 				}
 			}
 			for on := range tr.waitingOn {
@@ -485,11 +532,11 @@ func checkCounts(t *testing.T, m *Memory) {
 				equal(t, it.reason&WaitParent != 0, it.indexed, "a span waits for its parent if and only if it is indexed")
 				heldBytes += it.bytes
 				heldSpans++
-				if it.reason&WaitDecision != 0 {
-					decisionBytes += it.bytes
-					require.False(t, isDecided(tr, pcommon.SpanID{}), "a span waits for the decision of a decided trace")
-				} else if m.cfg.Outcome != nil {
-					require.True(t, isDecided(tr, pcommon.SpanID{}), "a span of an undecided trace waits for no decision")
+				if it.reason&WaitGate != 0 {
+					gatedBytes += it.bytes
+					require.Equal(t, gate.Pending, tr.gate, "a span waits behind a gate that is not pending")
+				} else if m.gate != nil {
+					require.NotEqual(t, gate.Pending, tr.gate, "a span of a pending trace waits not behind its gate")
 				}
 				if !it.sized {
 					unsized++
@@ -503,22 +550,16 @@ func checkCounts(t *testing.T, m *Memory) {
 		}
 		equal(t, len(sh.unsized), unsized)
 	}
-	m.sessions.mu.Lock()
-	for e := m.sessions.order.Front(); e != nil; e = e.Next() {
-		s := e.Value.(*keptSession)
-		bytes += sessionCost + int64(len(s.reason))
-		require.Same(t, e, m.sessions.byKey[s.key], "one kept session per session")
-		if next := e.Next(); next != nil {
-			require.False(t, next.Value.(*keptSession).at.Before(s.at), "kept sessions in the order they were kept")
-		}
+	if g, ok := m.gate.(*outcome.Sampler); ok {
+		own, err := g.Check(func(gate.Ref, int) {})
+		require.NoError(t, err)
+		equal(t, m.gateOwn.Load(), own, "the gate's own bytes are its kept sessions'")
 	}
-	require.Len(t, m.sessions.byKey, m.sessions.order.Len())
-	m.sessions.mu.Unlock()
-	equal(t, m.bytes.Load(), bytes, "memory bytes are the sum of its traces' and kept sessions' bytes")
+	equal(t, m.bytes.Load(), bytes, "memory bytes are the sum of its traces' bytes")
 	equal(t, m.heldBytes.Load(), heldBytes, "held bytes are the sum of the held items' bytes")
 	equal(t, m.heldSpans.Load(), heldSpans)
 	equal(t, m.traces.Load(), traces, "the trace count is the traces in the shards")
-	equal(t, m.decisionBytes.Load(), decisionBytes, "decision bytes are the sum of the items waiting for one")
+	equal(t, m.gatedBytes.Load(), gatedBytes, "gated bytes are the sum of what waits behind gates")
 }
 
 // equal is require.Equal of comparable values without its cost when they are equal (the oracle

@@ -1,9 +1,7 @@
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 
 import (
-	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,7 +12,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
-	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
@@ -35,8 +32,8 @@ func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og
 			r.mayHold = m.cfg.ConnectorSpans && m.known(tid, id, mayConnect)
 		case r.scopeAwaits && m.join.AwaitsContent(r.span):
 			r.mayHold = true
-		case m.cfg.Outcome != nil && !m.known(tid, id, isDecided):
-			r.mayHold = true // it waits for its trace's decision
+		case m.gate != nil && !m.known(tid, id, isSettled):
+			r.mayHold = true // it waits behind its trace's gate
 		default:
 			if local == nil {
 				local = sc.indexCall(refs)
@@ -60,7 +57,7 @@ func (m *Memory) writeAhead(ref *RecordRef, sc *admitScratch, refs []spanRef, og
 	}
 	payload, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(copies)
 	if err == nil {
-		md := Metadata(og.request.info)
+		md := journal.Metadata(og.request.info)
 		ref.id, err = m.journal.Append(context.Background(), journal.KindSpans, heldAt, md, payload)
 	}
 	return err
@@ -145,15 +142,6 @@ func resolvesInCall(refs []spanRef, local map[callKey]int32, r *spanRef) bool {
 	return true
 }
 
-// Metadata is the client metadata of a request, as the journal keeps it.
-func Metadata(info client.Info) map[string][]string {
-	var md map[string][]string
-	for k := range info.Metadata.Keys() {
-		made(&md)[k] = info.Metadata.Get(k)
-	}
-	return md
-}
-
 // The sizes of an entry of KindDropped, KindOpenParents and KindOpen (journal.go).
 const (
 	droppedBytes = 16 + 8 + 8 + 1
@@ -162,7 +150,7 @@ const (
 	refCost      = 16 // what a journal record reference of a trace counts in the budget
 )
 
-// entries are those of one per-trace record to write (KindOpenParents, KindDropped, KindDecided).
+// entries are those of one per-trace record to write (KindOpenParents, KindDropped, the gate's).
 type entries struct {
 	payload []byte
 	traces  []*trace
@@ -199,30 +187,22 @@ func pickDropped(refs []spanRef, idx []int32, out *released) {
 	}
 }
 
-// journalAfterApply writes the open parents, dropped spans, kept traces and sessions an operation
-// made known (no shard lock held) before the spans pointing at them go on. A failure is logged: a
-// call refused after apply would be sent again and what went on would reach the platform twice.
+// journalAfterApply writes the open parents, dropped spans and gate entries an operation made
+// known (no shard lock held) before the spans pointing at them go on. A failure is logged: a call
+// refused after apply would be sent again and what went on would reach the platform twice.
 func (m *Memory) journalAfterApply(out *released) {
 	err := errors.Join(m.journalEntries(journal.KindOpenParents, out.opened),
-		m.journalEntries(journal.KindDropped, out.dropped), m.journalEntries(journal.KindDecided, out.decided))
-	for _, s := range out.sessions { // a record each: it goes when its session_keep_duration ends
-		payload := append(binary.BigEndian.AppendUint64(nil, uint64(s.key)), s.reason...)
-		id, serr := m.journal.Append(context.Background(), journal.KindSession, s.at, nil, payload)
-		if serr != nil {
-			err = errors.Join(err, fmt.Errorf("record of kind %d: %w", journal.KindSession, serr))
-			continue
-		}
-		s.ref = m.NewRecordRef(id, 1)
-		m.keepSession(&s)
+		m.journalEntries(journal.KindDropped, out.dropped))
+	if m.gate != nil {
+		err = errors.Join(err, m.journalEntries(m.gate.RecordKind(), out.gated))
 	}
 	if err != nil {
-		m.cfg.Logger.Warn("Could not journal open parents, dropped spans, decided traces or kept sessions; after "+
-			"a restart a span below one of them may not find its nearest kept ancestor, or a later span of a "+
-			"decided trace or kept session be decided again", zap.Int("parents", len(out.opened.traces)),
-			zap.Int("dropped", len(out.dropped.traces)), zap.Int("decided", len(out.decided.traces)+len(out.sessions)),
-			zap.Error(err))
+		m.cfg.Logger.Warn("Could not journal open parents, dropped spans or gate entries; after a restart a "+
+			"span below one of them may not find its nearest kept ancestor, or a later span of a settled "+
+			"trace be settled again", zap.Int("parents", len(out.opened.traces)),
+			zap.Int("dropped", len(out.dropped.traces)), zap.Int("gated", len(out.gated.traces)), zap.Error(err))
 	}
-	out.opened, out.dropped, out.decided, out.sessions = entries{}, entries{}, entries{}, nil
+	out.opened, out.dropped, out.gated = entries{}, entries{}, entries{}
 }
 
 // journalEntries appends a record of kind and attaches it to the traces of its entries.
@@ -259,51 +239,42 @@ func (t *trace) attach(m *Memory, ref *RecordRef) {
 }
 
 // Recover restores the records of its kinds in the order of doc.go ("recovery"), oldest first (held
-// spans that resolve among themselves are queued at once); other kinds are left to their owners.
-// What a record restores holds its reference beyond the guard: one that cannot be read, or of
-// outcome sampling when it is off now, is removed.
+// spans that resolve among themselves are queued at once); other kinds are left to their owners (a
+// gate's per-trace entries before, RecoverEntries). What a record restores holds its reference
+// beyond the guard: one that cannot be read is removed.
 func (m *Memory) Recover(records []journal.Record) error {
 	fixed := func(n int) func([]byte) int { return func([]byte) int { return n } }
 	var errs []error
 	for _, pass := range []struct {
 		kind    journal.Kind
-		outcome bool
 		recover func(journal.Record, *RecordRef) error
 	}{
-		{journal.KindDropped, false, m.perTrace(fixed(droppedBytes), func(t *trace, e []byte) {
+		{journal.KindDropped, m.perTrace(fixed(droppedBytes), func(t *trace, e []byte) {
 			st := stateDropped
 			if e[16] == 1 {
 				st = stateConnector
 			}
 			m.addBytes(t, t.setRecord(pcommon.SpanID(e[:8]), pcommon.SpanID(e[8:16]), st))
 		})},
-		{journal.KindOpen, false, m.perTrace(fixed(openBytesV1), func(t *trace, e []byte) {
+		{journal.KindOpen, m.perTrace(fixed(openBytesV1), func(t *trace, e []byte) {
 			t.addOpen(m, pcommon.SpanID(e[:8]))
 		})},
-		{journal.KindOpenParents, false, m.perTrace(fixed(openBytes), func(t *trace, e []byte) {
+		{journal.KindOpenParents, m.perTrace(fixed(openBytes), func(t *trace, e []byte) {
 			id, child := pcommon.SpanID(e[:8]), pcommon.SpanID(e[8:16]) // its child: a kept span below
 			if _, known := t.records[child]; !known {
 				m.addBytes(t, t.setRecord(child, id, stateKept))
 			}
 			t.addOpen(m, id)
 		})},
-		{journal.KindDecided, true, m.perTrace(decidedBytes, func(t *trace, e []byte) {
-			d := m.decisionState(t)
-			d.decided, d.keep, d.reason = true, len(e) > 1, cmp.Or(string(e[1:]), sampling.ReasonDropped)
-		})},
-		{journal.KindSession, true, m.recoverSession},
-		{journal.KindSpans, false, m.recoverSpans},
-		{journal.KindScores, true, m.recoverScores},
+		{journal.KindSpans, m.recoverSpans},
 	} {
 		for _, rec := range records {
 			if rec.Kind != pass.kind {
 				continue
 			}
 			guard := m.NewRecordRef(rec.ID, 1)
-			if !pass.outcome || m.cfg.Outcome != nil { // off, nothing is decided by trace
-				if err := pass.recover(rec, guard); err != nil {
-					errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
-				}
+			if err := pass.recover(rec, guard); err != nil {
+				errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
 			}
 			guard.Done(1)
 		}
@@ -344,14 +315,6 @@ func (m *Memory) perTrace(size func([]byte) int,
 		}
 		return nil
 	}
-}
-
-// decidedBytes is the length of the KindDecided entry p starts with: trace id, reason length, reason.
-func decidedBytes(p []byte) int {
-	if len(p) < 17 {
-		return 17
-	}
-	return 17 + int(p[16])
 }
 
 func (m *Memory) recoverSpans(rec journal.Record, ref *RecordRef) error {

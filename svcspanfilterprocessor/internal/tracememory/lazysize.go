@@ -53,8 +53,8 @@ func (sh *shard) resize(m *Memory, it *item, exact int64) {
 	}
 	m.addBytes(it.trace, exact-it.bytes)
 	sh.pending.heldBytes += exact - it.bytes
-	if it.reason&WaitDecision != 0 {
-		sh.pending.decisionBytes += exact - it.bytes
+	if it.reason&WaitGate != 0 {
+		sh.pending.gatedBytes += exact - it.bytes
 	}
 	it.bytes, it.sized = exact, true
 }

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svc/svc-collector/pkg/credentials"
-	"github.com/svc/svc-collector/pkg/sampling"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/gate"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
@@ -38,27 +38,24 @@ type Config struct {
 	Shards           int              // by trace id, each under its own lock (default 32)
 	Now              func() time.Time // the clock (tests inject theirs); default time.Now
 	Logger           *zap.Logger
-	Outcome          *sampling.Outcome // outcome sampling (decide.go), nil for none
-	MaxHeldBytes     int64             // bounds the spans waiting for a decision (0: only MemoryLimitBytes)
+	MaxGatedBytes    int64 // bounds what waits behind gates (gated.go; 0: only MemoryLimitBytes)
 }
 
 // Memory is the trace memory, safe for concurrent use (a lock per shard); it never calls the next consumer.
 type Memory struct {
 	cfg     Config
+	gate    gate.Gate // nil: no trace waits behind a gate (gated.go)
 	journal journal.Journal
 	join    Join
 	observe func(*Stats) // the Stats of every operation
 	shards  []*shard
 	// bytes: records, held spans and waiting content; perEntry: lazysize.go.
 	bytes, heldBytes, heldSpans, traces, readyBytes, perEntry atomic.Int64
-	decisionBytes                                             atomic.Int64 // held spans waiting for a decision
+	gatedBytes, gateOwn                                       atomic.Int64 // behind gates; the gate's outside traces
 	scratch                                                   sync.Pool
 	readyMu                                                   sync.Mutex
 	ready                                                     []*Delivery
 	wake                                                      chan struct{}
-	readyScores                                               []*ScoreDelivery // under readyMu
-	scoreWake                                                 chan struct{}
-	sessions                                                  keptSessions // decide.go
 }
 
 type shard struct {
@@ -73,7 +70,7 @@ type shard struct {
 	perEntry int64
 }
 
-type counts struct{ bytes, heldBytes, heldSpans, traces, decisionBytes int64 }
+type counts struct{ bytes, heldBytes, heldSpans, traces, gatedBytes int64 }
 
 // unlock publishes the shard's pending counts and releases its lock.
 func (sh *shard) unlock(m *Memory) {
@@ -83,8 +80,8 @@ func (sh *shard) unlock(m *Memory) {
 		m.heldBytes.Add(p.heldBytes)
 		m.heldSpans.Add(p.heldSpans)
 		m.traces.Add(p.traces)
-		if p.decisionBytes != 0 {
-			m.decisionBytes.Add(p.decisionBytes)
+		if p.gatedBytes != 0 {
+			m.gatedBytes.Add(p.gatedBytes)
 		}
 	}
 	sh.mu.Unlock()
@@ -101,7 +98,7 @@ func New(cfg Config, j journal.Journal, join Join, observe func(*Stats)) *Memory
 	if observe == nil {
 		observe = func(*Stats) {}
 	}
-	m := &Memory{cfg: cfg, journal: j, join: join, observe: observe, wake: make(chan struct{}, 1), scoreWake: make(chan struct{}, 1)}
+	m := &Memory{cfg: cfg, journal: j, join: join, observe: observe, wake: make(chan struct{}, 1)}
 	m.scratch.New = func() any { return &admitScratch{} }
 	m.perEntry.Store(initialPerEntry)
 	m.shards = make([]*shard, cfg.Shards)
@@ -117,13 +114,13 @@ func (m *Memory) shardOf(id pcommon.TraceID) int {
 	return int(uint32(id[12])<<24|uint32(id[13])<<16|uint32(id[14])<<8|uint32(id[15])) % len(m.shards)
 }
 
-// The counts: HeldBytes and DecisionBytes of held spans (waiting for a decision), ReadyBytes of
+// The counts: HeldBytes of held spans, GatedBytes of what waits behind gates, ReadyBytes of
 // released spans not yet taken; Bytes is all the budget counts. Wake: deliveries are queued.
 func (m *Memory) HeldSpans() int64      { return m.heldSpans.Load() }
 func (m *Memory) HeldBytes() int64      { return m.heldBytes.Load() }
-func (m *Memory) DecisionBytes() int64  { return m.decisionBytes.Load() }
+func (m *Memory) GatedBytes() int64     { return m.gatedBytes.Load() }
 func (m *Memory) ReadyBytes() int64     { return m.readyBytes.Load() }
-func (m *Memory) Bytes() int64          { return m.bytes.Load() + m.readyBytes.Load() }
+func (m *Memory) Bytes() int64          { return m.bytes.Load() + m.readyBytes.Load() + m.gateOwn.Load() }
 func (m *Memory) Traces() int64         { return m.traces.Load() }
 func (m *Memory) Wake() <-chan struct{} { return m.wake }
 
@@ -168,7 +165,7 @@ const (
 	ReleaseEvicted                            // the memory limit or max_traces was reached
 	ReleaseShutdown                           // the collector stopped
 	ReleaseContent                            // its content arrived or its content wait ended
-	ReleaseDecided                            // its trace was decided kept (outcome sampling)
+	ReleaseGate                               // its trace's gate opened (named "decided" in metrics)
 	NumReleaseReasons
 )
 
@@ -228,19 +225,16 @@ type Stats struct {
 	ContentJoined    int64 // spans that received joined content
 	ContentUnmatched [NumUnmatchedReasons]int64
 	ContentWaits     []time.Duration // how long each span held for its content waited
-	Decided          []Decided       // traces decided (outcome sampling)
-	DecidedEarly     int64           // of them, decided because the decision budget was exceeded
-	Discarded        int64           // held spans of traces decided dropped
-	ScoresDropped    int64           // score records of traces decided dropped
+	Discarded        int64           // held spans discarded as their trace's gate shut
 }
 
 // HeldReason is what a held span waits for: a bitmask, released when it is zero.
 type HeldReason uint8
 
 const (
-	WaitParent   HeldReason = 1 << iota // the walk to its nearest kept ancestor reached an unknown span
-	WaitContent                         // a content candidate whose content has not arrived
-	WaitDecision                        // its trace is not decided yet (outcome sampling, decide.go)
+	WaitParent  HeldReason = 1 << iota // the walk to its nearest kept ancestor reached an unknown span
+	WaitContent                        // a content candidate whose content has not arrived
+	WaitGate                           // its trace's gate is pending (gated.go)
 )
 
 // requestOrigin is the client context of a request: released spans go on with their own request's.

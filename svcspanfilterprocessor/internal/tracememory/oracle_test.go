@@ -7,7 +7,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/gate"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/outcome"
 )
 
 // everyStep makes the oracle run after every operation of d (the randomised tests): the delivered
@@ -106,8 +108,8 @@ func checkJournal(t *testing.T, m *Memory, j *fakeJournal) {
 				for _, ref := range r.joinedRecs {
 					hold(ref, 1)
 				}
-				for _, hs := range r.scores {
-					hold(hs.ref, 1)
+				if st, ok := r.gate.(interface{ Refs(func(gate.Ref, int)) }); ok { // held score records
+					st.Refs(func(ref gate.Ref, n int) { hold(ref.(*RecordRef), int64(n)) })
 				}
 			}
 			for id, rec := range tr.records {
@@ -126,17 +128,11 @@ func checkJournal(t *testing.T, m *Memory, j *fakeJournal) {
 			hold(r, int64(n))
 		}
 	}
-	for _, d := range m.readyScores {
-		for r, n := range d.refs {
-			hold(r, int64(n))
-		}
-	}
 	m.readyMu.Unlock()
-	m.sessions.mu.Lock()
-	for e := m.sessions.order.Front(); e != nil; e = e.Next() {
-		hold(e.Value.(*keptSession).ref, 1)
+	if g, ok := m.gate.(*outcome.Sampler); ok { // its kept sessions and released score records
+		_, err := g.Check(func(r gate.Ref, n int) { hold(r.(*RecordRef), int64(n)) })
+		require.NoError(t, err)
 	}
-	m.sessions.mu.Unlock()
 	held := map[uint64]bool{}
 	for r, n := range holders {
 		require.Equal(t, n, r.left.Load(), "record %d: its count of items is not its holders'", r.id)

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/outcome"
 )
 
 // A call whose write fails is refused before it changes anything, and sent again by the client:
@@ -109,7 +110,7 @@ func (j *fakeJournal) spanRecords() []journal.Record {
 	var out []journal.Record
 	for _, r := range j.records() {
 		switch r.Kind {
-		case journal.KindOpenParents, journal.KindDropped, journal.KindDecided, journal.KindSession:
+		case journal.KindOpenParents, journal.KindDropped, outcome.KindDecided, outcome.KindSession:
 		default:
 			out = append(out, r)
 		}

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/svc/svc-collector/pkg/scorerecord"
-	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/outcome"
 )
 
 // score is a score record of a trace: name=value (BOOLEAN), with an id.
@@ -41,11 +41,14 @@ func scoreLogs(scores ...score) plog.Logs {
 	return ld
 }
 
-// AddScores is HoldScores, then Apply, as the logs side calls them.
-func (m *Memory) AddScores(info client.Info, sink any, ld plog.Logs) (held, dropped int, err error) {
-	h, err := m.HoldScores(info, sink, ld)
+// addScores is HoldScores, then Apply, as the logs side calls them; between runs in between.
+func (d *driver) addScores(sink any, ld plog.Logs, between func()) (held, dropped int, err error) {
+	h, err := d.sampler.HoldScores(client.Info{}, sink, ld)
 	if h == nil || err != nil {
 		return 0, 0, err
+	}
+	if between != nil {
+		between()
 	}
 	held, dropped = h.Apply(ld)
 	return held, dropped, nil
@@ -57,16 +60,16 @@ type scoreSink struct{ got []string }
 func (s *scoreSink) add(d *driver, scores ...score) {
 	d.t.Helper()
 	ld := scoreLogs(scores...)
-	_, _, err := d.m.AddScores(client.Info{}, s, ld)
+	_, _, err := d.addScores(s, ld, nil)
 	require.NoError(d.t, err)
 	s.collect(ld)
 	s.take(d)
 }
 
 func (s *scoreSink) take(d *driver) {
-	for _, sd := range d.m.TakeReadyScores(s) {
+	for _, sd := range d.sampler.TakeReadyScores(s) {
 		s.collect(sd.Logs)
-		d.m.ScoresDelivered(sd)
+		d.sampler.ScoresDelivered(sd)
 	}
 }
 
@@ -85,7 +88,7 @@ func (s *scoreSink) collect(ld plog.Logs) {
 // dropped one; after the decision they pass or drop at once; a score rule keeps the trace.
 func TestScoresFollowTheirTrace(t *testing.T) {
 	t.Run("dropped trace: no score, before or after the decision", func(t *testing.T) {
-		d, s := newDriver(t, withOutcome(t, 0)), &scoreSink{}
+		d, s := newOutcomeDriver(t, withOutcome(t, 0)), &scoreSink{}
 		s.add(d, score{id: "early", name: "helpful", value: true})
 		require.NoError(t, d.send(sp{name: "agent", kept: true}))
 		assert.Empty(t, s.got, "held for the decision")
@@ -94,13 +97,13 @@ func TestScoresFollowTheirTrace(t *testing.T) {
 		s.take(d)
 		s.add(d, score{id: "late", name: "helpful", value: true})
 		assert.Empty(t, s.got)
-		assert.EqualValues(t, 2, d.stats.ScoresDropped)
+		assert.EqualValues(t, 2, d.scoresDropped)
 		assert.Empty(t, d.journal.spanRecords())
 		d.shutdown()
 		d.checkInvariants(t, true, false)
 	})
 	t.Run("kept trace: every score, before and after the decision", func(t *testing.T) {
-		d, s := newDriver(t, withOutcome(t, 1)), &scoreSink{}
+		d, s := newOutcomeDriver(t, withOutcome(t, 1)), &scoreSink{}
 		s.add(d, score{id: "early", name: "helpful", value: true})
 		require.NoError(t, d.send(sp{name: "agent", kept: true}))
 		d.advance(testSettle)
@@ -113,7 +116,7 @@ func TestScoresFollowTheirTrace(t *testing.T) {
 		d.checkInvariants(t, true, false)
 	})
 	t.Run("a score rule keeps the trace at once", func(t *testing.T) {
-		d, s := newDriver(t, withOutcome(t, 0)), &scoreSink{}
+		d, s := newOutcomeDriver(t, withOutcome(t, 0)), &scoreSink{}
 		require.NoError(t, d.send(sp{name: "agent", kept: true}, sp{name: "llm", parent: "agent", kept: true}))
 		s.add(d, score{id: "ok", name: "helpful", value: true})
 		assert.Empty(t, d.tree())
@@ -126,7 +129,7 @@ func TestScoresFollowTheirTrace(t *testing.T) {
 		d.checkInvariants(t, true, false)
 	})
 	t.Run("scores of a trace without spans: decided at decision_wait", func(t *testing.T) {
-		d, s := newDriver(t, withOutcome(t, 1)), &scoreSink{}
+		d, s := newOutcomeDriver(t, withOutcome(t, 1)), &scoreSink{}
 		s.add(d, score{id: "alone", name: "helpful", value: true})
 		d.advance(testDecisionWait - time.Second)
 		s.take(d)
@@ -141,13 +144,13 @@ func TestScoresFollowTheirTrace(t *testing.T) {
 // decision the run without the kill makes.
 func TestHeldScoresSurviveRestart(t *testing.T) {
 	kept, dropped := pcommon.TraceID{0xd2, 15: 1}, pcommon.TraceID{0xd2, 8: 0xff, 15: 2}
-	d, s := newDriver(t, withOutcome(t, 0.5)), &scoreSink{}
+	d, s := newOutcomeDriver(t, withOutcome(t, 0.5)), &scoreSink{}
 	require.NoError(t, d.send(sp{name: "a", kept: true, trace: kept}, sp{name: "b", kept: true, trace: dropped}))
 	s.add(d, score{id: "k", name: "helpful", value: true, trace: kept}, score{id: "d", name: "helpful", value: true, trace: dropped},
 		score{id: "flag", name: "helpful", value: false, trace: pcommon.TraceID{0xd2, 8: 0xff, 15: 3}})
 	flagged := s.got
 	assert.Equal(t, []string{"flag"}, flagged, "a score rule decided its trace (no span yet) at once")
-	require.Equal(t, 1, d.journal.kinds()[journal.KindScores])
+	require.Equal(t, 1, d.journal.kinds()[outcome.KindScores])
 	d.kill()
 	s.take(d)
 	d.advance(testSettle)
@@ -168,18 +171,19 @@ func TestScoreOfATraceForgottenBetweenAPlanAndItsApply(t *testing.T) {
 	decided, other := pcommon.TraceID{0xd3, 15: 1}, pcommon.TraceID{0xd3, 15: 2}
 	for _, tc := range []struct {
 		name   string
-		forget func(d *driver, late plog.Logs) // staged between the plan and the apply
+		forget func(d *driver) (between func()) // staged before the plan, or between it and the apply
 	}{
-		{name: "forgotten by the releaser", forget: func(d *driver, _ plog.Logs) {
-			betweenPlanAndApply(d.t.(*testing.T), func() { d.advance(testConfig(d.clock).RememberDuration) })
+		{name: "forgotten by the releaser", forget: func(d *driver) func() {
+			return func() { d.advance(testConfig(d.clock).RememberDuration) }
 		}},
-		{name: "evicted for the room of the call's copies", forget: func(d *driver, late plog.Logs) {
+		{name: "evicted for the room of the call's copies", forget: func(d *driver) func() {
 			d.advance(testConfig(d.clock).RememberDuration - time.Second) // the oldest idle trace
 			d.m.cfg.MemoryLimitBytes = d.m.Bytes() - 1                    // the call's Enforce evicts it
+			return nil
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, s := newDriver(t, withOutcome(t, 1)), &scoreSink{}
+			d, s := newOutcomeDriver(t, withOutcome(t, 1)), &scoreSink{}
 			spans := []sp{{name: "agent", kept: true, err: true, trace: decided}}
 			for i := range 60 { // records of dropped spans: the trace is worth evicting for the room
 				spans = append(spans, sp{name: fmt.Sprint("http ", i), parent: "agent", trace: decided})
@@ -188,8 +192,7 @@ func TestScoreOfATraceForgottenBetweenAPlanAndItsApply(t *testing.T) {
 			require.Equal(t, map[string]string{"agent": ""}, d.tree(), "kept by its rule at once")
 			late := scoreLogs(score{id: "late", name: "helpful", value: true, trace: decided},
 				score{id: "undecided", name: "helpful", value: true, trace: other})
-			tc.forget(d, late)
-			_, _, err := d.m.AddScores(client.Info{}, s, late)
+			_, _, err := d.addScores(s, late, tc.forget(d))
 			require.NoError(t, err)
 			s.collect(late)
 			s.take(d)

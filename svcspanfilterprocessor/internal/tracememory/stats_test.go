@@ -18,8 +18,5 @@ func (s *Stats) add(o *Stats) {
 		s.ContentUnmatched[i] += o.ContentUnmatched[i]
 	}
 	s.ContentWaits = append(s.ContentWaits, o.ContentWaits...)
-	s.Decided = append(s.Decided, o.Decided...)
-	s.DecidedEarly += o.DecidedEarly
 	s.Discarded += o.Discarded
-	s.ScoresDropped += o.ScoresDropped
 }

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/svc/svc-collector/pkg/svcattr"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/gate"
 )
 
 // spanState is what the memory knows of a span it has seen.
@@ -45,6 +46,7 @@ type trace struct {
 	// refs holds what few traces need (nil until then): a remembered trace stays 128 bytes.
 	refs       *traceRefs
 	experiment bool
+	gate       gate.Status // with a gate (gated.go)
 
 	lastActivity time.Time
 	bytes        int64
@@ -59,8 +61,8 @@ type traceRefs struct {
 	// refusal of that call joins it again); joined: that content, by span id, for a copy sent again.
 	joinedRecs []*RecordRef
 	joined     map[pcommon.SpanID][]waitingContent
-	decision   *traceDecision // outcome sampling only (decide.go)
-	scores     []*heldScore   // score records waiting for the decision (scores.go)
+	gate       any   // the gate's state of the trace (gated.go)
+	gateHeld   int64 // bytes the gate holds itself for the trace
 }
 
 // made is *m, made on first use: a remembered trace keeps no empty map (the GC marks each).
@@ -227,7 +229,7 @@ func (sh *shard) touch(m *Memory, id pcommon.TraceID, now time.Time) *trace {
 // (recovery): the idle list is then only roughly ordered, which only delays forgetting it.
 func (sh *shard) place(t *trace) {
 	want := &sh.idle
-	if len(t.held) > 0 || (t.refs != nil && len(t.refs.scores) > 0) {
+	if len(t.held) > 0 || (t.refs != nil && t.refs.gateHeld > 0) {
 		want = &sh.waiting
 	}
 	if t.list != want || want.tail != t {
@@ -250,8 +252,8 @@ func (sh *shard) hold(m *Memory, t *trace, it *item) {
 	m.addBytes(t, it.bytes)
 	sh.pending.heldBytes += it.bytes
 	sh.pending.heldSpans++
-	if it.reason&WaitDecision != 0 {
-		sh.pending.decisionBytes += it.bytes
+	if it.reason&WaitGate != 0 {
+		sh.pending.gatedBytes += it.bytes
 	}
 	if len(t.held) == 1 {
 		sh.place(t)
@@ -269,7 +271,7 @@ func (sh *shard) unhold(m *Memory, t *trace, it *item) {
 	if !it.sized {
 		sh.unsized.remove(it) // never sized: it keeps its estimate
 	}
-	sh.decisionWaitOver(it)
+	sh.gateWaitOver(it)
 	m.addBytes(t, -it.bytes)
 	sh.pending.heldBytes -= it.bytes
 	sh.pending.heldSpans--
@@ -285,7 +287,7 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 	it.reason &^= WaitParent
 	it.waitOn = pcommon.SpanID{}
 	out.reparent(it.span, parent, reparent)
-	markRoot(t, it.span, it.origin.resource.resource, it.origin.scope)
+	m.settled(m.gatedOf(sh, t, out), it.span, it.origin)
 	if it.reason == 0 {
 		sh.release(m, t, it, why, out)
 	}
@@ -387,8 +389,7 @@ type released struct {
 	items []*item
 	stats Stats
 	done  []*RecordRef // done once the shard locks are released (no I/O under them)
-	// to journal: open parents, dropped spans, traces and sessions decided kept (outcome sampling)
-	opened, dropped, decided entries
-	sessions                 []keptSession
-	scores                   []*heldScore // score records released by a decision
+	// to journal: open parents, dropped spans, the gate's per-trace entries (gated.go)
+	opened, dropped, gated entries
+	after                  []any // the gate's, for gate.Finished
 }

@@ -1,4 +1,4 @@
-package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
+package outcome // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/outcome"
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/svc/svc-collector/pkg/scorerecord"
+	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/gate"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 )
 
-// Scores follow their trace (outcome sampling, docs/outcome-sampling.md): a score record of an
-// undecided trace is held under it (never evicted: the logs side pushes back when the memory is full)
-// and observed (a score rule can keep the trace) until the decision releases or drops it.
+// Scores follow their trace (docs/outcome-sampling.md): a score record of an undecided trace is held
+// in its state (never evicted: the logs side pushes back when the memory is full) and observed (a
+// score rule can keep the trace) until the decision releases or drops it.
 
 const scoreCost = 128 // what a held score record counts beside its size
 
@@ -24,13 +25,13 @@ const scoreCost = 128 // what a held score record counts beside its size
 type heldScore struct {
 	record plog.LogRecord
 	origin *logOrigin
-	ref    *RecordRef
+	ref    gate.Ref
 	bytes  int64
 }
 
 // logOrigin is where a held score record goes on: its request, resource, scope and logs pipeline.
 type logOrigin struct {
-	request          *requestOrigin
+	request          *client.Info
 	sink             any
 	resource         pcommon.Resource
 	scope            pcommon.InstrumentationScope
@@ -45,7 +46,7 @@ type ScoreDelivery struct {
 	Logs    plog.Logs
 	Records int
 	bytes   int64
-	refs    map[*RecordRef]int
+	refs    map[gate.Ref]int
 }
 
 // IsHeldScore reports whether lr is a score record that follows its trace: a complete score record
@@ -58,18 +59,15 @@ func IsHeldScore(lr plog.LogRecord) bool {
 	return ok
 }
 
-// ScoresFollow reports whether score records follow their trace's decision (outcome sampling on).
-func (m *Memory) ScoresFollow() bool { return m.cfg.Outcome != nil }
-
-// ScoreHold is a logs call's score records planned and written ahead (doc.go: plan, write ahead,
-// apply): Apply takes them, Cancel gives the call up before anything of it was applied.
+// ScoreHold is a logs call's score records planned and written ahead (the trace memory's plan, write
+// ahead, apply): Apply takes them, Cancel gives the call up before anything of it was applied.
 type ScoreHold struct {
-	m       *Memory
-	req     *requestOrigin
+	s       *Sampler
+	info    *client.Info
 	sink    any
 	now     time.Time
 	planned []bool // per score record of ld, in order: written ahead (its trace was undecided)
-	ref     *RecordRef
+	ref     gate.Ref
 }
 
 // HoldScores plans the score records of ld and writes ahead those it may hold; nil when none follows
@@ -77,18 +75,14 @@ type ScoreHold struct {
 // decided dropped they are removed, of an undecided trace they are held (queued for sink once
 // released, TakeReadyScores). When the memory has no room (ErrContentOverloaded) or the write fails,
 // nothing is written.
-func (m *Memory) HoldScores(info client.Info, sink any, ld plog.Logs) (*ScoreHold, error) {
-	if m.cfg.Outcome == nil {
-		return nil, nil
-	}
-	h := &ScoreHold{m: m, req: newRequestOrigin(info), sink: sink, now: m.cfg.Now()}
-	// Plan: copies of the records of undecided traces, written ahead (the others need no room).
-	var copies plog.Logs
-	var dest plog.LogRecordSlice // of scope from in copies
+func (s *Sampler) HoldScores(info client.Info, sink any, ld plog.Logs) (*ScoreHold, error) {
+	h := &ScoreHold{s: s, info: &info, sink: sink, now: s.Now()}
+	var copies plog.Logs // of the records of undecided traces, written ahead (the others need no room)
+	var dest plog.LogRecordSlice
 	var from plog.ScopeLogs
 	var size int64
 	eachScore(ld, func(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) bool {
-		undecided := !m.known(lr.TraceID(), pcommon.SpanID{}, isDecided)
+		undecided := s.Memory.Pending(lr.TraceID())
 		if h.planned = append(h.planned, undecided); !undecided {
 			return false
 		}
@@ -99,39 +93,36 @@ func (m *Memory) HoldScores(info client.Info, sink any, ld plog.Logs) (*ScoreHol
 			dest, from = appendScope(copies, rl.Resource(), rl.SchemaUrl(), sl.Scope(), sl.SchemaUrl()), sl
 		}
 		lr.CopyTo(dest.AppendEmpty())
-		size += scoreSize(lr)
+		size += s.scoreSize(lr)
 		return false
 	})
 	if len(h.planned) == 0 {
 		return nil, nil
 	}
-	h.ref = m.NewRecordRef(0, 1) // the guard: the record goes when its last held record is handed on
+	var id uint64
 	if size > 0 {
-		if err := m.ContentRoom(size); err != nil {
+		if err := s.Memory.Room(size); err != nil {
 			return nil, err
 		}
-		if m.cfg.Journaled {
+		if s.journaled {
 			payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(copies)
 			if err == nil {
-				h.ref.id, err = m.journal.Append(context.Background(), journal.KindScores, h.now, Metadata(info),
-					payload)
+				id, err = s.Journal.Append(context.Background(), KindScores, h.now, journal.Metadata(info), payload)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("svcspanfilter: recording held score records: %w", err)
 			}
 		}
 	}
+	h.ref = s.Memory.NewRef(id, 1) // the guard: the record goes when its last held record is handed on
 	return h, nil
 }
 
 // Apply takes the score records of ld as planned (HoldScores) and returns how many it held and dropped.
 func (h *ScoreHold) Apply(ld plog.Logs) (held, dropped int) {
-	if afterPlan != nil {
-		afterPlan()
-	}
-	held, dropped = h.m.applyScores(h.req, h.sink, ld, h.now, h.ref, h.planned)
+	held, dropped = h.s.applyScores(h.info, h.sink, ld, h.now, h.ref, h.planned)
 	h.ref.Done(1)
-	h.m.Enforce()
+	h.s.Memory.Enforce()
 	return held, dropped
 }
 
@@ -145,67 +136,68 @@ func (h *ScoreHold) Cancel() {
 
 // applyScores holds and observes the score records of ld of undecided traces (written ahead, or
 // recovered: planned nil), removes those of traces decided dropped and leaves the rest in ld.
-func (m *Memory) applyScores(req *requestOrigin, sink any, ld plog.Logs, now time.Time, ref *RecordRef,
+func (s *Sampler) applyScores(info *client.Info, sink any, ld plog.Logs, now time.Time, ref gate.Ref,
 	planned []bool) (held, dropped int) {
-	var out released
+	type scoreAt struct {
+		rl plog.ResourceLogs
+		sl plog.ScopeLogs
+		lr plog.LogRecord
+	}
+	var ids []pcommon.TraceID
+	var at []scoreAt
+	eachScore(ld, func(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) bool {
+		ids, at = append(ids, lr.TraceID()), append(at, scoreAt{rl, sl, lr})
+		return false
+	})
+	remove := make([]bool, len(at))
 	var origin *logOrigin // of scope from, made for its first record held, with copies (ld goes on)
 	var from plog.ScopeLogs
-	n := 0
-	eachScore(ld, func(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) bool {
-		sh := m.shards[m.shardOf(lr.TraceID())]
-		sh.mu.Lock()
-		defer sh.unlock(m)
-		mayHold := planned == nil || planned[n]
-		n++
-		t := sh.traces[lr.TraceID()]
-		if t == nil || !isDecided(t, pcommon.SpanID{}) {
-			t = sh.touch(m, lr.TraceID(), now)
-			d := m.decisionState(t)
-			m.cfg.Outcome.ObserveScore(&d.state, lr)
-			if d.firstAt.IsZero() || now.Before(d.firstAt) {
-				d.firstAt = now
-			}
-			if mayHold {
-				if sl != from {
-					origin, from = newLogOrigin(req, sink, rl, sl), sl
+	s.Memory.Gated(ids, now, func(i int, tr gate.Trace) {
+		a := at[i]
+		if tr.Status() == gate.Pending {
+			st := s.state(tr)
+			s.o.ObserveScore(&st.obs, a.lr)
+			st.started(now)
+			if planned == nil || planned[i] {
+				if a.sl != from {
+					origin, from = newLogOrigin(info, sink, a.rl, a.sl), a.sl
 				}
-				hs := &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref, bytes: scoreSize(lr)}
-				sh.holdScore(m, t, hs, lr)
-				held++
-				if _, matched := m.cfg.Outcome.Matched(&d.state); matched {
-					sh.decide(m, t, now, &out)
+				s.holdScore(tr, st, &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref,
+					bytes: s.scoreSize(a.lr)}, a.lr)
+				held, remove[i] = held+1, true
+				if _, matched := s.o.Matched(&st.obs); matched {
+					s.decide(tr, st, now, false)
 				}
-				return true
+				return
 			}
-			// Not written ahead (its trace was forgotten since the plan): it decides its trace at once.
-			sh.decide(m, t, now, &out)
+			s.decide(tr, st, now, false) // not written ahead (its trace forgotten since the plan): at once
 		}
-		if t.dropped() {
-			dropped++
-			out.stats.ScoresDropped++
+		if tr.Status() == gate.Shut {
+			dropped, remove[i] = dropped+1, true
 		}
-		return t.dropped()
 	})
-	m.finish(&out)
+	n := 0
+	eachScore(ld, func(plog.ResourceLogs, plog.ScopeLogs, plog.LogRecord) bool { n++; return remove[n-1] })
+	if dropped > 0 {
+		s.observe(&Stats{ScoresDropped: int64(dropped)})
+	}
 	return held, dropped
 }
 
-func newLogOrigin(req *requestOrigin, sink any, rl plog.ResourceLogs, sl plog.ScopeLogs) *logOrigin {
-	o := &logOrigin{request: req, sink: sink, resURL: rl.SchemaUrl(), scopeURL: sl.SchemaUrl(),
+func newLogOrigin(info *client.Info, sink any, rl plog.ResourceLogs, sl plog.ScopeLogs) *logOrigin {
+	o := &logOrigin{request: info, sink: sink, resURL: rl.SchemaUrl(), scopeURL: sl.SchemaUrl(),
 		resource: pcommon.NewResource(), scope: pcommon.NewInstrumentationScope()}
 	rl.Resource().CopyTo(o.resource)
 	sl.Scope().CopyTo(o.scope)
 	return o
 }
 
-// holdScore holds hs, a copy of lr, in t: in the budget and the decision bytes, under its record.
-func (sh *shard) holdScore(m *Memory, t *trace, hs *heldScore, lr plog.LogRecord) {
+// holdScore holds hs, a copy of lr, in st: in the budget and behind the gate, under its record.
+func (s *Sampler) holdScore(tr gate.Trace, st *traceState, hs *heldScore, lr plog.LogRecord) {
 	lr.CopyTo(hs.record)
-	t.keepRefs().scores = append(t.keepRefs().scores, hs)
-	m.addBytes(t, hs.bytes)
-	sh.pending.decisionBytes += hs.bytes
-	sh.place(t)
-	hs.ref.add(1)
+	st.scores = append(st.scores, hs)
+	tr.Hold(hs.bytes)
+	hs.ref.Hold(1)
 }
 
 // eachScore runs f on the score records of ld that follow their trace, removing those it says to.
@@ -217,22 +209,24 @@ func eachScore(ld plog.Logs, f func(plog.ResourceLogs, plog.ScopeLogs, plog.LogR
 	}
 }
 
-func scoreSize(lr plog.LogRecord) int64 { return mapSize(lr.Attributes()) + scoreCost }
+func (s *Sampler) scoreSize(lr plog.LogRecord) int64 {
+	return s.Memory.SizeOf(lr.Attributes()) + scoreCost
+}
 
 // groupScores builds one delivery per request, records under copies of their resource and scope.
-func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
+func (s *Sampler) groupScores(scores []*heldScore) []*ScoreDelivery {
 	if len(scores) == 0 {
 		return nil
 	}
 	var out []*ScoreDelivery
-	byRequest := map[*requestOrigin]*ScoreDelivery{} // a request came through one sink
+	byRequest := map[*client.Info]*ScoreDelivery{} // a request came through one sink
 	scopes := map[*logOrigin]plog.LogRecordSlice{}
 	var total int64
 	for _, hs := range scores {
 		o := hs.origin
 		d := byRequest[o.request]
 		if d == nil {
-			d = &ScoreDelivery{Info: o.request.info, Sink: o.sink, Logs: plog.NewLogs(), refs: map[*RecordRef]int{}}
+			d = &ScoreDelivery{Info: *o.request, Sink: o.sink, Logs: plog.NewLogs(), refs: map[gate.Ref]int{}}
 			byRequest[o.request] = d
 			out = append(out, d)
 		}
@@ -247,7 +241,7 @@ func (m *Memory) groupScores(scores []*heldScore) []*ScoreDelivery {
 		d.refs[hs.ref]++
 		total += hs.bytes
 	}
-	m.readyBytes.Add(total) // once: the held-scores path adds no atomic per record
+	s.Memory.Ready(total) // once: the held-scores path adds no atomic per record
 	return out
 }
 
@@ -263,14 +257,27 @@ func appendScope(ld plog.Logs, res pcommon.Resource, resURL string, scope pcommo
 	return sl.LogRecords()
 }
 
+func (s *Sampler) queue(ds []*ScoreDelivery) {
+	if len(ds) == 0 {
+		return
+	}
+	s.readyMu.Lock()
+	s.ready = append(s.ready, ds...)
+	s.readyMu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
 // ScoreWake is signalled when score deliveries are queued.
-func (m *Memory) ScoreWake() <-chan struct{} { return m.scoreWake }
+func (s *Sampler) ScoreWake() <-chan struct{} { return s.wake }
 
 // TakeReadyScores returns the queued score deliveries of sink (and those recovered, of no sink).
-func (m *Memory) TakeReadyScores(sink any) (mine []*ScoreDelivery) {
-	m.readyMu.Lock()
-	defer m.readyMu.Unlock()
-	m.readyScores = slices.DeleteFunc(m.readyScores, func(d *ScoreDelivery) bool {
+func (s *Sampler) TakeReadyScores(sink any) (mine []*ScoreDelivery) {
+	s.readyMu.Lock()
+	defer s.readyMu.Unlock()
+	s.ready = slices.DeleteFunc(s.ready, func(d *ScoreDelivery) bool {
 		if d.Sink == sink || d.Sink == nil {
 			mine = append(mine, d)
 		}
@@ -280,8 +287,8 @@ func (m *Memory) TakeReadyScores(sink any) (mine []*ScoreDelivery) {
 }
 
 // ScoresDelivered reports that the sink's next consumer accepted d (or gave it up for good).
-func (m *Memory) ScoresDelivered(d *ScoreDelivery) {
-	m.readyBytes.Add(-d.bytes)
+func (s *Sampler) ScoresDelivered(d *ScoreDelivery) {
+	s.Memory.Ready(-d.bytes)
 	d.bytes = 0
 	for r, n := range d.refs {
 		r.Done(n)
@@ -290,37 +297,35 @@ func (m *Memory) ScoresDelivered(d *ScoreDelivery) {
 }
 
 // RequeueScores puts refused score deliveries back, ahead of those queued since.
-func (m *Memory) RequeueScores(ds ...*ScoreDelivery) {
-	m.readyMu.Lock()
-	m.readyScores = append(append([]*ScoreDelivery(nil), ds...), m.readyScores...)
-	m.readyMu.Unlock()
+func (s *Sampler) RequeueScores(ds ...*ScoreDelivery) {
+	s.readyMu.Lock()
+	s.ready = append(append([]*ScoreDelivery(nil), ds...), s.ready...)
+	s.readyMu.Unlock()
 }
 
-// DrainScores decides every undecided trace that holds score records (the logs side's shutdown,
-// on_shutdown: release) and returns the sink's queued score deliveries.
-func (m *Memory) DrainScores(sink any) []*ScoreDelivery {
-	m.forWaiting(func(sh *shard, t *trace, out *released) {
-		if t.refs != nil && len(t.refs.scores) > 0 {
-			sh.decide(m, t, m.cfg.Now(), out)
-		}
-	})
-	return m.TakeReadyScores(sink)
+// DrainScores decides every undecided trace (the logs side's shutdown, on_shutdown: release) and
+// returns the sink's queued score deliveries.
+func (s *Sampler) DrainScores(sink any) []*ScoreDelivery {
+	s.Memory.ForcePending()
+	return s.TakeReadyScores(sink)
 }
 
 // recoverScores holds again the score records of a KindScores record, observed again, with their
 // original time; those of traces decided kept (KindDecided, recovered before) go on at once.
-func (m *Memory) recoverScores(rec journal.Record, ref *RecordRef) error {
+func (s *Sampler) recoverScores(rec journal.Record) error {
 	ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload)
 	if err != nil {
 		return err
 	}
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
-	m.applyScores(newRequestOrigin(info), nil, ld, rec.HeldAt, ref, nil)
+	ref := s.Memory.NewRef(rec.ID, 1) // the guard
+	defer ref.Done(1)
+	s.applyScores(&info, nil, ld, rec.HeldAt, ref, nil)
 	if n := ld.LogRecordCount(); n > 0 { // of traces decided kept: they go on under the record
-		ref.add(n)
-		m.readyBytes.Add(int64(n) * scoreCost)
-		d := &ScoreDelivery{Info: info, Logs: ld, Records: n, bytes: int64(n) * scoreCost, refs: map[*RecordRef]int{ref: n}}
-		queue(m, &m.readyScores, []*ScoreDelivery{d}, m.scoreWake)
+		ref.Hold(n)
+		s.Memory.Ready(int64(n) * scoreCost)
+		s.queue([]*ScoreDelivery{{Info: info, Logs: ld, Records: n, bytes: int64(n) * scoreCost,
+			refs: map[gate.Ref]int{ref: n}}})
 	}
 	return nil
 }
