@@ -105,7 +105,8 @@ func (p *spanFilterProcessor) recoverJournal(records []journal.Record) error {
 		return errors.Join(contentErr, outcome.Forget(p.journal, records), p.mem.Recover(records))
 	}
 	decisionsErr := p.outcome.RecoverDecisions(records) // held spans then follow their decision
-	return errors.Join(contentErr, decisionsErr, p.mem.Recover(records), p.outcome.RecoverScores(records))
+	scores := func() error { return p.outcome.RecoverScores(records) }
+	return errors.Join(contentErr, decisionsErr, p.mem.Recover(records, scores))
 }
 
 func (p *spanFilterProcessor) start(ctx context.Context, host component.Host) error {

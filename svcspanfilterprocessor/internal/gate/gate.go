@@ -72,7 +72,8 @@ type Trace interface {
 	// Hold counts bytes (negative: fewer) of what the gate holds itself for the trace: in the
 	// budget, behind the gate, and the trace stays in memory while any is held.
 	Hold(bytes int64)
-	// Record journals an entry (after the trace id) of kind RecordKind, kept until the trace is forgotten.
+	// Record journals an entry (after the trace id) of kind RecordKind, kept until the trace is
+	// forgotten; nothing without a journal.
 	Record(fields ...[]byte)
 	// After hands x to Finished at the end of the operation; Done there finishes ref.
 	After(x any)
@@ -89,8 +90,8 @@ type Ref interface {
 type Memory interface {
 	// Pending: the trace's gate is pending (also when the memory does not know it): read only.
 	Pending(id pcommon.TraceID) bool
-	// Gated runs f on the traces of ids, each made if unknown, active at now, under its lock,
-	// as one operation (Finished and the releases follow once all are done).
+	// Gated runs f on the traces of ids, each made if unknown and, while pending, active at now,
+	// under its lock, as one operation (Finished and the releases follow once all are done).
 	Gated(ids []pcommon.TraceID, now time.Time, f func(i int, tr Trace))
 	// SizeOf is what attrs count in the budget.
 	SizeOf(attrs pcommon.Map) int64
@@ -98,8 +99,8 @@ type Memory interface {
 	Room(size int64) error
 	// Enforce brings the memory back within its bounds.
 	Enforce()
-	// ForcePending forces every pending trace that holds something (shutdown).
-	ForcePending()
+	// ForcePending forces the pending traces that hold something and which selects (shutdown).
+	ForcePending(which func(Trace) bool)
 	// NewRef is the reference of journal record id (0: none yet) with items still to hand on.
 	NewRef(id uint64, items int) Ref
 	// Ready counts bytes (negative: fewer) released by the gate and not yet handed on; Count, bytes

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/svc/svc-collector/pkg/sampling"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/gate"
@@ -27,15 +28,19 @@ const (
 var LazyKinds = []journal.Kind{KindDecided, KindSession}
 
 // RecoverDecisions restores decided traces and kept sessions; before the trace memory recovers its
-// held spans, which then follow their trace's decision.
+// held spans, which then follow their trace's decision. Records newest first: a trace forgotten and
+// decided again while its older record lived on follows its newest decision.
 func (s *Sampler) RecoverDecisions(records []journal.Record) error {
 	var errs []error
-	for _, rec := range records {
+	for _, rec := range slices.Backward(records) {
 		var err error
 		switch rec.Kind {
 		case KindDecided:
 			err = s.Memory.RecoverEntries(rec, decidedBytes, func(tr gate.Trace, e []byte) {
 				st := s.state(tr)
+				if st.decided {
+					return
+				}
 				st.decided, st.keep, st.reason = true, len(e) > 1, cmp.Or(string(e[1:]), sampling.ReasonDropped)
 				if st.keep {
 					tr.Open()
@@ -53,7 +58,8 @@ func (s *Sampler) RecoverDecisions(records []journal.Record) error {
 	return errors.Join(errs...)
 }
 
-// RecoverScores holds again the score records of the journal, after the held spans.
+// RecoverScores holds again the score records of the journal, after the held spans and before the
+// memory enforces its budget (Memory.Recover runs it).
 func (s *Sampler) RecoverScores(records []journal.Record) error {
 	var errs []error
 	for _, rec := range records {
@@ -63,7 +69,6 @@ func (s *Sampler) RecoverScores(records []journal.Record) error {
 			}
 		}
 	}
-	s.Memory.Enforce()
 	return errors.Join(errs...)
 }
 
@@ -78,7 +83,10 @@ func Forget(j journal.Journal, records []journal.Record) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return j.Remove(context.Background(), ids...)
+	if err := j.Remove(context.Background(), ids...); err != nil {
+		return fmt.Errorf("removing the journal records of outcome sampling, off now: %w", err)
+	}
+	return nil
 }
 
 // decidedBytes is the length of the KindDecided entry p starts with: trace id, reason length, reason.

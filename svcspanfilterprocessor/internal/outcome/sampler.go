@@ -78,6 +78,9 @@ func New(set Settings) *Sampler {
 	if set.Observe == nil {
 		set.Observe = func(*Stats) {}
 	}
+	if set.Logger == nil {
+		set.Logger = zap.NewNop()
+	}
 	return &Sampler{Settings: set, o: set.Outcome, journaled: set.Journal != journal.Nop, wake: make(chan struct{}, 1)}
 }
 

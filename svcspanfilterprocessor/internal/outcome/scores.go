@@ -303,23 +303,23 @@ func (s *Sampler) RequeueScores(ds ...*ScoreDelivery) {
 	s.readyMu.Unlock()
 }
 
-// DrainScores decides every undecided trace (the logs side's shutdown, on_shutdown: release) and
-// returns the sink's queued score deliveries.
+// DrainScores decides every undecided trace that holds score records (the logs side's shutdown,
+// on_shutdown: release) and returns the sink's queued score deliveries.
 func (s *Sampler) DrainScores(sink any) []*ScoreDelivery {
-	s.Memory.ForcePending()
+	s.Memory.ForcePending(func(tr gate.Trace) bool { st := stateOf(tr); return st != nil && len(st.scores) > 0 })
 	return s.TakeReadyScores(sink)
 }
 
 // recoverScores holds again the score records of a KindScores record, observed again, with their
 // original time; those of traces decided kept (KindDecided, recovered before) go on at once.
 func (s *Sampler) recoverScores(rec journal.Record) error {
+	ref := s.Memory.NewRef(rec.ID, 1) // the guard: an unreadable record is removed
+	defer ref.Done(1)
 	ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(rec.Payload)
 	if err != nil {
 		return err
 	}
 	info := client.Info{Metadata: client.NewMetadata(rec.Metadata)}
-	ref := s.Memory.NewRef(rec.ID, 1) // the guard
-	defer ref.Done(1)
 	s.applyScores(&info, nil, ld, rec.HeldAt, ref, nil)
 	if n := ld.LogRecordCount(); n > 0 { // of traces decided kept: they go on under the record
 		ref.Hold(n)

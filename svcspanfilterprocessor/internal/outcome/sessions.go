@@ -107,11 +107,13 @@ func (s *Sampler) expireSessions(now time.Time) {
 
 // recoverSession keeps a KindSession record's session again from the time it was kept.
 func (s *Sampler) recoverSession(rec journal.Record) error {
+	ref := s.Memory.NewRef(rec.ID, 1)
 	if len(rec.Payload) < 8 {
+		ref.Done(1) // removed
 		return errors.New("a truncated kept session")
 	}
 	key := sampling.SessionKey(binary.BigEndian.Uint64(rec.Payload))
-	ks := &keptSession{key: key, reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: s.Memory.NewRef(rec.ID, 1)}
+	ks := &keptSession{key: key, reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: ref}
 	s.o.KeepSession(ks.key, ks.reason, ks.at)
 	s.keepSession(ks)
 	return nil

@@ -14,15 +14,14 @@
 //
 // and carries in any state: open parents (ids delivered spans point at that it has not seen), content
 // waiting for its span, content joined onto its spans (for copies sent again), and the journal
-// records of its open parents and dropped spans. With outcome sampling (decide.go) it is also
-// undecided (its kept spans and score records wait, observed into its TraceOutcome), decided kept or
-// decided dropped (either journaled, KindDecided), for as long as it is remembered.
+// records of its open parents and dropped spans. With a gate (gated.go, internal/gate: outcome
+// sampling) its gate is also pending, open or shut, and it carries the gate's state of it.
 //
 // A kept span is, in turn:
 //
 //	passed     it goes on in its own request, its parent settled (unchanged, re-parented, or a root)
 //	held       waiting for its parent (WaitParent: indexed under the unknown span its walk stopped at),
-//	           for its content (WaitContent), for its trace's decision (WaitDecision), or several
+//	           for its content (WaitContent), behind its trace's pending gate (WaitGate), or several
 //	ready      released (or a delivery of its own call: carrying content joined on arrival, or a
 //	           connector), in a Delivery counted in ReadyBytes until the next component takes it
 //	handed on  Delivered (or given up): its journal record is done when its last span is (a record
@@ -32,7 +31,7 @@
 // of the call) -> write ahead (one KindSpans record of copies of those spans) -> apply (the events
 // below, under the shard locks) -> write the open parents and dropped spans it made known -> answer.
 // A failed write ahead refuses the call before anything changed; nothing is ever undone (a logs
-// call writes its score records, then its content, before it applies either: ScoreHold). A failed
+// call writes what it holds before it applies any). A failed
 // write after apply is logged (a resend would deliver twice what went on): only where late spans
 // hang after a crash depends on it. A span the plan did not expect to hold goes on by rule 1.
 //
@@ -52,9 +51,6 @@
 //	parent arrives            the spans held on it walk on: released, or held on the next unknown span
 //	content arrives           a held span gathers it (released once complete); before its span it
 //	                          waits content_join.wait; after its span went on it is discarded
-//	score record arrives      (outcome) of an undecided trace: written ahead, held and observed; of a
-//	                          decided one: passes (kept) or is removed (dropped); planned to pass but
-//	                          its trace forgotten since the plan: it decides its trace at once
 //	wait ends                 wait_duration idle or max_wait_duration: held spans go on pointing at the
 //	                          unknown span (open parent); content wait: the span goes with what came
 //	budget exceeded           idle/late traces forgotten oldest first, then waiting traces released
@@ -63,20 +59,18 @@
 //	                          undeliverable, its records done; a panic: requeued alone, retried
 //	                          after a backoff, given up (counted undeliverable) after a few attempts
 //	shutdown                  Drain releases every held span by rule 1 (on_shutdown keep: they stay journaled)
-//	recovery                  content (its wait restarts), dropped records, open parents with the
-//	                          spans pointing at them, decisions and kept sessions, then held spans and
-//	                          score records (observed again, waiting for the decision), all with their
-//	                          original time
-//	kept span, undecided      (outcome) held for the decision and observed; a matching rule decides
-//	                          its trace at once; kept span of a dropped trace: recorded dropped
-//	decision                  rule matched; root arrived and idle settle_duration; decision_wait since
-//	                          the first kept span; decision bytes over MaxHeldBytes (oldest first);
-//	                          eviction and shutdown (never dropped undecided). Journaled (KindDecided)
-//	                          before anything of it goes on or is done. Kept: WaitDecision ends, the
-//	                          root gets ReasonAttribute, a kept session is journaled (KindSession, its
-//	                          latest keep replaces the record); dropped: held spans and scores discarded
-//	session_keep_duration     a kept session is forgotten, its record removed (the oldest first; and
-//	                          the least recently kept beyond max_sessions)
+//	recovery                  content (its wait restarts), the gate's per-trace entries (its owner's,
+//	                          RecoverEntries), dropped records, open parents with the spans pointing
+//	                          at them, then held spans, all with their original time
+//	kept span, gated          (a gate) the gate is told (Kept); it waits behind a pending gate if the
+//	                          gate says so; of a trace whose gate is shut it is recorded dropped
+//	parent settled, gated     the gate is told (Settled): on arrival, parent arrival, wait end, opening
+//	gate opens / shuts        (the gate's call, in one of its events) opens: WaitGate ends, held spans
+//	                          go on once they wait for nothing else; shuts: they and the content they
+//	                          gathered are discarded. Its per-trace entries (Record) are journaled
+//	                          before anything of the operation goes on; then the gate's Finished
+//	gate forced               what waits behind gates over MaxGatedBytes (least recently active first),
+//	                          eviction and shutdown: the gate must open or shut the trace (Force)
 //	remember_duration idle    forgotten, or compacted to late with open parents or waiting content;
 //	                          late_parent_window ends a late trace
 //
@@ -92,21 +86,21 @@
 //  4. Nothing is delivered twice, except after a restart (at least once), with the same parent, and
 //     a span sent again while its first copy is held, when the copy's plan ran before the first
 //     was held: the held first copy stays (its call was acknowledged) and the copy goes on too.
-//  5. After shutdown nothing is held and every kept span that arrived was delivered (with outcome
-//     sampling: of the traces not decided dropped).
+//  5. After shutdown nothing is held and every kept span that arrived was delivered (with a gate:
+//     of the traces whose gate is not shut).
 //  6. A held span waits only on a span its trace does not know.
-//  7. The memory's counters (bytes, held bytes, held spans, traces) are the sums over its traces,
-//     held items and kept sessions, and the items counted by an estimate are exactly those on their
-//     shard's unsized list; a trace is on the waiting list if and only if it holds something.
-//  8. Journal (Config.Journaled): a span or score record is held only if its call wrote it ahead; a
-//     call is acknowledged only once the open parents and dropped spans it made known are written (or
+//  7. The memory's counters (bytes, held bytes, held spans, gated bytes, traces) are the sums over
+//     its traces, held items and what the gate holds, and the items counted by an estimate are
+//     exactly those on their shard's unsized list; a trace is on the waiting list if and only if it
+//     holds something (or its gate holds something for it).
+//  8. Journal (Config.Journaled): a span is held only if its call wrote it ahead; a call is
+//     acknowledged only once the open parents and dropped spans it made known are written (or
 //     their failed write logged); a record of held spans is removed when its last span is handed
 //     on, of dropped spans or open parents when every trace in it is forgotten (the records an
 //     operation finishes, in one write); a call of whole traces with no content waiting and no
 //     copy held writes no held span.
-//  9. Outcome sampling: a span of a trace decided dropped is never delivered, a kept span of a trace
-//     decided kept is never dropped, also after a restart while the trace is remembered (its
-//     decision is journaled); a span or score record waits for the decision only in an undecided
-//     trace, and every held span of an undecided trace waits for it (its parent wait ends only after
-//     it); kept sessions are one per session, at most max_sessions, in the budget.
+//  9. Gate: a span of a trace whose gate is shut is never delivered; a span waits behind a gate only
+//     while it is pending, and with a gate every held span of a pending trace waits behind it (its
+//     parent wait ends only after the gate's: no connector of a trace that may be shut). The gate's
+//     own invariants (internal/outcome) are checked with these.
 package tracememory // import "github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"

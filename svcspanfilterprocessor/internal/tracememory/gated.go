@@ -30,9 +30,13 @@ func (g gated) Status() gate.Status     { return g.t.gate }
 func (g gated) LastActivity() time.Time { return g.t.lastActivity }
 func (g gated) After(x any)             { g.out.after = append(g.out.after, x) }
 func (g gated) Done(ref gate.Ref)       { g.out.done = append(g.out.done, ref.(*RecordRef)) }
-func (g gated) Record(fields ...[]byte) { g.out.gated.add(g.t, fields...) }
-func (g gated) Open()                   { g.sh.settleGate(g, gate.Open) }
-func (g gated) Shut()                   { g.sh.settleGate(g, gate.Shut) }
+func (g gated) Record(fields ...[]byte) {
+	if g.m.cfg.Journaled {
+		g.out.gated.add(g.t, fields...)
+	}
+}
+func (g gated) Open() { g.sh.settleGate(g, gate.Open) }
+func (g gated) Shut() { g.sh.settleGate(g, gate.Shut) }
 func (g gated) SetState(s any, bytes int64) {
 	g.t.keepRefs().gate = s
 	g.m.addBytes(g.t, bytes)
@@ -157,16 +161,20 @@ func (m *Memory) Gated(ids []pcommon.TraceID, now time.Time, f func(int, gate.Tr
 	for i, id := range ids {
 		sh := m.shards[m.shardOf(id)]
 		sh.mu.Lock()
-		f(i, m.gatedOf(sh, sh.touch(m, id, now), &out))
+		t := sh.traces[id]
+		if t == nil || t.gate == gate.Pending { // a settled trace is not kept longer for it
+			t = sh.touch(m, id, now)
+		}
+		f(i, m.gatedOf(sh, t, &out))
 		sh.unlock(m)
 	}
 	m.finish(&out)
 }
 
-func (m *Memory) ForcePending() {
+func (m *Memory) ForcePending(which func(gate.Trace) bool) {
 	m.forWaiting(func(sh *shard, t *trace, out *released) {
-		if m.pendingGate(t) {
-			m.gate.Force(m.gatedOf(sh, t, out), m.cfg.Now(), gate.ForceShutdown)
+		if g := m.gatedOf(sh, t, out); m.pendingGate(t) && which(g) {
+			m.gate.Force(g, m.cfg.Now(), gate.ForceShutdown)
 		}
 	})
 }

@@ -195,7 +195,8 @@ func (d *driver) recover(m *Memory, records []journal.Record) error {
 	if d.sampler == nil {
 		return m.Recover(records)
 	}
-	return errors.Join(d.sampler.RecoverDecisions(records), m.Recover(records), d.sampler.RecoverScores(records))
+	scores := func() error { return d.sampler.RecoverScores(records) }
+	return errors.Join(d.sampler.RecoverDecisions(records), m.Recover(records, scores))
 }
 
 func (d *driver) observe(s *Stats) {
@@ -514,9 +515,11 @@ func checkCounts(t *testing.T, m *Memory) {
 			equal(t, len(tr.content) > 0, listed, "traces with waiting content are those listed")
 			if tr.refs != nil {
 				gatedBytes += tr.refs.gateHeld
-				if st, ok := tr.refs.gate.(interface {
-					Check(gate.Status, int64) error
-				}); ok {
+				if tr.refs.gate != nil { // the gate's own invariants of the trace
+					st, ok := tr.refs.gate.(interface {
+						Check(gate.Status, int64) error
+					})
+					require.True(t, ok, "a gate state with no Check")
 					require.NoError(t, st.Check(tr.gate, tr.refs.gateHeld), "trace %v", tr.id)
 				}
 			}

@@ -242,7 +242,7 @@ func (t *trace) attach(m *Memory, ref *RecordRef) {
 // spans that resolve among themselves are queued at once); other kinds are left to their owners (a
 // gate's per-trace entries before, RecoverEntries). What a record restores holds its reference
 // beyond the guard: one that cannot be read is removed.
-func (m *Memory) Recover(records []journal.Record) error {
+func (m *Memory) Recover(records []journal.Record, then ...func() error) error {
 	fixed := func(n int) func([]byte) int { return func([]byte) int { return n } }
 	var errs []error
 	for _, pass := range []struct {
@@ -278,6 +278,9 @@ func (m *Memory) Recover(records []journal.Record) error {
 			}
 			guard.Done(1)
 		}
+	}
+	for _, f := range then { // (the gate's records that follow held spans) before the budget is enforced
+		errs = append(errs, f())
 	}
 	for _, sh := range m.shards {
 		sh.mu.Lock()
