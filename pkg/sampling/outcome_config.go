@@ -34,6 +34,11 @@ const (
 
 var reservedReasons = []string{ReasonSample, ReasonExperiment, ReasonSession, ReasonDropped}
 
+// IsRuleReason reports whether a decision's reason names the rule that kept its trace.
+func IsRuleReason(reason string) bool {
+	return reason != "" && !slices.Contains(reservedReasons, reason)
+}
+
 // What a decision is taken for.
 const (
 	DecidePerTrace   = "trace"

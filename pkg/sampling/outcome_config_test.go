@@ -70,3 +70,12 @@ func TestOutcomeConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestIsRuleReason(t *testing.T) {
+	for reason, want := range map[string]bool{"errors": true, "flagged": true, ReasonSample: false,
+		ReasonExperiment: false, ReasonSession: false, ReasonDropped: false, "": false} {
+		if got := IsRuleReason(reason); got != want {
+			t.Errorf("IsRuleReason(%q) = %v, want %v", reason, got, want)
+		}
+	}
+}

@@ -27,31 +27,34 @@ const (
 // LazyKinds are the kinds whose late delete only restores what is forgotten or over (journal.Open).
 var LazyKinds = []journal.Kind{KindDecided, KindSession}
 
-// RecoverDecisions restores decided traces and kept sessions; before the trace memory recovers its
-// held spans, which then follow their trace's decision. Records newest first: a trace forgotten and
-// decided again while its older record lived on follows its newest decision.
+// RecoverDecisions restores kept sessions (oldest first, as they were kept) and decided traces;
+// before the trace memory recovers its held spans, which then follow their trace's decision.
+// Decisions newest first: a trace forgotten and decided again while its older record lived on
+// follows its newest decision.
 func (s *Sampler) RecoverDecisions(records []journal.Record) error {
 	var errs []error
-	for _, rec := range slices.Backward(records) {
-		var err error
-		switch rec.Kind {
-		case KindDecided:
-			err = s.Memory.RecoverEntries(rec, decidedBytes, func(tr gate.Trace, e []byte) {
-				st := s.state(tr)
-				if st.decided {
-					return
-				}
-				st.decided, st.keep, st.reason = true, len(e) > 1, cmp.Or(string(e[1:]), sampling.ReasonDropped)
-				if st.keep {
-					tr.Open()
-				} else {
-					tr.Shut()
-				}
-			})
-		case KindSession:
-			err = s.recoverSession(rec)
+	for _, rec := range records {
+		if rec.Kind == KindSession {
+			if err := s.recoverSession(rec); err != nil {
+				errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
+			}
 		}
-		if err != nil {
+	}
+	restore := func(tr gate.Trace, e []byte) {
+		if st := s.state(tr); !st.decided {
+			st.decided, st.keep, st.reason = true, len(e) > 1, cmp.Or(string(e[1:]), sampling.ReasonDropped)
+			if st.keep {
+				tr.Open()
+			} else {
+				tr.Shut()
+			}
+		}
+	}
+	for _, rec := range slices.Backward(records) {
+		if rec.Kind != KindDecided {
+			continue
+		}
+		if err := s.Memory.RecoverEntries(rec, decidedBytes, restore); err != nil {
 			errs = append(errs, fmt.Errorf("journal record %d: %w", rec.ID, err))
 		}
 	}

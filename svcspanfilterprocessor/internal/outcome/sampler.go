@@ -108,17 +108,16 @@ func stateOf(tr gate.Trace) *traceState { st, _ := tr.State().(*traceState); ret
 func (s *Sampler) Kept(tr gate.Trace, span ptrace.Span, res pcommon.Resource, scope pcommon.InstrumentationScope,
 	held bool, now time.Time) bool {
 	st := s.state(tr)
-	if st.decided {
+	if st.decided { // (kept by a rule: read from its reason, which a restart keeps, unlike what it observed)
 		_, known := st.obs.Session()
-		rule, matched := s.o.Matched(&st.obs)
-		if known || !matched || !st.keep || s.o.Config().DecidePer != sampling.DecidePerSession {
+		if known || !st.keep || !sampling.IsRuleReason(st.reason) || s.o.Config().DecidePer != sampling.DecidePerSession {
 			return false
 		}
 		s.o.ObserveSpan(&st.obs, span, res, scope)
 		if k, ok := st.obs.Session(); ok {
-			s.o.KeepSession(k, rule, now)
+			s.o.KeepSession(k, st.reason, now)
 			if s.journaled {
-				tr.After(&keptSession{key: k, reason: rule, at: now})
+				tr.After(&keptSession{key: k, reason: st.reason, at: now})
 			}
 		}
 		return false
