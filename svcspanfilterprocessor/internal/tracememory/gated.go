@@ -16,7 +16,8 @@ import (
 // what waits behind gates (0: only MemoryLimitBytes).
 func (m *Memory) SetGate(g gate.Gate, maxBytes int64) { m.gate, m.cfg.MaxGatedBytes = g, maxBytes }
 
-// gated is the memory's gate.Trace: a trace, under its shard lock, in one operation.
+// gated is the memory's gate.Trace: a trace, under its shard lock, in one operation. Each shard has
+// one (shard.handle, set by gatedOf): handing the gate a pointer allocates nothing per span.
 type gated struct {
 	m   *Memory
 	sh  *shard
@@ -24,56 +25,59 @@ type gated struct {
 	out *released
 }
 
-func (g gated) ID() pcommon.TraceID     { return g.t.id }
-func (g gated) Experiment() bool        { return g.t.experiment }
-func (g gated) Status() gate.Status     { return g.t.gate }
-func (g gated) LastActivity() time.Time { return g.t.lastActivity }
-func (g gated) After(x any)             { g.out.after = append(g.out.after, x) }
-func (g gated) Done(ref gate.Ref)       { g.out.done = append(g.out.done, ref.(*RecordRef)) }
-func (g gated) Record(fields ...[]byte) {
+func (g *gated) ID() pcommon.TraceID     { return g.t.id }
+func (g *gated) Experiment() bool        { return g.t.experiment }
+func (g *gated) Status() gate.Status     { return g.t.gate }
+func (g *gated) LastActivity() time.Time { return g.t.lastActivity }
+func (g *gated) After(x any)             { g.out.after = append(g.out.after, x) }
+func (g *gated) Done(ref gate.Ref)       { g.out.done = append(g.out.done, ref.(*RecordRef)) }
+func (g *gated) Record(fields ...[]byte) {
 	if g.m.cfg.Journaled {
 		g.out.gated.add(g.t, fields...)
 	}
 }
-func (g gated) Open() { g.sh.settleGate(g, gate.Open) }
-func (g gated) Shut() { g.sh.settleGate(g, gate.Shut) }
-func (g gated) SetState(s any, bytes int64) {
+func (g *gated) Open() { g.sh.settleGate(g, gate.Open) }
+func (g *gated) Shut() { g.sh.settleGate(g, gate.Shut) }
+func (g *gated) SetState(s any, bytes int64) {
 	g.t.keepRefs().gate = s
 	g.m.addBytes(g.t, bytes)
 }
 
-func (g gated) State() any {
+func (g *gated) State() any {
 	if g.t.refs == nil {
 		return nil
 	}
 	return g.t.refs.gate
 }
 
-func (g gated) Touch(now time.Time) {
+func (g *gated) Touch(now time.Time) {
 	if now.After(g.t.lastActivity) {
 		g.t.lastActivity = now
 	}
 }
 
-func (g gated) Hold(bytes int64) {
+func (g *gated) Hold(bytes int64) {
 	g.t.keepRefs().gateHeld += bytes
 	g.m.addBytes(g.t, bytes)
 	g.sh.pending.gatedBytes += bytes
 	g.sh.place(g.t)
 }
 
-func (m *Memory) gatedOf(sh *shard, t *trace, out *released) gated { return gated{m, sh, t, out} }
+func (m *Memory) gatedOf(sh *shard, t *trace, out *released) *gated {
+	sh.handle = gated{m, sh, t, out}
+	return &sh.handle
+}
 
-// settled tells the gate that kept span (held or going on) has its parent settled.
-func (m *Memory) settled(g gated, span ptrace.Span, o *scopeOrigin) {
+// settled tells the gate that kept span (held or going on) of t has its parent settled.
+func (m *Memory) settled(sh *shard, t *trace, out *released, span ptrace.Span, o *scopeOrigin) {
 	if m.gate != nil {
-		m.gate.Settled(g, span, o.resource.resource, o.scope)
+		m.gate.Settled(m.gatedOf(sh, t, out), span, o.resource.resource, o.scope)
 	}
 }
 
 // settleGate opens or shuts t's gate: its spans held behind it go on (once they wait for nothing
 // else) or are discarded with the content they gathered.
-func (sh *shard) settleGate(g gated, to gate.Status) {
+func (sh *shard) settleGate(g *gated, to gate.Status) {
 	m, t, out := g.m, g.t, g.out
 	if t.gate != gate.Pending {
 		return
@@ -95,7 +99,7 @@ func (sh *shard) settleGate(g gated, to gate.Status) {
 		}
 		sh.gateWaitOver(it)
 		if it.reason&WaitParent == 0 {
-			m.settled(g, it.span, it.origin)
+			m.settled(sh, t, out, it.span, it.origin)
 		}
 		if it.reason == 0 {
 			sh.release(m, t, it, ReleaseGate, out)
@@ -104,7 +108,7 @@ func (sh *shard) settleGate(g gated, to gate.Status) {
 	sh.place(t)
 }
 
-// gateWaitOver ends it's wait behind its trace's gate (under the shard lock).
+// gateWaitOver ends its wait behind its trace's gate (under the shard lock).
 func (sh *shard) gateWaitOver(it *item) {
 	if it.reason&WaitGate != 0 {
 		sh.pending.gatedBytes -= it.bytes
@@ -140,7 +144,7 @@ func (m *Memory) enforceGate() {
 
 var (
 	_ gate.Memory = (*Memory)(nil)
-	_ gate.Trace  = gated{}
+	_ gate.Trace  = (*gated)(nil)
 )
 
 // The gate.Memory of the gate.

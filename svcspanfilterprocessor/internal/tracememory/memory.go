@@ -68,6 +68,7 @@ type shard struct {
 	pending  counts
 	unsized  unsizedList // lazysize.go
 	perEntry int64
+	handle   gated // the gate's handle on a trace of the shard (gated.go)
 }
 
 type counts struct{ bytes, heldBytes, heldSpans, traces, gatedBytes int64 }

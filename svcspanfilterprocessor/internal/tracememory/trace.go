@@ -287,7 +287,7 @@ func (sh *shard) settleParent(m *Memory, t *trace, it *item, parent pcommon.Span
 	it.reason &^= WaitParent
 	it.waitOn = pcommon.SpanID{}
 	out.reparent(it.span, parent, reparent)
-	m.settled(m.gatedOf(sh, t, out), it.span, it.origin)
+	m.settled(sh, t, out, it.span, it.origin)
 	if it.reason == 0 {
 		sh.release(m, t, it, why, out)
 	}
