@@ -52,8 +52,8 @@ func (s *Sampler) Check(f func(gate.Ref, int)) (bytes int64, err error) {
 			return 0, errors.New("kept sessions out of the order they were kept")
 		}
 	}
-	if len(k.byKey) != k.order.Len() || k.order.Len() > s.o.Config().MaxSessions {
-		return 0, fmt.Errorf("%d kept sessions, %d indexed, at most %d", k.order.Len(), len(k.byKey), s.o.Config().MaxSessions)
+	if len(k.byKey) != k.order.Len() || k.order.Len() > s.Outcome.Config().MaxSessions {
+		return 0, fmt.Errorf("%d kept sessions, %d indexed, at most %d", k.order.Len(), len(k.byKey), s.Outcome.Config().MaxSessions)
 	}
 	s.readyMu.Lock()
 	defer s.readyMu.Unlock()

@@ -65,7 +65,6 @@ type Settings struct {
 // Sampler is outcome sampling: the gate of the span filter's trace memory (gate.Gate).
 type Sampler struct {
 	Settings
-	o         *sampling.Outcome
 	journaled bool
 	sessions  keptSessions
 	readyMu   sync.Mutex
@@ -81,7 +80,7 @@ func New(set Settings) *Sampler {
 	if set.Logger == nil {
 		set.Logger = zap.NewNop()
 	}
-	return &Sampler{Settings: set, o: set.Outcome, journaled: set.Journal != journal.Nop, wake: make(chan struct{}, 1)}
+	return &Sampler{Settings: set, journaled: set.Journal != journal.Nop, wake: make(chan struct{}, 1)}
 }
 
 var _ gate.Gate = (*Sampler)(nil)
@@ -110,21 +109,21 @@ func (s *Sampler) Kept(tr gate.Trace, span ptrace.Span, res pcommon.Resource, sc
 	st := s.state(tr)
 	if st.decided { // (kept by a rule: read from its reason, which a restart keeps, unlike what it observed)
 		_, known := st.obs.Session()
-		if known || !st.keep || !sampling.IsRuleReason(st.reason) || s.o.Config().DecidePer != sampling.DecidePerSession {
+		if known || !st.keep || !sampling.IsRuleReason(st.reason) || s.Outcome.Config().DecidePer != sampling.DecidePerSession {
 			return false
 		}
-		s.o.ObserveSpan(&st.obs, span, res, scope)
+		s.Outcome.ObserveSpan(&st.obs, span, res, scope)
 		if k, ok := st.obs.Session(); ok {
-			s.o.KeepSession(k, st.reason, now)
+			s.Outcome.KeepSession(k, st.reason, now)
 			if s.journaled {
 				tr.After(&keptSession{key: k, reason: st.reason, at: now})
 			}
 		}
 		return false
 	}
-	s.o.ObserveSpan(&st.obs, span, res, scope)
+	s.Outcome.ObserveSpan(&st.obs, span, res, scope)
 	st.started(now)
-	if _, matched := s.o.Matched(&st.obs); matched || !held {
+	if _, matched := s.Outcome.Matched(&st.obs); matched || !held {
 		s.decide(tr, st, now, false)
 		return false
 	}
@@ -159,7 +158,7 @@ func (s *Sampler) Tick(tr gate.Trace, now time.Time) {
 	if st == nil || st.decided || st.firstAt.IsZero() {
 		return
 	}
-	cfg := s.o.Config()
+	cfg := s.Outcome.Config()
 	if now.Sub(st.firstAt) >= cfg.DecisionWait || (st.root && now.Sub(tr.LastActivity()) >= cfg.SettleDuration) {
 		s.decide(tr, st, now, false)
 	}
@@ -178,7 +177,7 @@ func (s *Sampler) decide(tr gate.Trace, st *traceState, now time.Time, early boo
 	if st.decided {
 		return
 	}
-	st.keep, st.reason = s.o.Decide(&st.obs, tr.ID(), tr.Experiment(), now)
+	st.keep, st.reason = s.Outcome.Decide(&st.obs, tr.ID(), tr.Experiment(), now)
 	st.decided = true
 	tr.Touch(now)    // the decision lives remember_duration from now
 	if s.journaled { // after a restart its later spans, alone, could be decided otherwise: torn
@@ -188,7 +187,7 @@ func (s *Sampler) decide(tr gate.Trace, st *traceState, now time.Time, early boo
 		}
 		tr.Record([]byte{byte(len(reason))}, []byte(reason))
 		k, ok := st.obs.Session()
-		if _, rule := s.o.Matched(&st.obs); ok && rule && s.o.Config().DecidePer == sampling.DecidePerSession {
+		if _, rule := s.Outcome.Matched(&st.obs); ok && rule && s.Outcome.Config().DecidePer == sampling.DecidePerSession {
 			tr.After(&keptSession{key: k, reason: reason, at: now})
 		}
 	}

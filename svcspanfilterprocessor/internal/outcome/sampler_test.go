@@ -642,7 +642,7 @@ func TestSessionNamedAfterTheDecision(t *testing.T) {
 			assert.Equal(t, sessionPayload("s1", "errors"), sessions[0].Payload)
 			assert.Equal(t, t0.Add(10*time.Second), sessions[0].HeldAt)
 			assert.Equal(t, sessionCost+int64(len("errors")), bytes)
-			reason, ok := h.s.o.SessionKept(sampling.SessionKeyOf("s1"), t0.Add(time.Minute))
+			reason, ok := h.s.Outcome.SessionKept(sampling.SessionKeyOf("s1"), t0.Add(time.Minute))
 			assert.True(t, ok)
 			assert.Equal(t, "errors", reason)
 			assert.Len(t, h.m.traces[id].entries, 1, "the decision journaled once")
@@ -1035,7 +1035,7 @@ func TestRuleKeptTraceKeepsALaterSessionAcrossARestart(t *testing.T) {
 				require.NoError(t, h.s.RecoverDecisions(j.records()))
 			}
 			h.kept(id, spanSpec{name: "agent", session: "s1", at: time.Second})
-			_, kept := h.s.o.SessionKept(sampling.SessionKeyOf("s1"), t0.Add(time.Minute))
+			_, kept := h.s.Outcome.SessionKept(sampling.SessionKeyOf("s1"), t0.Add(time.Minute))
 			assert.True(t, kept)
 			assert.Len(t, h.j.ofKind(KindSession), 1)
 		})

@@ -156,7 +156,7 @@ func (s *Sampler) applyScores(info *client.Info, sink any, ld plog.Logs, now tim
 		a := at[i]
 		if tr.Status() == gate.Pending {
 			st := s.state(tr)
-			s.o.ObserveScore(&st.obs, a.lr)
+			s.Outcome.ObserveScore(&st.obs, a.lr)
 			st.started(now)
 			if planned == nil || planned[i] {
 				if a.sl != from {
@@ -165,7 +165,7 @@ func (s *Sampler) applyScores(info *client.Info, sink any, ld plog.Logs, now tim
 				s.holdScore(tr, st, &heldScore{record: plog.NewLogRecord(), origin: origin, ref: ref,
 					bytes: s.scoreSize(a.lr)}, a.lr)
 				held, remove[i] = held+1, true
-				if _, matched := s.o.Matched(&st.obs); matched {
+				if _, matched := s.Outcome.Matched(&st.obs); matched {
 					s.decide(tr, st, now, false)
 				}
 				return

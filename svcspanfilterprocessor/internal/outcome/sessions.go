@@ -72,7 +72,7 @@ func (s *Sampler) keepSession(ks *keptSession) {
 		}
 		k.byKey[ks.key] = e
 		s.Memory.Count(sessionCost + int64(len(ks.reason)))
-		for k.order.Len() > s.o.Config().MaxSessions {
+		for k.order.Len() > s.Outcome.Config().MaxSessions {
 			done = append(done, s.forgetSession(k.order.Front()))
 		}
 	}
@@ -92,7 +92,7 @@ func (s *Sampler) forgetSession(e *list.Element) gate.Ref {
 
 // expireSessions forgets the kept sessions whose session_keep_duration is over, oldest first.
 func (s *Sampler) expireSessions(now time.Time) {
-	keep := s.o.Config().SessionKeepDuration
+	keep := s.Outcome.Config().SessionKeepDuration
 	var over []gate.Ref
 	s.sessions.mu.Lock()
 	for e := s.sessions.order.Front(); e != nil && now.Sub(e.Value.(*keptSession).at) >= keep; {
@@ -114,7 +114,7 @@ func (s *Sampler) recoverSession(rec journal.Record) error {
 	}
 	key := sampling.SessionKey(binary.BigEndian.Uint64(rec.Payload))
 	ks := &keptSession{key: key, reason: string(rec.Payload[8:]), at: rec.HeldAt, ref: ref}
-	s.o.KeepSession(ks.key, ks.reason, ks.at)
+	s.Outcome.KeepSession(ks.key, ks.reason, ks.at)
 	s.keepSession(ks)
 	return nil
 }
