@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 	"go.opentelemetry.io/collector/processor/processortest"
@@ -126,4 +127,64 @@ func TestDeliveryThatAlwaysPanicsIsGivenUp(t *testing.T) {
 		[]metricdata.DataPoint[int64]{reasonPoint(undeliverablePanicked, 1)}, ignoreTime...)
 	assert.Len(t, h.logs.FilterMessageSnippet("panicked on released spans; they will be retried").All(), maxPanics-1)
 	assert.Len(t, h.logs.FilterMessageSnippet("Released spans were lost").All(), 1)
+}
+
+// poisonLogs panics on every call carrying a record of the trace poison; it takes the rest.
+type poisonLogs struct {
+	consumertest.LogsSink
+	poison pcommon.TraceID
+	panics atomic.Int64
+}
+
+func (c *poisonLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				if lr.TraceID() == c.poison {
+					c.panics.Add(1)
+					panic("exporter bug")
+				}
+			}
+		}
+	}
+	return c.LogsSink.ConsumeLogs(ctx, ld)
+}
+
+// Score records released by outcome sampling go on as released spans do: a delivery the next logs
+// consumer panics on every time is retried after a backoff, then given up (logged), and the
+// deliveries behind it go on. The panic never escapes: on the score releaser's goroutine it would
+// crash the collector, and after a restart the journaled records would crash it again.
+func TestScoreDeliveryThatAlwaysPanicsIsGivenUp(t *testing.T) {
+	ctx := context.Background()
+	poison, other := pcommon.TraceID{0xf3, 8: 0xff, 15: 1}, pcommon.TraceID{0xf3, 8: 0xff, 15: 2}
+	h := newHarness(t, createDefaultConfig().(*Config))
+	startWithOutcome(t, h, 0.0001, 64)
+	next := &poisonLogs{poison: poison}
+	lp := &logsProcessor{logger: h.p.logger, sink: func() contentSink { return h.p }, next: next,
+		traces: func() *spanFilterProcessor { return h.p }}
+	lp.once.Do(func() {}) // no releaser goroutine: the test runs its rounds
+	releaserRound := func() { lp.deliverScores(ctx, h.p.outcome.TakeReadyScores(lp), false) }
+	for _, tr := range []pcommon.TraceID{poison, other} { // held: their traces are undecided
+		_, err := lp.processLogs(ctx, scoreRecords(tr))
+		require.NoError(t, err)
+	}
+	h.consume(testSpan{name: "agent", scope: scopeSDK, trace: poison, failed: true},
+		testSpan{name: "agent 2", scope: scopeSDK, trace: other, failed: true}) // both kept: released
+
+	require.NotPanics(t, releaserRound)
+	assert.EqualValues(t, 1, next.panics.Load())
+	assert.Equal(t, 1, next.LogRecordCount(), "the other trace's score went on behind the panicking delivery")
+	for _, backoff := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		h.clock.Advance(backoff / 2)
+		require.NotPanics(t, releaserRound)
+		h.clock.Advance(backoff / 2)
+		require.NotPanics(t, releaserRound)
+	}
+	assert.EqualValues(t, maxPanics, next.panics.Load(), "bounded attempts")
+	h.clock.Advance(time.Minute)
+	releaserRound()
+	assert.EqualValues(t, maxPanics, next.panics.Load(), "given up: no further attempt")
+	assert.Zero(t, h.p.mem.ReadyBytes(), "the given-up records left the budget")
+	assert.Len(t, h.logs.FilterMessageSnippet("panicked on released score records; they will be retried").All(), maxPanics-1)
+	assert.Len(t, h.logs.FilterMessageSnippet("Released score records were lost").All(), 1)
 }

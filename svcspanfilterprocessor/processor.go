@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
@@ -196,7 +195,6 @@ func (p *spanFilterProcessor) setOutcome(o *sampling.Outcome, maxHeldBytes int64
 func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 	p.running.Store(false)
 	defer p.telemetry.Shutdown()
-	journaled := p.journal != journal.Nop
 	if sj, ok := p.journal.(*storageJournal); ok {
 		defer func() { // last, after the final delivery removed what it handed on
 			if s := sj.s.Swap(nil); s != nil {
@@ -207,29 +205,22 @@ func (p *spanFilterProcessor) shutdown(ctx context.Context) error {
 		}()
 	}
 	if p.stop != nil {
-		close(p.stop)
-		select {
-		case <-p.stopped:
-		case <-ctx.Done(): // the releaser is stuck in the next consumer; without a journal its spans are lost
-			if left := p.mem.HeldSpans(); left > 0 && !journaled {
-				p.giveUp(ctx, int(left), undeliverableShutdown, "shutdown timed out while the next consumer was still busy")
+		if err := stopReleaser(ctx, p.stop, p.stopped); err != nil {
+			// The releaser is stuck in the next consumer; without a journal its spans are lost.
+			if left := p.mem.HeldSpans(); left > 0 && p.journal == journal.Nop {
+				p.giveUp(ctx, p.spans(), int(left), undeliverableShutdown, "shutdown timed out while the next consumer was still busy")
 			}
-			return ctx.Err()
+			return err
 		}
 		p.stop = nil
 	}
-	keep := journaled && p.cfg.TraceIntegrity.OnShutdown == onShutdownKeep
+	keep := p.keepOnShutdown()
 	final := p.mem.Drain
 	if keep {
 		final = p.mem.TakeReady
 	}
-	switch lost := p.deliver(ctx, final(), true); {
-	case lost > 0 && journaled:
-		p.logger.Warn("The next consumer still refused released spans at shutdown; they stay in the journal "+
-			"and are delivered after the next start", zap.Int("spans", lost))
-	case lost > 0:
-		p.giveUp(ctx, lost, undeliverableShutdown, "the next consumer still refused them at shutdown")
-		return fmt.Errorf("svcspanfilter: %d spans released at shutdown could not be delivered", lost)
+	if err := p.refusedAtShutdown(ctx, p.spans(), p.deliver(ctx, final(), true)); err != nil {
+		return err
 	}
 	if held := p.mem.HeldSpans(); keep && held > 0 {
 		p.logger.Info("Held spans stay in the journal and wait for their parents again after the next start",
@@ -288,83 +279,19 @@ type batchScratch struct {
 	decisions []tracememory.Decision
 }
 
-// deliver hands released spans on, each with its request's client metadata, then reports those
-// taken (or given up) to the memory at once: the journal records they finish go in one write. A
-// retryable refusal puts the rest back for the releaser, or with tryAll counts the spans refused.
+// deliver hands released spans on (handOn), then reports those taken (or given up) to the memory
+// at once: the journal records they finish go in one write.
 func (p *spanFilterProcessor) deliver(ctx context.Context, ds []*tracememory.Delivery, tryAll bool) int {
-	refused := 0
-	done, later := ds[:0], []*tracememory.Delivery(nil) // done reuses ds: it never passes the one read
-	defer func() {
-		p.mem.Delivered(done...)
-		if len(later) > 0 {
-			p.mem.Requeue(later...)
-		}
-	}()
-	for i, d := range ds {
-		if d.Panics > 0 && !tryAll && p.now().Before(d.RetryAt) {
-			later = append(later, d) // backing off
-			continue
-		}
-		err := p.consumeRecovering(ctx, d)
-		switch {
-		case err == nil:
-			done = append(done, d)
-		case consumererror.IsPermanent(err):
-			p.giveUp(ctx, d.Spans, undeliverableRefused, "the next consumer refused them permanently: "+err.Error())
-			done = append(done, d)
-		case tryAll:
-			refused += d.Spans
-		case errors.Is(err, errPanicked): // about this data, not back pressure: the others go on
-			later = append(later, d)
-		default:
-			p.logger.Warn("The next consumer refused released spans; they will be retried",
-				zap.Int("spans", d.Spans), zap.Error(err))
-			later = append(later, ds[i:]...)
-			return 0
-		}
+	done, later, refused := handOn(p, ctx, ds, tryAll, p.spans(), func(d *tracememory.Delivery) attempt {
+		return attempt{d.Spans, &d.Panics, &d.RetryAt, func(ctx context.Context) error {
+			return p.next.ConsumeTraces(client.NewContext(ctx, d.Info), d.Traces)
+		}}
+	})
+	p.mem.Delivered(done...)
+	if len(later) > 0 {
+		p.mem.Requeue(later...)
 	}
 	return refused
-}
-
-// maxPanics bounds the attempts at a delivery the next consumer panics on (a bug in a later
-// component): retried after 1 s, 2 s, 4 s, then given up, so that it cannot block what follows.
-const maxPanics = 4
-
-var errPanicked = errors.New("svcspanfilter: the next consumer panicked")
-
-// consumeRecovering turns a panic of the next consumer into errPanicked, d retried after a backoff,
-// or, at the last attempt, into nil with d given up (counted and logged).
-func (p *spanFilterProcessor) consumeRecovering(ctx context.Context, d *tracememory.Delivery) (err error) {
-	defer func() {
-		v := recover()
-		if v == nil {
-			return
-		}
-		if d.Panics++; d.Panics >= maxPanics {
-			p.giveUp(ctx, d.Spans, undeliverablePanicked, fmt.Sprintf("the next consumer panicked on them at each of "+
-				"%d attempts (a bug in a later component): %v", d.Panics, v))
-			return
-		}
-		d.RetryAt = p.now().Add(time.Second << (d.Panics - 1))
-		p.logger.Error("The next consumer panicked on released spans; they will be retried",
-			zap.Int("spans", d.Spans), zap.Int("attempt", d.Panics), zap.Int("attempts", maxPanics),
-			zap.Any("panic", v), zap.Stack("stack"))
-		err = errPanicked
-	}()
-	return p.next.ConsumeTraces(client.NewContext(ctx, d.Info), d.Traces)
-}
-
-// Why released spans were given up: the `reason` of spans_undeliverable.
-const (
-	undeliverableRefused  = "refused"
-	undeliverableShutdown = "shutdown"
-	undeliverablePanicked = "panicked"
-)
-
-// giveUp is the only place where accepted spans are lost, and it says so.
-func (p *spanFilterProcessor) giveUp(ctx context.Context, spans int, reason, why string) {
-	p.telemetry.ProcessorSvcspanfilterSpansUndeliverable.Add(ctx, int64(spans), reasonOpt(reason))
-	p.logger.Error("Released spans were lost: "+why, zap.Int("spans", spans), zap.String("reason", reason))
 }
 
 // reasons are the precomputed `reason` attribute sets, by reason, so recording allocates nothing.

@@ -3,15 +3,12 @@ package svcspanfilterprocessor // import "github.com/svc/svc-collector/svcspanfi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
-	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
-	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/journal"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/outcome"
 	"github.com/svc/svc-collector/svcspanfilterprocessor/internal/tracememory"
 )
@@ -63,30 +60,23 @@ func (lp *logsProcessor) applyScores(ctx context.Context, hold *outcome.ScoreHol
 	lp.deliverScores(ctx, lp.traces().outcome.TakeReadyScores(lp), false)
 }
 
-// deliverScores hands released score records on; a retryable refusal puts the rest back for the
-// releaser, or with tryAll counts the records refused.
+// deliverScores hands released score records on as the traces side hands on spans (handOn).
 func (lp *logsProcessor) deliverScores(ctx context.Context, ds []*outcome.ScoreDelivery, tryAll bool) int {
-	refused := 0
-	scores := lp.traces().outcome
-	for i, d := range ds {
-		err := lp.next.ConsumeLogs(client.NewContext(ctx, d.Info), d.Logs)
-		switch {
-		case err == nil:
-			scores.ScoresDelivered(d)
-		case consumererror.IsPermanent(err):
-			lp.logger.Error("Score records were lost: the next consumer refused them permanently",
-				zap.Int("records", d.Records), zap.Error(err))
-			scores.ScoresDelivered(d)
-		case tryAll:
-			refused += d.Records
-		default:
-			lp.logger.Warn("The next consumer refused released score records; they will be retried",
-				zap.Int("records", d.Records), zap.Error(err))
-			scores.RequeueScores(ds[i:]...)
-			return 0
-		}
+	p := lp.traces()
+	done, later, refused := handOn(p, ctx, ds, tryAll, lp.scores(), func(d *outcome.ScoreDelivery) attempt {
+		return attempt{d.Records, &d.Panics, &d.RetryAt, func(ctx context.Context) error {
+			return lp.next.ConsumeLogs(client.NewContext(ctx, d.Info), d.Logs)
+		}}
+	})
+	p.outcome.ScoresDelivered(done...)
+	if len(later) > 0 {
+		p.outcome.RequeueScores(later...)
 	}
 	return refused
+}
+
+func (lp *logsProcessor) scores() released {
+	return released{"score records", "records", false, lp.logger}
 }
 
 // shutdown stops the releaser and delivers what is released; with on_shutdown: release (or no
@@ -97,24 +87,12 @@ func (lp *logsProcessor) shutdown(ctx context.Context) error {
 		return nil
 	}
 	lp.startScoreReleaser(p) // records recovered from the journal may wait for this pipeline
-	close(lp.stop)
-	select {
-	case <-lp.stopped:
-	case <-ctx.Done(): // the releaser is stuck in the next consumer; journaled records stay
-		return ctx.Err()
+	if err := stopReleaser(ctx, lp.stop, lp.stopped); err != nil {
+		return err // the releaser is stuck in the next consumer; journaled records stay
 	}
-	journaled := p.journal != journal.Nop
 	final := p.outcome.DrainScores
-	if journaled && p.cfg.TraceIntegrity.OnShutdown == onShutdownKeep {
+	if p.keepOnShutdown() {
 		final = p.outcome.TakeReadyScores
 	}
-	switch lost := lp.deliverScores(ctx, final(lp), true); {
-	case lost > 0 && journaled:
-		lp.logger.Warn("The next consumer still refused released score records at shutdown; they stay in the "+
-			"journal and are delivered after the next start", zap.Int("records", lost))
-	case lost > 0:
-		lp.logger.Error("Score records were lost: the next consumer still refused them at shutdown", zap.Int("records", lost))
-		return fmt.Errorf("svcspanfilter: %d score records released at shutdown could not be delivered", lost)
-	}
-	return nil
+	return p.refusedAtShutdown(ctx, lp.scores(), lp.deliverScores(ctx, final(lp), true))
 }

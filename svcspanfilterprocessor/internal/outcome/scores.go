@@ -47,6 +47,10 @@ type ScoreDelivery struct {
 	Records int
 	bytes   int64
 	refs    map[gate.Ref]int
+	// Panics: the attempts the next consumer panicked on; the processor retries no sooner than
+	// RetryAt, and gives up after a bound.
+	Panics  int
+	RetryAt time.Time
 }
 
 // IsHeldScore reports whether lr is a score record that follows its trace: a complete score record
@@ -286,14 +290,16 @@ func (s *Sampler) TakeReadyScores(sink any) (mine []*ScoreDelivery) {
 	return mine
 }
 
-// ScoresDelivered reports that the sink's next consumer accepted d (or gave it up for good).
-func (s *Sampler) ScoresDelivered(d *ScoreDelivery) {
-	s.Memory.Ready(-d.bytes)
-	d.bytes = 0
-	for r, n := range d.refs {
-		r.Done(n)
+// ScoresDelivered reports that the sink's next consumer accepted ds (or they were given up).
+func (s *Sampler) ScoresDelivered(ds ...*ScoreDelivery) {
+	for _, d := range ds {
+		s.Memory.Ready(-d.bytes)
+		d.bytes = 0
+		for r, n := range d.refs {
+			r.Done(n)
+		}
+		d.refs = nil
 	}
-	d.refs = nil
 }
 
 // RequeueScores puts refused score deliveries back, ahead of those queued since.
