@@ -2,6 +2,7 @@ package svcspanfilterprocessor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -187,4 +189,43 @@ func TestScoreDeliveryThatAlwaysPanicsIsGivenUp(t *testing.T) {
 	assert.Zero(t, h.p.mem.ReadyBytes(), "the given-up records left the budget")
 	assert.Len(t, h.logs.FilterMessageSnippet("panicked on released score records; they will be retried").All(), maxPanics-1)
 	assert.Len(t, h.logs.FilterMessageSnippet("Released score records were lost").All(), 1)
+}
+
+// Released score records the next logs consumer refuses follow the rule of released spans: at
+// shutdown without storage, what it still refuses is lost, logged, and shutdown says so; refused
+// for good, they are lost at once and logged.
+func TestScoreRecordsRefusedByTheNextConsumer(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		err         error
+		shutdownErr string
+		lost        string
+	}{
+		{name: "retryable, still refused at shutdown", err: errors.New("backend down"),
+			shutdownErr: "1 score records released at shutdown could not be delivered",
+			lost:        "Released score records were lost: the next consumer still refused them at shutdown"},
+		{name: "permanent", err: consumererror.NewPermanent(errors.New("bad request")),
+			lost: "Released score records were lost: the next consumer refused them permanently"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			tr := pcommon.TraceID{0xf4, 8: 0xff, 15: 1}
+			h := newHarness(t, createDefaultConfig().(*Config))
+			startWithOutcome(t, h, 0.0001, 64)
+			lp := &logsProcessor{logger: h.p.logger, sink: func() contentSink { return h.p },
+				next: consumertest.NewErr(tc.err), traces: func() *spanFilterProcessor { return h.p }}
+			_, err := lp.processLogs(ctx, scoreRecords(tr)) // held: its trace is undecided
+			require.NoError(t, err)
+			h.consume(testSpan{name: "agent", scope: scopeSDK, trace: tr, failed: true}) // kept: released
+
+			err = lp.shutdown(ctx)
+			if tc.shutdownErr != "" {
+				require.ErrorContains(t, err, tc.shutdownErr)
+			} else {
+				require.NoError(t, err)
+				assert.Zero(t, h.p.mem.ReadyBytes(), "given up: they left the budget")
+			}
+			assert.Len(t, h.logs.FilterMessageSnippet(tc.lost).All(), 1)
+		})
+	}
 }
